@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spec.h - probe specs (the SPEC grammar of docs/cli.md) and their
+ * resolution against a process image. Runs in the tracer process.
+ *
+ *   SPEC    := [OBJECT ':'] TARGET
+ *   TARGET  := PATTERN ['+' OFFSET] | '0x' HEXADDR | PATTERN '@plt'
+ */
+#ifndef __UTRACE_SPEC_H
+#define __UTRACE_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "utrace/common.h"
+#include "utrace/elf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum utrace_spec_flags {
+	UTRACE_SPEC_ADDR = 1U << 0,   /* TARGET is 0xHEXADDR (file address in OBJECT) */
+	UTRACE_SPEC_PLT = 1U << 1,    /* PATTERN@plt */
+	UTRACE_SPEC_OFFSET = 1U << 2, /* PATTERN+OFFSET */
+	UTRACE_SPEC_GLOB = 1U << 3,   /* PATTERN has glob characters */
+};
+
+/** struct utrace_spec - a parsed SPEC. Strings are owned (utrace_spec__clear). */
+struct utrace_spec {
+	char *text;	/* the SPEC as given */
+	char *object;	/* NULL: the main executable; "*": every object */
+	char *pattern;	/* symbol name or glob; NULL with UTRACE_SPEC_ADDR */
+	uint64_t offset; /* with UTRACE_SPEC_OFFSET */
+	uint64_t addr;	/* with UTRACE_SPEC_ADDR */
+	uint32_t flags; /* enum utrace_spec_flags */
+};
+
+/**
+ * @brief **utrace_spec__parse()** parses @text into @ret.
+ * @param errbuf on failure, one line saying what is wrong, e.g.
+ * "bad spec 'libc:': missing symbol after ':'" (may be NULL)
+ * @return 0 on success; -UTRACE_ERRNO__SPEC on a malformed spec (@ret
+ * untouched); -ENOMEM
+ */
+UTRACE_API int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf,
+				  size_t errlen);
+
+/** @brief **utrace_spec__clear()** frees the strings of @spec; accepts NULL. */
+UTRACE_API void utrace_spec__clear(struct utrace_spec *spec);
+
+/**
+ * struct utrace_object - one ELF object of a process image: the main
+ * executable or a shared library, mapped (live process) or to be loaded
+ * (launch mode: the executable and its DT_NEEDED closure).
+ */
+struct utrace_object {
+	const char *path; /* resolved path */
+	uint64_t bias;	  /* load bias: runtime address = file address + bias */
+	bool is_main;	  /* the main executable */
+	bool live;	  /* mapped in a live process (bias is real) */
+};
+
+struct utrace_image;
+
+/**
+ * @brief **utrace_image__open_pid()** builds the image of live process @pid
+ * from its maps (objects with their load biases).
+ * @return new object; NULL with errno set (ESRCH, EPERM, EACCES)
+ */
+UTRACE_API struct utrace_image *utrace_image__open_pid(pid_t pid);
+
+/**
+ * @brief **utrace_image__open_exec()** builds the image a launch of @path
+ * would have: the executable and the libraries it needs (DT_NEEDED, searched
+ * through RPATH/RUNPATH, LD_LIBRARY_PATH and the system directories). Biases
+ * are 0 (file addresses).
+ * @return new object; NULL with errno set
+ */
+UTRACE_API struct utrace_image *utrace_image__open_exec(const char *path);
+
+/** @brief **utrace_image__close()** frees @img; accepts NULL. */
+UTRACE_API void utrace_image__close(struct utrace_image *img);
+
+/** @return the number of objects in @img. */
+UTRACE_API size_t utrace_image__object_count(const struct utrace_image *img);
+
+/** @return object @i (borrowed), or NULL. */
+UTRACE_API const struct utrace_object *utrace_image__object(const struct utrace_image *img,
+							    size_t i);
+
+/**
+ * @brief **utrace_image__elf()** opens (once, then cached) the ELF file of
+ * object @i.
+ * @return borrowed pointer; NULL with errno set on failure
+ */
+UTRACE_API struct utrace_elf *utrace_image__elf(struct utrace_image *img, size_t i);
+
+/** struct utrace_match - one probe point a spec resolved to. */
+struct utrace_match {
+	size_t object;	    /* index into the image */
+	const char *symbol; /* borrowed from the ELF; NULL for a raw address */
+	uint64_t file_addr; /* file address of the probe point */
+	uint64_t addr;	    /* runtime address (file_addr + bias) */
+	uint64_t sym_size;  /* size of the symbol, 0 if unknown */
+	uint64_t offset;    /* offset of the probe point in the symbol */
+	uint32_t sym_flags; /* enum utrace_sym_flags */
+};
+
+/**
+ * @brief **utrace_image__resolve()** resolves @spec against @img.
+ * @param ret_matches on success, a malloc'ed array (free() it), sorted by
+ * object then address; NULL when there is no match
+ * @param ret_nr on success, number of matches
+ * @param ret_pending on success, set to true if the spec names an object that
+ * is not in the image (it may still be loaded with dlopen); may be NULL
+ * @return 0 on success (even with no match); negative errno on failure:
+ * -ENOENT for an object path that does not exist, -UTRACE_ERRNO__ELF
+ */
+UTRACE_API int utrace_image__resolve(struct utrace_image *img, const struct utrace_spec *spec,
+				     struct utrace_match **ret_matches, size_t *ret_nr,
+				     bool *ret_pending);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __UTRACE_SPEC_H */

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/* utrace.h - umbrella header for libutrace. */
+#ifndef __UTRACE_UTRACE_H
+#define __UTRACE_UTRACE_H
+
+#include "utrace/version.h"
+#include "utrace/common.h"
+#include "utrace/proc.h"
+#include "utrace/elf.h"
+#include "utrace/spec.h"
+
+#endif /* __UTRACE_UTRACE_H */

@@ -1,0 +1,30 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Installs the Debian 12 packages utrace needs to build and test.
+# As root: runs apt-get. Otherwise: prints the exact line to run, and fails
+# if something is missing.
+PKGS="meson ninja-build pkg-config gcc libc6-dev libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace"
+# Used by the benchmarks and comparison tests when present (skipped otherwise).
+OPT_PKGS="bpftrace uftrace linux-perf"
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ "${1:-}" = "--with-optional" ] && for p in $OPT_PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "utrace: missing packages; run as root:" >&2
+	echo "  apt-get install -y$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y $missing >/dev/null 2>&1 ||
+	{ apt-get update >/dev/null 2>&1 && apt-get install -y $missing >/dev/null; } || {
+	echo "utrace: apt-get install -y$missing failed" >&2
+	exit 1
+}
