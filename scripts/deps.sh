@@ -3,7 +3,7 @@
 # Installs the Debian 12 packages utrace needs to build and test.
 # As root: runs apt-get. Otherwise: prints the exact line to run, and fails
 # if something is missing.
-PKGS="meson ninja-build pkg-config gcc libc6-dev libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace"
+PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libc6-dev binutils libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace"
 # Used by the benchmarks and comparison tests when present (skipped otherwise).
 OPT_PKGS="bpftrace uftrace linux-perf"
 
