@@ -203,9 +203,13 @@ static int list_pid(const struct utrace_spec *spec, pid_t pid, bool many, struct
 		return EXIT_TRACE;
 	}
 	if (err == -EPERM || err == -EACCES) {
+		/*
+		 * The probe opens /proc/PID/mem, which says EACCES; attaching
+		 * (PTRACE_SEIZE) would say EPERM, and that is what users know.
+		 */
 		cli_error(
-			"pid %d: not allowed to trace (%s): run utrace as the process's user or as root; see also /proc/sys/kernel/yama/ptrace_scope",
-			(int)pid, err == -EPERM ? "EPERM" : "EACCES");
+			"pid %d: not allowed to trace (EPERM): run utrace as the process's user or as root; see also /proc/sys/kernel/yama/ptrace_scope",
+			(int)pid);
 		return EXIT_TRACE;
 	}
 	if (err) {

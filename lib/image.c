@@ -346,7 +346,7 @@ static bool same_file(const struct image_obj *o, const struct stat *st)
 	return o->dev == st->st_dev && o->ino == st->st_ino;
 }
 
-/* Try @dir/@name; on success *ret_elf is open and *ret_st filled. */
+/* Try @dir/@name; on success *ret_elf is open and @out holds the path. */
 static bool try_lib(const char *dir, const char *name, int class, int machine, char *out,
 		    size_t size, struct utrace_elf **ret_elf)
 {
@@ -355,7 +355,9 @@ static bool try_lib(const char *dir, const char *name, int class, int machine, c
 
 	if (!*dir)
 		dir = ".";
-	if ((size_t)snprintf(out, size, "%s/%s", dir, name) >= size || access(out, R_OK))
+	if ((size_t)snprintf(out, size, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+			     name) >= size ||
+	    access(out, R_OK))
 		return false;
 	elf = utrace_elf__open(out);
 	if (!elf)

@@ -202,7 +202,10 @@ int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf, 
 	if (!pat)
 		goto err_nomem;
 	if (strchr(pat, '+')) {
-		bad_spec(text, errbuf, errlen, "more than one '+' in '%s'", target);
+		if (s.flags & UTRACE_SPEC_PLT)
+			bad_spec(text, errbuf, errlen, "an offset cannot be combined with '@plt'");
+		else
+			bad_spec(text, errbuf, errlen, "more than one '+' in '%s'", target);
 		goto err_free;
 	}
 	p = strchr(pat, '@');
