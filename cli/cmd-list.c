@@ -247,6 +247,18 @@ static int list_exec(const struct utrace_spec *spec, const char *path, int bad_p
 	return rc;
 }
 
+/**
+ * cmd_list - the -l sub-command
+ * @opts: parsed options: list_spec, and pids or argv (or neither, when the
+ *	SPEC's OBJECT is a path)
+ *
+ * Tracer process; reads /proc and ELF files, never stops or writes to a
+ * target. Prints the matches to stdout and every problem as one line on
+ * stderr.
+ *
+ * Return: the exit status: 0, EXIT_USAGE (2: bad or unresolvable SPEC) or
+ * EXIT_TRACE (1: a process or program that cannot be examined).
+ */
 int cmd_list(struct cli_opts *opts)
 {
 	struct utrace_spec spec;

@@ -20,9 +20,10 @@
  *
  * Aliases: several names at one address (malloc and __libc_malloc) are all
  * kept, as nm does. Exactly one of them, the "primary", has no
- * UTRACE_SYM_ALIAS flag: a global name before a weak one before a local
- * one, then a name seen in .dynsym, then the one with fewer leading
- * underscores, then the shorter, then the alphabetically first. Consumers
+ * UTRACE_SYM_ALIAS flag: an exported (global or weak) name before a local
+ * one, then the one with fewer leading underscores (memalign rather than
+ * __libc_memalign), then global before weak, then a name seen in .dynsym,
+ * then the shorter, then the alphabetically first. Consumers
  * that place one probe per address (the tracer) skip the aliases; a listing
  * shows them all.
  *
@@ -371,19 +372,25 @@ static int underscores(const char *s)
 	return n;
 }
 
-/* Is @a a better primary name than @b for their shared address? */
+/*
+ * Is @a a better primary name than @b for their shared address? Exported
+ * (global or weak) before local, then fewer leading underscores (puts, not
+ * _IO_puts; memalign, not __libc_memalign), then global before weak, then
+ * seen in .dynsym, then shorter, then alphabetical.
+ */
 static bool better_primary(const struct utrace_sym *a, const struct utrace_sym *b)
 {
-	int ra = a->flags & UTRACE_SYM_GLOBAL ? 2 : a->flags & UTRACE_SYM_WEAK ? 1 : 0;
-	int rb = b->flags & UTRACE_SYM_GLOBAL ? 2 : b->flags & UTRACE_SYM_WEAK ? 1 : 0;
+	const uint32_t exported = UTRACE_SYM_GLOBAL | UTRACE_SYM_WEAK;
 	size_t la, lb;
 
-	if (ra != rb)
-		return ra > rb;
-	if (!!(a->flags & UTRACE_SYM_DYNSYM) != !!(b->flags & UTRACE_SYM_DYNSYM))
-		return a->flags & UTRACE_SYM_DYNSYM;
+	if (!!(a->flags & exported) != !!(b->flags & exported))
+		return a->flags & exported;
 	if (underscores(a->name) != underscores(b->name))
 		return underscores(a->name) < underscores(b->name);
+	if (!!(a->flags & UTRACE_SYM_GLOBAL) != !!(b->flags & UTRACE_SYM_GLOBAL))
+		return a->flags & UTRACE_SYM_GLOBAL;
+	if (!!(a->flags & UTRACE_SYM_DYNSYM) != !!(b->flags & UTRACE_SYM_DYNSYM))
+		return a->flags & UTRACE_SYM_DYNSYM;
 	la = strlen(a->name);
 	lb = strlen(b->name);
 	if (la != lb)

@@ -327,6 +327,21 @@ TEST(libc_dynsym_and_aliases)
 		if (!(utrace_elf__sym(elf, i)->flags & UTRACE_SYM_PLT))
 			CHECK_MSG(primaries == 1, "%d primaries at %#llx", primaries,
 				  (unsigned long long)utrace_elf__sym(elf, i)->addr);
+		/* the primary has the fewest leading underscores (memalign, not __libc_memalign) */
+		for (size_t k = i; k < j; k++) {
+			const struct utrace_sym *p = utrace_elf__sym(elf, k);
+
+			if (p->flags & (UTRACE_SYM_ALIAS | UTRACE_SYM_PLT))
+				continue;
+			for (size_t q = i; q < j; q++) {
+				const struct utrace_sym *o = utrace_elf__sym(elf, q);
+
+				if (!(o->flags & (UTRACE_SYM_GLOBAL | UTRACE_SYM_WEAK)))
+					continue; /* exported names win over local ones */
+				CHECK_MSG(strspn(o->name, "_") >= strspn(p->name, "_"),
+					  "primary %s, but %s", p->name, o->name);
+			}
+		}
 	}
 	/* find_sym gives the primary name: malloc, not __libc_malloc */
 	for (i = 0; i < n; i++)
