@@ -210,9 +210,17 @@ struct got_name {
 };
 
 struct got_vec {
-	struct got_name *v;
-	size_t nr;
+	struct got_name *v; /* relocation order (.plt.sec by index) */
+	struct got_name *sorted; /* by GOT address, for got_lookup() */
+	size_t nr, cap;
 };
+
+static int got_cmp(const void *a, const void *b)
+{
+	const struct got_name *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
 
 static int read_relocs(struct utrace_elf *elf, const char *secname, unsigned int want_type,
 		       struct got_vec *gv)
@@ -246,23 +254,33 @@ static int read_relocs(struct utrace_elf *elf, const char *secname, unsigned int
 		    gelf_getsym(symdata, (int)GELF_R_SYM(rela.r_info), &sym))
 			name = elf_strptr(elf->elf, symshdr.sh_link, sym.st_name);
 		/* a NULL name keeps the slot's position for .plt.sec by index */
-		nv = realloc(gv->v, (gv->nr + 1) * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		gv->v = nv;
+		if (gv->nr == gv->cap) {
+			gv->cap = gv->cap ? gv->cap * 2 : 256;
+			nv = realloc(gv->v, gv->cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			gv->v = nv;
+		}
 		gv->v[gv->nr++] = (struct got_name){ rela.r_offset, name && *name ? name : NULL };
 	}
+	if (!gv->nr)
+		return 0;
+	gv->sorted = malloc(gv->nr * sizeof(*gv->sorted));
+	if (!gv->sorted)
+		return -ENOMEM;
+	memcpy(gv->sorted, gv->v, gv->nr * sizeof(*gv->sorted));
+	qsort(gv->sorted, gv->nr, sizeof(*gv->sorted), got_cmp);
 	return 0;
 }
 
 static const char *got_lookup(const struct got_vec *gv, uint64_t got)
 {
-	size_t i;
+	struct got_name key = { got, NULL }, *hit;
 
-	for (i = 0; i < gv->nr; i++)
-		if (gv->v[i].got == got)
-			return gv->v[i].name;
-	return NULL;
+	if (!gv->nr)
+		return NULL;
+	hit = bsearch(&key, gv->sorted, gv->nr, sizeof(key), got_cmp);
+	return hit ? hit->name : NULL;
 }
 
 /*
@@ -346,7 +364,9 @@ static int read_plt(struct utrace_elf *elf, struct sym_vec *sv)
 	if (!err)
 		err = read_plt_section(elf, ".plt.got", &slots, &globdat, sv);
 	free(slots.v);
+	free(slots.sorted);
 	free(globdat.v);
+	free(globdat.sorted);
 	return err;
 }
 

@@ -202,6 +202,7 @@ static int setup_live_obj(pid_t pid, struct image_obj *o, const struct utrace_ma
 	const struct utrace_map *first = NULL;
 	char buf[PATH_MAX + 64];
 	Elf64_Phdr *ph = NULL;
+	struct stat st;
 	size_t i, nr = 0;
 	bool deleted = false;
 	int err = -ENOENT;
@@ -226,8 +227,14 @@ static int setup_live_obj(pid_t pid, struct image_obj *o, const struct utrace_ma
 	o->open_path = strdup(buf);
 	if (!o->open_path || !o->alt_path)
 		return -ENOMEM;
-	if (deleted || access(o->open_path, R_OK)) {
-		/* map_files first: the path is gone or not reachable */
+	if (deleted || access(o->open_path, R_OK) ||
+	    (!stat(o->open_path, &st) && st.st_ino != o->ino)) {
+		/*
+		 * map_files first: the path is gone, not reachable, or now
+		 * names another file (upgraded package). With overlayfs,
+		 * inode numbers may differ for the same file: then the
+		 * fallback to the path is what works.
+		 */
 		char *t = o->open_path;
 
 		o->open_path = o->alt_path;
