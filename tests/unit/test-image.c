@@ -178,6 +178,29 @@ TEST(open_exec_closure)
 	CHECK(foo && libc && ldso);
 	utrace_image__close(img);
 
+	/* LD_LIBRARY_PATH comes before DT_RUNPATH, as in ld.so */
+	{
+		char dir[] = "/tmp/utrace-test-image-XXXXXX", cmd[8192], want[4096];
+		const char *lib = harness_build_path("tests/targets/libfoo.so");
+		char *argv[] = { "cp", (char *)lib, dir, NULL };
+
+		CHECK(mkdtemp(dir));
+		CHECK_EQ(harness_run(argv, NULL, NULL, 10), 0);
+		setenv("LD_LIBRARY_PATH", dir, 1);
+		img = utrace_image__open_exec(prog);
+		CHECK(img);
+		snprintf(want, sizeof(want), "%s/libfoo.so", dir);
+		foo = false;
+		for (i = 0; i < utrace_image__object_count(img); i++)
+			foo |= !strcmp(utrace_image__object(img, i)->path, want);
+		CHECK_MSG(foo, "%s not used", want);
+		utrace_image__close(img);
+		unsetenv("LD_LIBRARY_PATH");
+		snprintf(cmd, sizeof(cmd), "%s/libfoo.so", dir);
+		unlink(cmd);
+		rmdir(dir);
+	}
+
 	errno = 0;
 	CHECK(utrace_image__open_exec("/no/such/program") == NULL);
 	CHECK_EQ(errno, ENOENT);
