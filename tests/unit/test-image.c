@@ -139,6 +139,17 @@ TEST(resolve_in_self)
 		CHECK(m[i - 1].object < m[i].object ||
 		      (m[i - 1].object == m[i].object && m[i - 1].file_addr <= m[i].file_addr));
 	free(m);
+	/* '?' and '[...]' globs */
+	resolve(img, "harness_ru?", &m, &nr, NULL, 0);
+	CHECK_EQ(nr, 1);
+	CHECK_STREQ(m[0].symbol, "harness_run");
+	free(m);
+	resolve(img, "harness_[rs]*", &m, &nr, NULL, 0);
+	CHECK(nr >= 2); /* harness_run, harness_skip */
+	for (i = 0; i < nr; i++)
+		CHECK(!strncmp(m[i].symbol, "harness_r", 9) ||
+		      !strncmp(m[i].symbol, "harness_s", 9));
+	free(m);
 	/* pending, missing path, nothing */
 	resolve(img, "libnotloadedatall:foo", &m, &nr, &pending, 0);
 	CHECK(pending);
