@@ -108,7 +108,8 @@ static int utrace(char **out, char **err, const char *a1, const char *a2, const 
 	return rc;
 }
 
-static char *tool(const char *t, const char *a1, const char *a2, const char *a3)
+__attribute__((noinline)) static char *tool(const char *t, const char *a1, const char *a2,
+					    const char *a3)
 {
 	char *argv[] = { (char *)t, (char *)a1, (char *)a2, (char *)a3, NULL };
 	char *out = NULL;
@@ -137,7 +138,7 @@ static void check_one_error_line(const char *err, const char *what)
 }
 
 struct nsym {
-	char name[256];
+	char name[512];
 	unsigned long long addr;
 };
 

@@ -17,7 +17,7 @@
 
 /* One (name, address) pair from a tool's output. */
 struct nsym {
-	char name[256];
+	char name[512];
 	unsigned long long addr;
 };
 
@@ -45,7 +45,8 @@ static bool nsyms_has(const struct nsyms *s, const char *name, unsigned long lon
 	return false;
 }
 
-static char *run_tool(const char *tool, const char *a1, const char *a2, const char *a3)
+__attribute__((noinline)) static char *run_tool(const char *tool, const char *a1, const char *a2,
+						const char *a3)
 {
 	char *argv[] = { (char *)tool, (char *)a1, (char *)a2, (char *)a3, NULL };
 	char *out = NULL;
