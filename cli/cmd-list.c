@@ -10,7 +10,8 @@
  *
  * ADDRESS is the runtime address with -p, the file address otherwise; SIZE
  * is the symbol's size in bytes ('-' if unknown). Several names at one
- * address (aliases) are all listed, primary name first. With several pids,
+ * address (aliases) are all listed, primary name first; with -v, each alias
+ * line ends with "(alias of PRIMARY)". With several pids,
  * each line starts with "[PID]". A "plan" column (jmp / int3 / refused)
  * will be appended after SIZE by the site planner.
  *
@@ -31,15 +32,17 @@
 
 struct row {
 	char *col[5];
+	char *note; /* -v: "(alias of NAME)", printed last */
 };
 
 struct table {
 	struct row *rows;
 	size_t nr;
+	bool verbose;
 };
 
 static int table_add(struct table *t, const char *pid, const char *obj, const char *sym,
-		     uint64_t addr, uint64_t size)
+		     uint64_t addr, uint64_t size, const char *alias_of)
 {
 	struct row *nr = realloc(t->rows, (t->nr + 1) * sizeof(*nr));
 	struct row *r;
@@ -51,7 +54,8 @@ static int table_add(struct table *t, const char *pid, const char *obj, const ch
 	memset(r, 0, sizeof(*r));
 	if (asprintf(&r->col[0], "%s", pid) < 0 || asprintf(&r->col[1], "%s", obj) < 0 ||
 	    asprintf(&r->col[2], "%s", sym) < 0 || asprintf(&r->col[3], "0x%" PRIx64, addr) < 0 ||
-	    (size ? asprintf(&r->col[4], "%" PRIu64, size) : asprintf(&r->col[4], "-")) < 0)
+	    (size ? asprintf(&r->col[4], "%" PRIu64, size) : asprintf(&r->col[4], "-")) < 0 ||
+	    (alias_of && asprintf(&r->note, "(alias of %s)", alias_of) < 0))
 		return -ENOMEM;
 	return 0;
 }
@@ -70,10 +74,15 @@ static void table_print_free(struct table *t)
 		if (w[0])
 			printf("%-*s  ", (int)w[0], r->col[0]);
 		/* the last column is not padded: the plan column will follow it */
-		printf("%-*s  %-*s  %-*s  %s\n", (int)w[1], r->col[1], (int)w[2], r->col[2],
-		       (int)w[3], r->col[3], r->col[4]);
+		printf("%-*s  %-*s  %-*s  ", (int)w[1], r->col[1], (int)w[2], r->col[2], (int)w[3],
+		       r->col[3]);
+		if (r->note)
+			printf("%-*s  %s\n", (int)w[4], r->col[4], r->note);
+		else
+			printf("%s\n", r->col[4]);
 		for (c = 0; c < 5; c++)
 			free(r->col[c]);
+		free(r->note);
 	}
 	free(t->rows);
 	t->rows = NULL;
@@ -113,6 +122,19 @@ static void report_range(struct utrace_image *img, const struct utrace_spec *spe
 		cli_error("'%s': offset %#" PRIx64 " is past the end of the function", spec->text,
 			  spec->offset);
 	free(m);
+}
+
+/* With -v: the primary name of an alias (same address), else NULL. */
+static const char *alias_of(struct utrace_image *img, const struct utrace_match *m)
+{
+	struct utrace_elf *elf;
+	const struct utrace_sym *s;
+
+	if (!m->symbol || !(m->sym_flags & UTRACE_SYM_ALIAS))
+		return NULL;
+	elf = utrace_image__elf(img, m->object);
+	s = elf ? utrace_elf__find_sym(elf, m->file_addr - m->offset) : NULL;
+	return s && strcmp(s->name, m->symbol) ? s->name : NULL;
 }
 
 /*
@@ -181,7 +203,8 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 			snprintf(sym, sizeof(sym), "%s+%#" PRIx64, m[i].symbol, m[i].offset);
 		else
 			snprintf(sym, sizeof(sym), "%s", m[i].symbol);
-		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size);
+		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size,
+				t->verbose ? alias_of(img, &m[i]) : NULL);
 	}
 	free(m);
 	if (err) {
@@ -262,7 +285,7 @@ static int list_exec(const struct utrace_spec *spec, const char *path, int bad_p
 int cmd_list(struct cli_opts *opts)
 {
 	struct utrace_spec spec;
-	struct table t = { 0 };
+	struct table t = { .verbose = opts->verbose > 0 };
 	char errbuf[512];
 	int err, rc = 0, i;
 

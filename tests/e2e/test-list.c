@@ -495,6 +495,43 @@ TEST(several_pids)
 	stop(&b);
 }
 
+/* Aliases: all listed, primary first; -v names the primary at the same address. */
+TEST(aliases_verbose)
+{
+	const char *path = built("tests/targets/s-list-pie");
+	char *out, *err, *line, *save = NULL;
+	int aliases = 0;
+
+	CHECK_EQ(utrace(&out, &err, "-v", "-l", "libc:*", "--", path), 0);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char obj[PATH_MAX], sym[512], size[32], primary[512];
+		unsigned long long addr;
+		char *note = strstr(line, "(alias of ");
+
+		CHECK(sscanf(line, "%4095s %511s %llx %31s", obj, sym, &addr, size) == 4);
+		if (!note)
+			continue;
+		CHECK(sscanf(note, "(alias of %511[^)])", primary) == 1);
+		CHECK(strcmp(primary, sym));
+		{
+			char *o2, *e2, spec[600];
+			struct row *rows;
+
+			snprintf(spec, sizeof(spec), "libc:%s", primary);
+			CHECK_EQ(utrace(&o2, &e2, "-l", spec, "--", path, NULL), 0);
+			CHECK(parse_rows(o2, false, &rows) >= 1);
+			CHECK_MSG(rows[0].addr == addr, "%s at %#llx, its primary %s at %#llx", sym,
+				  addr, primary, rows[0].addr);
+			free(rows);
+			free(o2);
+			free(e2);
+		}
+		if (++aliases >= 20)
+			break;
+	}
+	CHECK(aliases > 0);
+}
+
 /* ---- errors: one line on stderr, status 2 or 1, never a crash ------------ */
 
 TEST(bad_specs)
