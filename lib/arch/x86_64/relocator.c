@@ -274,7 +274,12 @@ static struct insn_class classify(const ZydisDecodedInstruction *in, const Zydis
 		c.fail = SITE_FAIL_FAR_BRANCH;
 		return c;
 	}
-	if (branch && in->operand_width == 16) {
+	/*
+	 * Zydis decodes 66 e9 as Intel does (prefix ignored, rel32); AMD takes a
+	 * rel16 and truncates RIP. Refuse on the prefix, not the decoded width.
+	 */
+	if (branch &&
+	    (in->operand_width == 16 || (in->attributes & ZYDIS_ATTRIB_HAS_OPERANDSIZE))) {
 		c.kind = KIND_REFUSE;
 		c.fail = SITE_FAIL_BRANCH16;
 		return c;
