@@ -11,8 +11,11 @@
  * ADDRESS is the runtime address with -p, the file address otherwise; SIZE
  * is the symbol's size in bytes ('-' if unknown). Several names at one
  * address (aliases) are all listed, primary name first. With several pids,
- * each line starts with "[PID]". A "plan" column (jmp / int3 / refused)
- * will be appended after SIZE by the site planner.
+ * each line starts with "[PID]". The last column is the site planner's
+ * decision (include/utrace/plan.h): "jmp" (a 5-byte jmp to a trampoline),
+ * "int3" (a breakpoint, the instruction run out of line) or
+ * "refused: WHY". With --why, jmp says how many bytes it displaces (and
+ * where the probe moved past endbr64), and int3 says why it is not a jmp.
  *
  * Exit status: 0 with matches, or when the SPEC is pending on an object
  * that is not loaded (a warning on stderr); 2 for a malformed SPEC or one
@@ -29,17 +32,20 @@
 #include "utrace/utrace.h"
 #include "cli.h"
 
+#define NR_COLS 6
+
 struct row {
-	char *col[5];
+	char *col[NR_COLS];
 };
 
 struct table {
 	struct row *rows;
 	size_t nr;
+	bool why; /* --why: explain every plan */
 };
 
 static int table_add(struct table *t, const char *pid, const char *obj, const char *sym,
-		     uint64_t addr, uint64_t size)
+		     uint64_t addr, uint64_t size, const char *plan)
 {
 	struct row *nr = realloc(t->rows, (t->nr + 1) * sizeof(*nr));
 	struct row *r;
@@ -51,17 +57,18 @@ static int table_add(struct table *t, const char *pid, const char *obj, const ch
 	memset(r, 0, sizeof(*r));
 	if (asprintf(&r->col[0], "%s", pid) < 0 || asprintf(&r->col[1], "%s", obj) < 0 ||
 	    asprintf(&r->col[2], "%s", sym) < 0 || asprintf(&r->col[3], "0x%" PRIx64, addr) < 0 ||
-	    (size ? asprintf(&r->col[4], "%" PRIu64, size) : asprintf(&r->col[4], "-")) < 0)
+	    (size ? asprintf(&r->col[4], "%" PRIu64, size) : asprintf(&r->col[4], "-")) < 0 ||
+	    asprintf(&r->col[5], "%s", plan) < 0)
 		return -ENOMEM;
 	return 0;
 }
 
 static void table_print_free(struct table *t)
 {
-	size_t w[5] = { 0 }, i, c;
+	size_t w[NR_COLS] = { 0 }, i, c;
 
 	for (i = 0; i < t->nr; i++)
-		for (c = 0; c < 5; c++)
+		for (c = 0; c < NR_COLS; c++)
 			if (t->rows[i].col[c] && strlen(t->rows[i].col[c]) > w[c])
 				w[c] = strlen(t->rows[i].col[c]);
 	for (i = 0; i < t->nr; i++) {
@@ -69,10 +76,10 @@ static void table_print_free(struct table *t)
 
 		if (w[0])
 			printf("%-*s  ", (int)w[0], r->col[0]);
-		/* the last column is not padded: the plan column will follow it */
-		printf("%-*s  %-*s  %-*s  %s\n", (int)w[1], r->col[1], (int)w[2], r->col[2],
-		       (int)w[3], r->col[3], r->col[4]);
-		for (c = 0; c < 5; c++)
+		/* the last column (the plan) is not padded */
+		printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[1], r->col[1], (int)w[2], r->col[2],
+		       (int)w[3], r->col[3], (int)w[4], r->col[4], r->col[5]);
+		for (c = 0; c < NR_COLS; c++)
 			free(r->col[c]);
 	}
 	free(t->rows);
@@ -115,6 +122,40 @@ static void report_range(struct utrace_image *img, const struct utrace_spec *spe
 	free(m);
 }
 
+/* The plan column for match @m: "jmp", "int3" or "refused: WHY". */
+static void plan_text(struct utrace_planner *pl, const struct utrace_match *m, bool why, char *buf,
+		      size_t size)
+{
+	struct utrace_plan p;
+	int err = pl ? utrace_planner__plan(pl, m, &p) : -ENOMEM;
+
+	if (err && err != -UTRACE_ERRNO__RELOC) {
+		snprintf(buf, size, "unknown: cannot plan: %s", strerror(-err));
+		return;
+	}
+	switch (p.mode) {
+	case UTRACE_PLAN_JMP:
+		if (!why)
+			snprintf(buf, size, "jmp");
+		else if (p.addr != m->addr)
+			snprintf(buf, size,
+				 "jmp: %u bytes displaced, at %#" PRIx64 " after endbr64", p.len,
+				 p.addr);
+		else
+			snprintf(buf, size, "jmp: %u bytes displaced", p.len);
+		break;
+	case UTRACE_PLAN_INT3:
+		if (why)
+			snprintf(buf, size, "int3: not a jmp: %s", p.why);
+		else
+			snprintf(buf, size, "int3");
+		break;
+	default:
+		snprintf(buf, size, "refused: %s", p.why);
+		break;
+	}
+}
+
 /*
  * List @spec in @img. @where describes the image for messages ("pid 42",
  * "./prog"), @pid_col is the "[PID]" column or "". Returns an exit status.
@@ -124,6 +165,7 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 {
 	struct utrace_match *m = NULL;
 	char errbuf[256];
+	struct utrace_planner *pl;
 	bool pending = false;
 	size_t nr = 0, i;
 	int err;
@@ -169,9 +211,10 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 					  "; is it stripped? try OBJECT:SYMBOL for a library");
 		return EXIT_USAGE;
 	}
+	pl = utrace_planner__new(img);
 	for (i = 0; i < nr && !err; i++) {
 		const struct utrace_object *o = utrace_image__object(img, m[i].object);
-		char sym[1024];
+		char sym[1024], plan[256];
 
 		if (!m[i].symbol)
 			snprintf(sym, sizeof(sym), "%#" PRIx64, m[i].file_addr);
@@ -181,8 +224,10 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 			snprintf(sym, sizeof(sym), "%s+%#" PRIx64, m[i].symbol, m[i].offset);
 		else
 			snprintf(sym, sizeof(sym), "%s", m[i].symbol);
-		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size);
+		plan_text(pl, &m[i], t->why, plan, sizeof(plan));
+		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size, plan);
 	}
+	utrace_planner__free(pl);
 	free(m);
 	if (err) {
 		cli_error("out of memory");
@@ -246,7 +291,7 @@ static int list_exec(const struct utrace_spec *spec, const char *path, int bad_p
 int cmd_list(struct cli_opts *opts)
 {
 	struct utrace_spec spec;
-	struct table t = { 0 };
+	struct table t = { .why = opts->list_why };
 	char errbuf[512];
 	int err, rc = 0, i;
 

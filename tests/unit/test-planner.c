@@ -6,8 +6,10 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "utrace/utrace.h"
 #include "arch.h"
 #include "harness.h"
 
@@ -382,4 +384,65 @@ TEST(branch_index_lookup)
 	CHECK(!branch_index__any_target(m.bti, BASE + 6, BASE + 100));
 	CHECK(branch_index__any_indirect(m.bti, BASE, BASE + sizeof(code)));
 	module_clear(&m);
+}
+
+/* The public API and the `utrace -l` plan column on the real libc. */
+TEST(cli_list_plan_column)
+{
+	char *argv[] = { (char *)getenv("UTRACE"),
+			 "-l",
+			 "libc:__read_nocancel",
+			 "--why",
+			 "--",
+			 "/bin/true",
+			 NULL };
+	char *out = NULL;
+	int rc;
+
+	if (!argv[0])
+		SKIP("UTRACE not set");
+	rc = harness_run(argv, &out, NULL, 30);
+	CHECK_EQ(rc, 0);
+	CHECK(out);
+	harness_note("%s", out);
+	if (!strstr(out, "__read_nocancel"))
+		SKIP("this libc has no __read_nocancel");
+	CHECK(strstr(out, "int3: not a jmp: 'syscall' within 5 bytes cannot be displaced"));
+	free(out);
+}
+
+TEST(public_planner)
+{
+	struct utrace_image *img = utrace_image__open_exec("/bin/true");
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	struct utrace_planner *pl;
+	struct utrace_plan p;
+	size_t nr = 0, i, modes[__UTRACE_PLAN_MAX] = { 0 };
+
+	if (!img)
+		SKIP("/bin/true: %s", strerror(errno));
+	CHECK_EQ(utrace_spec__parse("libc:str*", &spec, NULL, 0), 0);
+	CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+	CHECK(nr > 10);
+	pl = utrace_planner__new(img);
+	CHECK(pl);
+	for (i = 0; i < nr; i++) {
+		int err = utrace_planner__plan(pl, &m[i], &p);
+
+		CHECK(err == 0 || err == -UTRACE_ERRNO__RELOC);
+		CHECK(p.mode < __UTRACE_PLAN_MAX);
+		CHECK((p.mode == UTRACE_PLAN_JMP) == !p.why[0]);
+		CHECK(p.addr >= m[i].addr && p.addr < m[i].addr + 8);
+		modes[p.mode]++;
+	}
+	harness_note("libc:str*: %zu matches: %zu jmp, %zu int3, %zu refused", nr,
+		     modes[UTRACE_PLAN_JMP], modes[UTRACE_PLAN_INT3], modes[UTRACE_PLAN_REFUSED]);
+	CHECK(modes[UTRACE_PLAN_JMP] > 0);
+	CHECK_STREQ(utrace_plan_mode_str(UTRACE_PLAN_INT3), "int3");
+	utrace_planner__free(pl);
+	utrace_planner__free(NULL);
+	free(m);
+	utrace_spec__clear(&spec);
+	utrace_image__close(img);
 }

@@ -14,8 +14,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "utrace/utrace.h"
 #include "arch.h"
 #include "harness.h"
+
+static int find_slot_self_marker;
 
 #define S 0x100000000100ULL /* source address of every input */
 #define N 0x100010000000ULL /* near destination: S + 256 MiB */
@@ -789,4 +792,61 @@ TEST(writer_push_imm64)
 	writer_put_push_imm64(&w, 0x80000000ULL);
 	CHECK_EQ(w.len, sizeof(big));
 	CHECK_MEMEQ(buf, big, sizeof(big));
+}
+
+/* Placement: within reach of every address, page-aligned, in a gap. */
+TEST(find_slot_rules)
+{
+	const char *text = "10000-20000 r-xp 00000000 00:00 0 /lib/a\n"
+			   "7f0000000000-7f0000100000 r-xp 00000000 00:00 0 /lib/b\n"
+			   "7f0000100000-7f0000200000 rw-p 00000000 00:00 0 \n"
+			   "7ffff0000000-7ffff0021000 rw-p 00000000 00:00 0 [stack]\n";
+	struct utrace_maps *m = utrace_maps__parse(text);
+	uint64_t a[2], slot = 0;
+
+	CHECK(m);
+	/* the closest free page to the site: just below its mapping */
+	a[0] = 0x7f0000000100ULL;
+	CHECK_EQ(reloc_find_slot(m, a, 1, 100, &slot), 0);
+	CHECK_EQ(slot, 0x7f0000000000ULL - 0x1000);
+	/* ... or just above, when that is closer */
+	a[0] = 0x7f00001fff00ULL;
+	CHECK_EQ(reloc_find_slot(m, a, 1, 100, &slot), 0);
+	CHECK_EQ(slot, 0x7f0000200000ULL);
+	/* a site below the first mapping: never below 64 KiB, never on a mapping */
+	a[0] = 0x8000;
+	CHECK_EQ(reloc_find_slot(m, a, 1, 4096, &slot), 0);
+	CHECK_EQ(slot, 0x20000);
+	/* two addresses 3 GiB apart: the slot lies between, within 2 GiB of both */
+	a[0] = 0x7f0000000100ULL;
+	a[1] = 0x7f0000000100ULL - (3ULL << 30);
+	CHECK_EQ(reloc_find_slot(m, a, 2, 4096, &slot), 0);
+	CHECK(writer_rel32_ok(slot, a[0]) && writer_rel32_ok(slot + 4096, a[0]));
+	CHECK(writer_rel32_ok(slot, a[1]) && writer_rel32_ok(slot + 4096, a[1]));
+	CHECK_EQ(slot & 0xfff, 0);
+	/* 5 GiB apart: nothing can reach both */
+	a[1] = 0x7f0000000100ULL - (5ULL << 30);
+	CHECK_EQ(reloc_find_slot(m, a, 2, 4096, &slot), -ENOMEM);
+	/* the stack's guard gap (1 MiB) stays free */
+	a[0] = 0x7ffff0000000ULL - 0x1000;
+	CHECK_EQ(reloc_find_slot(m, a, 1, 4096, &slot), 0);
+	CHECK(slot + 4096 <= 0x7ffff0000000ULL - (1ULL << 20) || slot >= 0x7ffff0021000ULL);
+	CHECK_EQ(reloc_find_slot(m, a, 0, 4096, &slot), -EINVAL);
+	utrace_maps__free(m);
+}
+
+/* The helper against this process: the slot must really be free. */
+TEST(find_slot_self)
+{
+	struct utrace_maps *m = utrace_maps__read(0);
+	uint64_t a[1] = { (uint64_t)&find_slot_self_marker }, slot = 0;
+	void *p;
+
+	CHECK(m);
+	CHECK_EQ(reloc_find_slot(m, a, 1, 3 * 4096, &slot), 0);
+	CHECK(writer_rel32_ok(slot, a[0]));
+	p = mmap((void *)slot, 3 * 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK_MSG(p == (void *)slot, "mmap %#llx: %s", (unsigned long long)slot, strerror(errno));
+	utrace_maps__free(m);
 }
