@@ -98,6 +98,10 @@ void writer_put_jmp(struct writer *w, uint64_t target);
 void writer_put_jcc(struct writer *w, unsigned int cc, uint64_t target);
 void writer_put_push_imm64(struct writer *w, uint64_t value);
 void writer_put_int3(struct writer *w);
+void writer_put_push_reg(struct writer *w, unsigned int reg);
+void writer_put_pop_reg(struct writer *w, unsigned int reg);
+void writer_put_mov_imm64(struct writer *w, unsigned int reg, uint64_t value);
+void writer_put_lea_rsp(struct writer *w, int32_t delta);
 bool writer_rel32_ok(uint64_t from_end, uint64_t target);
 
 /*
@@ -110,10 +114,11 @@ bool writer_rel32_ok(uint64_t from_end, uint64_t target);
 #define RELOC_MAX_INSNS 8
 /*
  * Upper bound of the code reloc_relocate() emits per displaced instruction:
- * push imm64 (13) + an indirect jmp with a 15-byte instruction (15) is the
- * longest; the final jump back adds WRITER_JMP_ABS_SIZE.
+ * the scratch-register rewrite of a 15-byte instruction is the longest
+ * (lea 5 + push 1 + movabs 10 + 15 + pop 1 + lea 8 = 40); the final jump
+ * back adds WRITER_JMP_ABS_SIZE.
  */
-#define RELOC_MAX_INSN_OUT 32
+#define RELOC_MAX_INSN_OUT 48
 #define RELOC_MAX_OUT(nr) ((nr)*RELOC_MAX_INSN_OUT + WRITER_JMP_ABS_SIZE)
 
 /**

@@ -96,8 +96,9 @@ struct ctx {
 	struct object obj;
 	struct branch_index *bti;
 	uint8_t *page; /* near the object: snapshot stub at 0, trampoline at 64 */
+	uint8_t *far; /* more than 2 GiB away: a far trampoline at 64 */
 	uint8_t *data_saved;
-	int jmp, int3, refused, snaps, skipped_snaps;
+	int jmp, int3, refused, snaps, skipped_snaps, far_ok, far_refused;
 };
 
 static void data_save(struct ctx *c)
@@ -157,10 +158,35 @@ static void snap_compare(const struct snap *a, const struct snap *b, const char 
 		  y);
 }
 
-/* Relocate [site, site + len) of @fn into the trampoline and compare runs. */
-static void exercise(struct ctx *c, const char *name, void *fn, uint64_t site, size_t len)
+/* A page more than 2 GiB from the object: far trampolines. */
+static void map_far(struct ctx *c)
 {
-	uint64_t tramp = (uint64_t)c->page + 64, end = site + len, targets[8], addrs[9];
+	struct utrace_maps *maps = utrace_maps__read(0);
+	uint64_t want[1], slot = 0;
+	void *p;
+
+	CHECK(maps);
+	want[0] = c->obj.text_lo > (64ULL << 30) ? c->obj.text_lo - (16ULL << 30) :
+						   c->obj.text_lo + (16ULL << 30);
+	CHECK_EQ(reloc_find_slot(maps, want, 1, PAGE, &slot), 0);
+	p = mmap((void *)slot, PAGE, PROT_READ | PROT_WRITE | PROT_EXEC,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	CHECK(p == (void *)slot);
+	CHECK(!writer_rel32_ok(slot, c->obj.text_lo) && !writer_rel32_ok(slot, c->obj.data_hi));
+	utrace_maps__free(maps);
+	c->far = p;
+}
+
+/*
+ * Relocate [site, site + len) of @fn into a trampoline in @page (near the
+ * object, or far: then RIP-relative data goes through the scratch-register
+ * rewrite) and compare runs.
+ */
+static void exercise(struct ctx *c, const char *name, void *fn, uint64_t site, size_t len,
+		     uint8_t *page)
+{
+	bool far = page == c->far;
+	uint64_t tramp = (uint64_t)page + 64, end = site + len, targets[8], addrs[9];
 	size_t data_len = c->obj.data_hi - c->obj.data_lo;
 	uint8_t *d1 = malloc(data_len), saved[5];
 	struct utrace_maps *maps;
@@ -177,7 +203,7 @@ static void exercise(struct ctx *c, const char *name, void *fn, uint64_t site, s
 	addrs[0] = site;
 	for (i = 0; i < n; i++) {
 		addrs[i + 1] = targets[i];
-		CHECK(writer_rel32_ok(tramp, targets[i]));
+		CHECK(far || writer_rel32_ok(tramp, targets[i]));
 	}
 	maps = utrace_maps__read(0);
 	CHECK(maps);
@@ -186,13 +212,19 @@ static void exercise(struct ctx *c, const char *name, void *fn, uint64_t site, s
 		CHECK(writer_rel32_ok(slot, addrs[i]) && writer_rel32_ok(slot + PAGE, addrs[i]));
 	utrace_maps__free(maps);
 
-	memset(c->page + 64, 0xcc, PAGE - 64);
-	writer_init(&w, c->page + 64, PAGE - 64, tramp);
+	memset(page + 64, 0xcc, PAGE - 64);
+	writer_init(&w, page + 64, PAGE - 64, tramp);
 	reloc_init(&r, (void *)site, len, site);
 	n = reloc_relocate(&r, &w, true);
+	if (far && n < 0 && r.fail == SITE_FAIL_RIPREL_FAR) {
+		c->far_refused++; /* needs a near trampoline (VEX, push/jmp/call [rip]) */
+		free(d1);
+		return;
+	}
+	c->far_ok += far;
 	CHECK_MSG(n > 0, "%s: relocate %zu bytes at %#llx: %d (fail %d '%s')", name, len,
 		  (unsigned long long)site, n, r.fail, r.fail_insn);
-	__builtin___clear_cache((char *)c->page, (char *)c->page + PAGE);
+	__builtin___clear_cache((char *)page, (char *)page + PAGE);
 
 	/* 1: whole-function results and side effects */
 	for (k = 0; k < (int)(sizeof(args) / sizeof(args[0])); k++) {
@@ -264,6 +296,7 @@ static void run_variant(const char *variant)
 	c.bti = branch_index__new(&sec, 1, NULL, 0);
 	CHECK(c.bti);
 	map_page(&c);
+	map_far(&c);
 
 	for (i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++) {
 		void *fn = dlsym(dl, funcs[i]);
@@ -294,7 +327,8 @@ static void run_variant(const char *variant)
 			c.jmp++;
 		else
 			c.int3++;
-		exercise(&c, funcs[i], fn, p.addr, p.len);
+		exercise(&c, funcs[i], fn, p.addr, p.len, c.page);
+		exercise(&c, funcs[i], fn, p.addr, p.len, c.far);
 		if (p.nr_insns > 1) {
 			/* the int3-mode XOL copy of the first instruction alone */
 			struct reloc r;
@@ -310,11 +344,13 @@ static void run_variant(const char *variant)
 					break;
 			}
 			CHECK(first < p.len);
-			exercise(&c, funcs[i], fn, p.addr, first);
+			exercise(&c, funcs[i], fn, p.addr, first, c.page);
+			exercise(&c, funcs[i], fn, p.addr, first, c.far);
 		}
 	}
-	harness_note("%s: %d jmp, %d int3; %d register snapshots compared, %d skipped", variant,
-		     c.jmp, c.int3, c.snaps, c.skipped_snaps);
+	harness_note("%s: %d jmp, %d int3; %d register snapshots compared, %d skipped; "
+		     "far trampolines: %d ran, %d need a near one",
+		     variant, c.jmp, c.int3, c.snaps, c.skipped_snaps, c.far_ok, c.far_refused);
 	CHECK(c.snaps > 0);
 	branch_index__free(c.bti);
 	free(c.data_saved);

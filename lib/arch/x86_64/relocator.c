@@ -91,9 +91,25 @@
  * RIP-relative target (reloc_targets() lists them, reloc_find_slot() finds
  * a free page-aligned range within reach of all of them, safetyhook's
  * "desired addresses"). Far branch targets need no such care: they take the
- * absolute forms. The kernel's scratch-register rewrite (riprel_analyze) is
- * not implemented: when no slot fits, the site stays in int3 mode with an XOL
- * slot that does fit, or is refused with SITE_FAIL_RIPREL_FAR.
+ * absolute forms.
+ *
+ * When the destination is out of reach anyway (no free slot near, or an XOL
+ * area shared by far-apart modules), data accesses fall back to the kernel's
+ * scratch-register rewrite (riprel_analyze; put_riprel_scratch() below):
+ * [rip + d] becomes [reg + d] with reg loaded with the original next-insn
+ * address, after stepping over the red zone. It covers legacy encodings that
+ * do not use rsp; VEX/EVEX, push/pop [rip + x] and jmp/call [rip + x] still
+ * need a near destination (SITE_FAIL_RIPREL_FAR otherwise). An indirect far
+ * jmp would need a "push; ret" trick, which breaks user shadow stacks.
+ *
+ * Shadow stacks (CET)
+ * ===================
+ * The call emulation (push + jmp) leaves the callee's ret without a
+ * matching shadow-stack entry. This kernel has no user shadow stacks
+ * (CONFIG_X86_USER_SHADOW_STACK unset), and glibc 2.36 does not enable them;
+ * where they are enabled (arch_prctl ARCH_SHSTK_STATUS), a displaced call
+ * must instead be refused or executed as a real call from the trampoline
+ * (Frida's way, which pins the trampoline). Not done yet.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -388,9 +404,101 @@ static int reloc_fail(struct reloc *r, enum site_fail fail, uint64_t addr,
 	return fail == SITE_FAIL_NOSPACE ? -ENOSPC : -UTRACE_ERRNO__RELOC;
 }
 
+/*
+ * Scratch registers for the far RIP-relative rewrite, by ModRM encoding.
+ * rsp (4) and rbp (5) are left out: rm=100 means "SIB follows" and rbp is
+ * the frame pointer a profiler may be reading; r8..r15 would need REX.B.
+ */
+static const struct {
+	ZydisRegister reg;
+	uint8_t id;
+} scratch_regs[] = {
+	{ ZYDIS_REGISTER_RAX, 0 }, { ZYDIS_REGISTER_RCX, 1 }, { ZYDIS_REGISTER_RDX, 2 },
+	{ ZYDIS_REGISTER_RBX, 3 }, { ZYDIS_REGISTER_RSI, 6 }, { ZYDIS_REGISTER_RDI, 7 },
+};
+
+static ZydisRegister reg64(ZydisRegister reg)
+{
+	if (reg == ZYDIS_REGISTER_NONE)
+		return reg;
+	return ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg);
+}
+
+/*
+ * put_riprel_scratch - the RIP-relative target is out of ±2 GiB of the
+ * destination: rewrite [rip + disp32] as [scratch + disp32] with scratch
+ * holding the ORIGINAL address of the next instruction, so the effective
+ * address is unchanged (the kernel's riprel_analyze, Frida's fallback):
+ *
+ *   lea rsp, [rsp - 128]    ; step over the red zone of a leaf function
+ *   push scratch
+ *   movabs scratch, next    ; original address after the instruction
+ *   <insn, ModRM mod=10 rm=scratch, same disp32>
+ *   pop scratch
+ *   lea rsp, [rsp + 128]
+ *
+ * None of these touches the flags. The scratch register is one that no
+ * operand of the instruction uses, explicit or implicit (Zydis lists the
+ * hidden ones: cmpxchg's rax, rep's rcx/rsi/rdi, mul's rdx ...). Refused
+ * (SITE_FAIL_RIPREL_FAR) for branches (they would leave before the pop),
+ * for VEX/EVEX/XOP encodings, whose inverted B bits we do not rewrite, and
+ * for instructions that use rsp, which the sequence moves (push/pop [rip]).
+ */
+static int put_riprel_scratch(struct reloc *r, struct writer *w, uint8_t *buf, uint64_t addr,
+			      const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops)
+{
+	bool used[ARRAY_SIZE(scratch_regs)] = { 0 };
+	int i, k, id = -1;
+
+	if (in->meta.category == ZYDIS_CATEGORY_UNCOND_BR ||
+	    in->meta.category == ZYDIS_CATEGORY_CALL || in->meta.category == ZYDIS_CATEGORY_RET ||
+	    in->meta.category == ZYDIS_CATEGORY_COND_BR)
+		return reloc_fail(r, SITE_FAIL_RIPREL_FAR, addr, in);
+	if (in->attributes & (ZYDIS_ATTRIB_HAS_VEX | ZYDIS_ATTRIB_HAS_EVEX | ZYDIS_ATTRIB_HAS_MVEX |
+			      ZYDIS_ATTRIB_HAS_XOP))
+		return reloc_fail(r, SITE_FAIL_RIPREL_FAR, addr, in);
+	for (i = 0; i < in->operand_count; i++) {
+		ZydisRegister regs[2] = { ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE };
+
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+			regs[0] = reg64(ops[i].reg.value);
+		} else if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY) {
+			regs[0] = reg64(ops[i].mem.base);
+			regs[1] = reg64(ops[i].mem.index);
+		}
+		for (k = 0; k < 2; k++) {
+			size_t j;
+
+			if (regs[k] == ZYDIS_REGISTER_RSP)
+				return reloc_fail(r, SITE_FAIL_RIPREL_FAR, addr, in);
+			for (j = 0; j < ARRAY_SIZE(scratch_regs); j++)
+				if (regs[k] == scratch_regs[j].reg)
+					used[j] = true;
+		}
+	}
+	for (i = 0; i < (int)ARRAY_SIZE(scratch_regs) && id < 0; i++)
+		if (!used[i])
+			id = scratch_regs[i].id;
+	if (id < 0)
+		return reloc_fail(r, SITE_FAIL_RIPREL_FAR, addr, in);
+
+	/* mod=10 (disp32), reg kept, rm=scratch; REX.B (ignored for rip) cleared */
+	buf[in->raw.modrm.offset] = 0x80 | (buf[in->raw.modrm.offset] & 0x38) | id;
+	if (in->attributes & ZYDIS_ATTRIB_HAS_REX)
+		buf[in->raw.rex.offset] &= ~0x01;
+	writer_put_lea_rsp(w, -128);
+	writer_put_push_reg(w, id);
+	writer_put_mov_imm64(w, id, addr + in->length);
+	writer_put_bytes(w, buf, in->length);
+	writer_put_pop_reg(w, id);
+	writer_put_lea_rsp(w, 128);
+	return 0;
+}
+
 /* Copy @in, re-pointing its disp32 (if @riprel) for the writer's position. */
 static int put_copy(struct reloc *r, struct writer *w, const uint8_t *p, uint64_t addr,
-		    const ZydisDecodedInstruction *in, bool riprel, int modrm_reg)
+		    const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops, bool riprel,
+		    int modrm_reg)
 {
 	uint8_t buf[ZYDIS_MAX_INSTRUCTION_LENGTH];
 	uint64_t end = writer_pc(w) + in->length;
@@ -403,7 +511,8 @@ static int put_copy(struct reloc *r, struct writer *w, const uint8_t *p, uint64_
 		int32_t disp;
 
 		if (!writer_rel32_ok(end, target))
-			return reloc_fail(r, SITE_FAIL_RIPREL_FAR, addr, in);
+			return modrm_reg < 0 ? put_riprel_scratch(r, w, buf, addr, in, ops) :
+					       reloc_fail(r, SITE_FAIL_RIPREL_FAR, addr, in);
 		disp = (int32_t)(target - end);
 		memcpy(buf + in->raw.disp.offset, &disp, 4);
 	}
@@ -488,7 +597,7 @@ int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back)
 		case KIND_RIPREL:
 		case KIND_RET:
 		case KIND_JMP_IND:
-			err = put_copy(r, w, p, addr, &in, c.riprel, -1);
+			err = put_copy(r, w, p, addr, &in, ops, c.riprel, -1);
 			break;
 		case KIND_JMP_REL:
 			writer_put_jmp(w, target);
@@ -505,7 +614,8 @@ int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back)
 			break;
 		case KIND_CALL_IND:
 			writer_put_push_imm64(w, next);
-			err = put_copy(r, w, p, addr, &in, c.riprel, 4); /* call r/m -> jmp r/m */
+			err = put_copy(r, w, p, addr, &in, ops, c.riprel,
+				       4); /* call r/m -> jmp r/m */
 			break;
 		case KIND_REFUSE:
 			break;

@@ -165,3 +165,47 @@ void writer_put_int3(struct writer *w)
 {
 	writer_put_u8(w, 0xcc); /* int3 */
 }
+
+/*
+ * Legacy general-purpose registers by their 3-bit encoding (0 = rax ...
+ * 7 = rdi), for the scratch-register rewrite. r8..r15 are not needed.
+ */
+
+/** writer_put_push_reg - push r64 (@reg: 0..7 = rax..rdi) */
+void writer_put_push_reg(struct writer *w, unsigned int reg)
+{
+	writer_put_u8(w, 0x50 + (reg & 7)); /* push r64 */
+}
+
+/** writer_put_pop_reg - pop r64 (@reg: 0..7 = rax..rdi) */
+void writer_put_pop_reg(struct writer *w, unsigned int reg)
+{
+	writer_put_u8(w, 0x58 + (reg & 7)); /* pop r64 */
+}
+
+/** writer_put_mov_imm64 - movabs r64, @value (@reg: 0..7); flags unchanged */
+void writer_put_mov_imm64(struct writer *w, unsigned int reg, uint64_t value)
+{
+	writer_put_u8(w, 0x48); /* REX.W */
+	writer_put_u8(w, 0xb8 + (reg & 7)); /* mov r64, imm64 */
+	writer_put_u64(w, value);
+}
+
+/**
+ * writer_put_lea_rsp - lea rsp, [rsp + @delta]: moves the stack pointer
+ * without touching the flags (unlike add/sub)
+ */
+void writer_put_lea_rsp(struct writer *w, int32_t delta)
+{
+	writer_put_u8(w, 0x48); /* lea rsp, [rsp + delta] */
+	writer_put_u8(w, 0x8d);
+	if (delta >= INT8_MIN && delta <= INT8_MAX) {
+		writer_put_u8(w, 0x64); /* ModRM mod=01 reg=rsp rm=SIB */
+		writer_put_u8(w, 0x24); /* SIB base=rsp */
+		writer_put_u8(w, (uint8_t)delta);
+	} else {
+		writer_put_u8(w, 0xa4); /* ModRM mod=10 reg=rsp rm=SIB */
+		writer_put_u8(w, 0x24); /* SIB base=rsp */
+		writer_put_u32(w, (uint32_t)delta);
+	}
+}
