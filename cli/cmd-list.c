@@ -145,13 +145,18 @@ static void plan_text(struct utrace_planner *pl, const struct utrace_match *m, b
 			snprintf(buf, size, "jmp: %u bytes displaced", p.len);
 		break;
 	case UTRACE_PLAN_INT3:
-		if (why)
+		if (why && p.detail)
+			snprintf(buf, size, "int3: not a jmp: %s (%s)", p.why, p.detail);
+		else if (why)
 			snprintf(buf, size, "int3: not a jmp: %s", p.why);
 		else
 			snprintf(buf, size, "int3");
 		break;
 	default:
-		snprintf(buf, size, "refused: %s", p.why);
+		if (why && p.detail)
+			snprintf(buf, size, "refused: %s (%s)", p.why, p.detail);
+		else
+			snprintf(buf, size, "refused: %s", p.why);
 		break;
 	}
 }

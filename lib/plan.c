@@ -153,6 +153,8 @@ int utrace_planner__plan(struct utrace_planner *pl, const struct utrace_match *m
 	out.len = p.len;
 	out.nr_insns = p.nr_insns;
 	site_plan__why(&p, out.why, sizeof(out.why));
+	if (p.fail == SITE_FAIL_UNSAFE_INSN || p.fail == SITE_FAIL_FAR_BRANCH)
+		out.detail = reloc_refuse_detail(p.fail_insn);
 	*ret_plan = out;
 	return err;
 }

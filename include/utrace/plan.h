@@ -33,6 +33,7 @@ struct utrace_plan {
 	uint32_t len; /* bytes displaced (run out of line) */
 	uint32_t nr_insns; /* instructions displaced */
 	char why[160]; /* empty for a jmp */
+	const char *detail; /* static background for why, or NULL (for --why) */
 };
 
 /**

@@ -12,6 +12,7 @@
 #include "utrace/utrace.h"
 #include "arch.h"
 #include "harness.h"
+#include "util.h"
 
 #define BASE 0x401000ULL
 
@@ -408,6 +409,48 @@ TEST(cli_list_plan_column)
 	if (!strstr(out, "__read_nocancel"))
 		SKIP("this libc has no __read_nocancel");
 	CHECK(strstr(out, "int3: not a jmp: 'syscall' within 5 bytes cannot be displaced"));
+	free(out);
+}
+
+/* The plan column on hand-written prologues: every decision and its reason. */
+TEST(cli_list_why_prologues)
+{
+	static const char *const want[] = {
+		"p_classic  ",
+		"jmp: 8 bytes displaced\n",
+		"p_endbr  ",
+		" after endbr64\n",
+		"p_syscall  ",
+		"refused: instruction 'syscall' cannot run out of line (a thread blocked",
+		"p_pre_syscall  ",
+		"int3: not a jmp: 'syscall' within 5 bytes cannot be displaced in a "
+		"live process\n",
+		"p_loop_head  ",
+		"int3: not a jmp: a branch targets the middle of the displaced bytes",
+		"p_ud2  ",
+		"refused: instruction 'ud2' cannot run out of line (deliberate #UD",
+		"p_short  ",
+		"int3: not a jmp: 'ret' ends the code within 5 bytes\n",
+	};
+	char spec[4096];
+	char *argv[] = { (char *)getenv("UTRACE"), "-l", spec, "--why", NULL };
+	char *out = NULL;
+	size_t i;
+
+	if (!argv[0])
+		SKIP("UTRACE not set");
+	snprintf(spec, sizeof(spec), "%s:p_*", harness_build_path("tests/targets/s-prologues"));
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	harness_note("%s", out);
+	for (i = 0; i < ARRAY_SIZE(want); i += 2) {
+		const char *line = strstr(out, want[i]);
+
+		CHECK_MSG(line, "no line for %s", want[i]);
+		line = strstr(line, "  ");
+		CHECK_MSG(line && strstr(line, want[i + 1]) &&
+				  strstr(line, want[i + 1]) < strchr(line, '\n') + 1,
+			  "%s: want '%s'", want[i], want[i + 1]);
+	}
 	free(out);
 }
 

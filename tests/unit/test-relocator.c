@@ -859,6 +859,16 @@ TEST(reloc_riprel_vex)
 
 /* clang-format on */
 
+/* An address-size prefix makes [rip + d] into [eip + d]: refused, not mis-relocated. */
+TEST(reloc_eip_relative)
+{
+	static const uint8_t in[] = {
+		0x67, 0x48, 0x8d, 0x05, 0x10, 0x00, 0x00, 0x00, /* lea rax, [eip + 0x10] */
+	};
+
+	check_fail(in, sizeof(in), SITE_FAIL_UNKNOWN_REL, "lea");
+}
+
 /* The offsets map, used to move thread RIPs out of a patched region. */
 TEST(reloc_offset_map)
 {

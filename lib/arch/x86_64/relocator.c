@@ -142,7 +142,6 @@ struct insn_class {
 	bool riprel; /* has a [rip + disp32] operand */
 	bool ends_block; /* control never falls through */
 	bool last_only; /* may only be the last displaced instruction */
-	bool stop_online; /* live process: never displaced past it (call, syscall) */
 };
 
 /*
@@ -154,38 +153,50 @@ struct insn_class {
 static const struct refuse_rule {
 	ZydisMnemonic mnemonic;
 	enum site_fail fail;
-	bool stop_online;
-	const char *why;
+	const char *why; /* for the reader: why it never runs out of line */
 } refuse_table[] = {
-	{ ZYDIS_MNEMONIC_SYSCALL, SITE_FAIL_UNSAFE_INSN, true,
+	{ ZYDIS_MNEMONIC_SYSCALL, SITE_FAIL_UNSAFE_INSN,
 	  "a thread blocked in it keeps RIP in the copy forever; restart and "
 	  "sigreturn would resume in the copy" },
-	{ ZYDIS_MNEMONIC_SYSENTER, SITE_FAIL_UNSAFE_INSN, true, "as syscall" },
-	{ ZYDIS_MNEMONIC_SYSEXIT, SITE_FAIL_UNSAFE_INSN, true, "kernel only" },
-	{ ZYDIS_MNEMONIC_SYSRET, SITE_FAIL_UNSAFE_INSN, true, "kernel only" },
-	{ ZYDIS_MNEMONIC_INT, SITE_FAIL_UNSAFE_INSN, true,
+	{ ZYDIS_MNEMONIC_SYSENTER, SITE_FAIL_UNSAFE_INSN, "as syscall" },
+	{ ZYDIS_MNEMONIC_SYSEXIT, SITE_FAIL_UNSAFE_INSN, "kernel only" },
+	{ ZYDIS_MNEMONIC_SYSRET, SITE_FAIL_UNSAFE_INSN, "kernel only" },
+	{ ZYDIS_MNEMONIC_INT, SITE_FAIL_UNSAFE_INSN,
 	  "int 0x80 is a syscall; others trap with the copy's RIP" },
-	{ ZYDIS_MNEMONIC_INT1, SITE_FAIL_UNSAFE_INSN, true,
-	  "debug trap: the handler sees the copy" },
-	{ ZYDIS_MNEMONIC_INT3, SITE_FAIL_UNSAFE_INSN, true,
+	{ ZYDIS_MNEMONIC_INT1, SITE_FAIL_UNSAFE_INSN, "debug trap: the handler sees the copy" },
+	{ ZYDIS_MNEMONIC_INT3, SITE_FAIL_UNSAFE_INSN,
 	  "someone else's breakpoint (debugger, another tracer)" },
-	{ ZYDIS_MNEMONIC_INTO, SITE_FAIL_UNSAFE_INSN, true, "invalid in 64-bit mode" },
-	{ ZYDIS_MNEMONIC_UD0, SITE_FAIL_UNSAFE_INSN, false,
-	  "deliberate #UD: SIGILL handlers read RIP" },
-	{ ZYDIS_MNEMONIC_UD1, SITE_FAIL_UNSAFE_INSN, false, "deliberate #UD" },
-	{ ZYDIS_MNEMONIC_UD2, SITE_FAIL_UNSAFE_INSN, false, "deliberate #UD (__builtin_trap)" },
-	{ ZYDIS_MNEMONIC_HLT, SITE_FAIL_UNSAFE_INSN, false,
-	  "privileged: faults, handlers read RIP" },
-	{ ZYDIS_MNEMONIC_XBEGIN, SITE_FAIL_UNSAFE_INSN, false,
+	{ ZYDIS_MNEMONIC_INTO, SITE_FAIL_UNSAFE_INSN, "invalid in 64-bit mode" },
+	{ ZYDIS_MNEMONIC_UD0, SITE_FAIL_UNSAFE_INSN, "deliberate #UD: SIGILL handlers read RIP" },
+	{ ZYDIS_MNEMONIC_UD1, SITE_FAIL_UNSAFE_INSN, "deliberate #UD" },
+	{ ZYDIS_MNEMONIC_UD2, SITE_FAIL_UNSAFE_INSN, "deliberate #UD (__builtin_trap)" },
+	{ ZYDIS_MNEMONIC_HLT, SITE_FAIL_UNSAFE_INSN, "privileged: faults, handlers read RIP" },
+	{ ZYDIS_MNEMONIC_XBEGIN, SITE_FAIL_UNSAFE_INSN,
 	  "relative abort handler; a transaction aborts at the int3 anyway" },
-	{ ZYDIS_MNEMONIC_XABORT, SITE_FAIL_UNSAFE_INSN, false, "transactional memory" },
-	{ ZYDIS_MNEMONIC_XEND, SITE_FAIL_UNSAFE_INSN, false, "transactional memory" },
-	{ ZYDIS_MNEMONIC_IRET, SITE_FAIL_FAR_BRANCH, false, "changes CS" },
-	{ ZYDIS_MNEMONIC_IRETD, SITE_FAIL_FAR_BRANCH, false, "changes CS" },
-	{ ZYDIS_MNEMONIC_IRETQ, SITE_FAIL_FAR_BRANCH, false, "changes CS" },
-	{ ZYDIS_MNEMONIC_ENCLU, SITE_FAIL_UNSAFE_INSN, false,
+	{ ZYDIS_MNEMONIC_XABORT, SITE_FAIL_UNSAFE_INSN, "transactional memory" },
+	{ ZYDIS_MNEMONIC_XEND, SITE_FAIL_UNSAFE_INSN, "transactional memory" },
+	{ ZYDIS_MNEMONIC_IRET, SITE_FAIL_FAR_BRANCH, "changes CS" },
+	{ ZYDIS_MNEMONIC_IRETD, SITE_FAIL_FAR_BRANCH, "changes CS" },
+	{ ZYDIS_MNEMONIC_IRETQ, SITE_FAIL_FAR_BRANCH, "changes CS" },
+	{ ZYDIS_MNEMONIC_ENCLU, SITE_FAIL_UNSAFE_INSN,
 	  "SGX: the enclave exit address is the copy" },
 };
+
+/**
+ * reloc_refuse_detail - the reason an instruction is on the refuse list
+ * @mnemonic: as in site_plan.fail_insn (Zydis spelling, e.g. "syscall")
+ *
+ * Return: a static sentence, or NULL if @mnemonic is not on the list.
+ */
+const char *reloc_refuse_detail(const char *mnemonic)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(refuse_table); i++)
+		if (!strcmp(ZydisMnemonicGetString(refuse_table[i].mnemonic), mnemonic))
+			return refuse_table[i].why;
+	return NULL;
+}
 
 /* Condition code (low nibble of 0x70..0x7f) of each jcc mnemonic. */
 static const struct {
@@ -255,7 +266,6 @@ static struct insn_class classify(const ZydisDecodedInstruction *in, const Zydis
 		if (refuse_table[i].mnemonic == in->mnemonic) {
 			c.kind = KIND_REFUSE;
 			c.fail = refuse_table[i].fail;
-			c.stop_online = refuse_table[i].stop_online;
 			return c;
 		}
 	}
@@ -269,7 +279,6 @@ static struct insn_class classify(const ZydisDecodedInstruction *in, const Zydis
 		/* in/out need iopl and fault with the copy's RIP; the rest as the table */
 		c.kind = KIND_REFUSE;
 		c.fail = SITE_FAIL_UNSAFE_INSN;
-		c.stop_online = true;
 		return c;
 	case ZYDIS_CATEGORY_COND_BR:
 	case ZYDIS_CATEGORY_UNCOND_BR:
@@ -300,6 +309,15 @@ static struct insn_class classify(const ZydisDecodedInstruction *in, const Zydis
 		c.fail = SITE_FAIL_BRANCH16;
 		return c;
 	}
+	for (i = 0; i < in->operand_count; i++) {
+		/* 0x67 + [rip + d] is [eip + d]: truncated to 32 bits, never relocated */
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    ops[i].mem.base == ZYDIS_REGISTER_EIP) {
+			c.kind = KIND_REFUSE;
+			c.fail = SITE_FAIL_UNKNOWN_REL;
+			return c;
+		}
+	}
 	c.riprel = has_riprel(in, ops, &op);
 	if (c.riprel && (in->raw.disp.size != 32 || !in->raw.disp.offset)) {
 		/* cannot happen per the SDM; refuse rather than guess */
@@ -320,7 +338,6 @@ static struct insn_class classify(const ZydisDecodedInstruction *in, const Zydis
 		return c;
 	case ZYDIS_MNEMONIC_CALL:
 		c.last_only = true;
-		c.stop_online = true;
 		c.ends_block = true; /* emulated call jumps away; the callee returns to orig */
 		if (in->raw.imm[0].is_relative) {
 			c.kind = KIND_CALL_REL;
