@@ -59,12 +59,13 @@ void writer_put_bytes(struct writer *w, const void *p, size_t n)
 	w->len += n;
 }
 
+/** writer_put_u8 - append one byte (an opcode or ModRM built by the caller) */
 void writer_put_u8(struct writer *w, uint8_t v)
 {
 	writer_put_bytes(w, &v, 1);
 }
 
-/* Little-endian, like everything on x86. */
+/** writer_put_u32 - append a little-endian 32-bit value (imm32, rel32, disp32) */
 void writer_put_u32(struct writer *w, uint32_t v)
 {
 	uint8_t b[4] = { v, v >> 8, v >> 16, v >> 24 };
@@ -72,6 +73,7 @@ void writer_put_u32(struct writer *w, uint32_t v)
 	writer_put_bytes(w, b, sizeof(b));
 }
 
+/** writer_put_u64 - append a little-endian 64-bit value (an absolute address) */
 void writer_put_u64(struct writer *w, uint64_t v)
 {
 	writer_put_u32(w, (uint32_t)v);
