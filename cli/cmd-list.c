@@ -10,12 +10,13 @@
  *
  * ADDRESS is the runtime address with -p, the file address otherwise; SIZE
  * is the symbol's size in bytes ('-' if unknown). Several names at one
- * address (aliases) are all listed, primary name first. With several pids,
- * each line starts with "[PID]". The last column is the site planner's
- * decision (include/utrace/plan.h): "jmp" (a 5-byte jmp to a trampoline),
- * "int3" (a breakpoint, the instruction run out of line) or
- * "refused: WHY". With --why, jmp says how many bytes it displaces (and
- * where the probe moved past endbr64), and int3 says why it is not a jmp.
+ * address (aliases) are all listed, primary name first; with -v, each alias
+ * line ends with "(alias of PRIMARY)". With several pids, each line starts
+ * with "[PID]". The column after SIZE is the site planner's decision
+ * (include/utrace/plan.h): "jmp" (a 5-byte jmp to a trampoline), "int3" (a
+ * breakpoint, the instruction run out of line) or "refused: WHY". With
+ * --why, jmp says how many bytes it displaces (and where the probe moved
+ * past endbr64), and int3 says why it is not a jmp.
  *
  * Exit status: 0 with matches, or when the SPEC is pending on an object
  * that is not loaded (a warning on stderr); 2 for a malformed SPEC or one
@@ -36,16 +37,18 @@
 
 struct row {
 	char *col[NR_COLS];
+	char *note; /* -v: "(alias of NAME)", printed last */
 };
 
 struct table {
 	struct row *rows;
 	size_t nr;
 	bool why; /* --why: explain every plan */
+	bool verbose;
 };
 
 static int table_add(struct table *t, const char *pid, const char *obj, const char *sym,
-		     uint64_t addr, uint64_t size, const char *plan)
+		     uint64_t addr, uint64_t size, const char *plan, const char *alias_of)
 {
 	struct row *nr = realloc(t->rows, (t->nr + 1) * sizeof(*nr));
 	struct row *r;
@@ -58,7 +61,8 @@ static int table_add(struct table *t, const char *pid, const char *obj, const ch
 	if (asprintf(&r->col[0], "%s", pid) < 0 || asprintf(&r->col[1], "%s", obj) < 0 ||
 	    asprintf(&r->col[2], "%s", sym) < 0 || asprintf(&r->col[3], "0x%" PRIx64, addr) < 0 ||
 	    (size ? asprintf(&r->col[4], "%" PRIu64, size) : asprintf(&r->col[4], "-")) < 0 ||
-	    asprintf(&r->col[5], "%s", plan) < 0)
+	    asprintf(&r->col[5], "%s", plan) < 0 ||
+	    (alias_of && asprintf(&r->note, "(alias of %s)", alias_of) < 0))
 		return -ENOMEM;
 	return 0;
 }
@@ -76,11 +80,16 @@ static void table_print_free(struct table *t)
 
 		if (w[0])
 			printf("%-*s  ", (int)w[0], r->col[0]);
-		/* the last column (the plan) is not padded */
-		printf("%-*s  %-*s  %-*s  %-*s  %s\n", (int)w[1], r->col[1], (int)w[2], r->col[2],
-		       (int)w[3], r->col[3], (int)w[4], r->col[4], r->col[5]);
+		printf("%-*s  %-*s  %-*s  %-*s  ", (int)w[1], r->col[1], (int)w[2], r->col[2],
+		       (int)w[3], r->col[3], (int)w[4], r->col[4]);
+		/* the last column is not padded: the plan, or the -v note after it */
+		if (r->note)
+			printf("%-*s  %s\n", (int)w[5], r->col[5], r->note);
+		else
+			printf("%s\n", r->col[5]);
 		for (c = 0; c < NR_COLS; c++)
 			free(r->col[c]);
+		free(r->note);
 	}
 	free(t->rows);
 	t->rows = NULL;
@@ -161,6 +170,19 @@ static void plan_text(struct utrace_planner *pl, const struct utrace_match *m, b
 	}
 }
 
+/* With -v: the primary name of an alias (same address), else NULL. */
+static const char *alias_of(struct utrace_image *img, const struct utrace_match *m)
+{
+	struct utrace_elf *elf;
+	const struct utrace_sym *s;
+
+	if (!m->symbol || !(m->sym_flags & UTRACE_SYM_ALIAS))
+		return NULL;
+	elf = utrace_image__elf(img, m->object);
+	s = elf ? utrace_elf__find_sym(elf, m->file_addr - m->offset) : NULL;
+	return s && strcmp(s->name, m->symbol) ? s->name : NULL;
+}
+
 /*
  * List @spec in @img. @where describes the image for messages ("pid 42",
  * "./prog"), @pid_col is the "[PID]" column or "". Returns an exit status.
@@ -230,7 +252,8 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 		else
 			snprintf(sym, sizeof(sym), "%s", m[i].symbol);
 		plan_text(pl, &m[i], t->why, plan, sizeof(plan));
-		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size, plan);
+		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size, plan,
+				t->verbose ? alias_of(img, &m[i]) : NULL);
 	}
 	utrace_planner__free(pl);
 	free(m);
@@ -253,9 +276,13 @@ static int list_pid(const struct utrace_spec *spec, pid_t pid, bool many, struct
 		return EXIT_TRACE;
 	}
 	if (err == -EPERM || err == -EACCES) {
+		/*
+		 * The probe opens /proc/PID/mem, which says EACCES; attaching
+		 * (PTRACE_SEIZE) would say EPERM, and that is what users know.
+		 */
 		cli_error(
-			"pid %d: not allowed to trace (%s): run utrace as the process's user or as root; see also /proc/sys/kernel/yama/ptrace_scope",
-			(int)pid, err == -EPERM ? "EPERM" : "EACCES");
+			"pid %d: not allowed to trace (EPERM): run utrace as the process's user or as root; see also /proc/sys/kernel/yama/ptrace_scope",
+			(int)pid);
 		return EXIT_TRACE;
 	}
 	if (err) {
@@ -293,10 +320,22 @@ static int list_exec(const struct utrace_spec *spec, const char *path, int bad_p
 	return rc;
 }
 
+/**
+ * cmd_list - the -l sub-command
+ * @opts: parsed options: list_spec, and pids or argv (or neither, when the
+ *	SPEC's OBJECT is a path)
+ *
+ * Tracer process; reads /proc and ELF files, never stops or writes to a
+ * target. Prints the matches to stdout and every problem as one line on
+ * stderr.
+ *
+ * Return: the exit status: 0, EXIT_USAGE (2: bad or unresolvable SPEC) or
+ * EXIT_TRACE (1: a process or program that cannot be examined).
+ */
 int cmd_list(struct cli_opts *opts)
 {
 	struct utrace_spec spec;
-	struct table t = { .why = opts->list_why };
+	struct table t = { .why = opts->list_why, .verbose = opts->verbose > 0 };
 	char errbuf[512];
 	int err, rc = 0, i;
 

@@ -20,9 +20,10 @@
  *
  * Aliases: several names at one address (malloc and __libc_malloc) are all
  * kept, as nm does. Exactly one of them, the "primary", has no
- * UTRACE_SYM_ALIAS flag: a global name before a weak one before a local
- * one, then a name seen in .dynsym, then the one with fewer leading
- * underscores, then the shorter, then the alphabetically first. Consumers
+ * UTRACE_SYM_ALIAS flag: an exported (global or weak) name before a local
+ * one, then the one with fewer leading underscores (memalign rather than
+ * __libc_memalign), then global before weak, then a name seen in .dynsym,
+ * then the shorter, then the alphabetically first. Consumers
  * that place one probe per address (the tracer) skip the aliases; a listing
  * shows them all.
  *
@@ -209,9 +210,17 @@ struct got_name {
 };
 
 struct got_vec {
-	struct got_name *v;
-	size_t nr;
+	struct got_name *v; /* relocation order (.plt.sec by index) */
+	struct got_name *sorted; /* by GOT address, for got_lookup() */
+	size_t nr, cap;
 };
+
+static int got_cmp(const void *a, const void *b)
+{
+	const struct got_name *x = a, *y = b;
+
+	return x->got < y->got ? -1 : x->got > y->got;
+}
 
 static int read_relocs(struct utrace_elf *elf, const char *secname, unsigned int want_type,
 		       struct got_vec *gv)
@@ -245,23 +254,33 @@ static int read_relocs(struct utrace_elf *elf, const char *secname, unsigned int
 		    gelf_getsym(symdata, (int)GELF_R_SYM(rela.r_info), &sym))
 			name = elf_strptr(elf->elf, symshdr.sh_link, sym.st_name);
 		/* a NULL name keeps the slot's position for .plt.sec by index */
-		nv = realloc(gv->v, (gv->nr + 1) * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		gv->v = nv;
+		if (gv->nr == gv->cap) {
+			gv->cap = gv->cap ? gv->cap * 2 : 256;
+			nv = realloc(gv->v, gv->cap * sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			gv->v = nv;
+		}
 		gv->v[gv->nr++] = (struct got_name){ rela.r_offset, name && *name ? name : NULL };
 	}
+	if (!gv->nr)
+		return 0;
+	gv->sorted = malloc(gv->nr * sizeof(*gv->sorted));
+	if (!gv->sorted)
+		return -ENOMEM;
+	memcpy(gv->sorted, gv->v, gv->nr * sizeof(*gv->sorted));
+	qsort(gv->sorted, gv->nr, sizeof(*gv->sorted), got_cmp);
 	return 0;
 }
 
 static const char *got_lookup(const struct got_vec *gv, uint64_t got)
 {
-	size_t i;
+	struct got_name key = { got, NULL }, *hit;
 
-	for (i = 0; i < gv->nr; i++)
-		if (gv->v[i].got == got)
-			return gv->v[i].name;
-	return NULL;
+	if (!gv->nr)
+		return NULL;
+	hit = bsearch(&key, gv->sorted, gv->nr, sizeof(key), got_cmp);
+	return hit ? hit->name : NULL;
 }
 
 /*
@@ -345,7 +364,9 @@ static int read_plt(struct utrace_elf *elf, struct sym_vec *sv)
 	if (!err)
 		err = read_plt_section(elf, ".plt.got", &slots, &globdat, sv);
 	free(slots.v);
+	free(slots.sorted);
 	free(globdat.v);
+	free(globdat.sorted);
 	return err;
 }
 
@@ -371,19 +392,25 @@ static int underscores(const char *s)
 	return n;
 }
 
-/* Is @a a better primary name than @b for their shared address? */
+/*
+ * Is @a a better primary name than @b for their shared address? Exported
+ * (global or weak) before local, then fewer leading underscores (puts, not
+ * _IO_puts; memalign, not __libc_memalign), then global before weak, then
+ * seen in .dynsym, then shorter, then alphabetical.
+ */
 static bool better_primary(const struct utrace_sym *a, const struct utrace_sym *b)
 {
-	int ra = a->flags & UTRACE_SYM_GLOBAL ? 2 : a->flags & UTRACE_SYM_WEAK ? 1 : 0;
-	int rb = b->flags & UTRACE_SYM_GLOBAL ? 2 : b->flags & UTRACE_SYM_WEAK ? 1 : 0;
+	const uint32_t exported = UTRACE_SYM_GLOBAL | UTRACE_SYM_WEAK;
 	size_t la, lb;
 
-	if (ra != rb)
-		return ra > rb;
-	if (!!(a->flags & UTRACE_SYM_DYNSYM) != !!(b->flags & UTRACE_SYM_DYNSYM))
-		return a->flags & UTRACE_SYM_DYNSYM;
+	if (!!(a->flags & exported) != !!(b->flags & exported))
+		return a->flags & exported;
 	if (underscores(a->name) != underscores(b->name))
 		return underscores(a->name) < underscores(b->name);
+	if (!!(a->flags & UTRACE_SYM_GLOBAL) != !!(b->flags & UTRACE_SYM_GLOBAL))
+		return a->flags & UTRACE_SYM_GLOBAL;
+	if (!!(a->flags & UTRACE_SYM_DYNSYM) != !!(b->flags & UTRACE_SYM_DYNSYM))
+		return a->flags & UTRACE_SYM_DYNSYM;
 	la = strlen(a->name);
 	lb = strlen(b->name);
 	if (la != lb)

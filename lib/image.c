@@ -21,9 +21,10 @@
  *   executable, its PT_INTERP loader and the breadth-first DT_NEEDED
  *   closure. Each name is searched like ld.so does: DT_RPATH of the object
  *   and of the executable (only when the object has no DT_RUNPATH), then
- *   LD_LIBRARY_PATH, then DT_RUNPATH, then the default directories;
- *   $ORIGIN is expanded. /etc/ld.so.cache is not read: on Debian the
- *   default directories find the same files. A candidate of another ELF
+ *   LD_LIBRARY_PATH, then DT_RUNPATH, then the directories of
+ *   /etc/ld.so.conf (what ldconfig puts in /etc/ld.so.cache; the binary
+ *   cache itself is not parsed), then the default directories. $ORIGIN is
+ *   expanded. A candidate of another ELF
  *   class or machine is skipped, as ld.so does. A library that cannot be
  *   found is reported with pr_warn() and left out. Biases are 0.
  *
@@ -39,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <glob.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +204,7 @@ static int setup_live_obj(pid_t pid, struct image_obj *o, const struct utrace_ma
 	const struct utrace_map *first = NULL;
 	char buf[PATH_MAX + 64];
 	Elf64_Phdr *ph = NULL;
+	struct stat st;
 	size_t i, nr = 0;
 	bool deleted = false;
 	int err = -ENOENT;
@@ -226,8 +229,14 @@ static int setup_live_obj(pid_t pid, struct image_obj *o, const struct utrace_ma
 	o->open_path = strdup(buf);
 	if (!o->open_path || !o->alt_path)
 		return -ENOMEM;
-	if (deleted || access(o->open_path, R_OK)) {
-		/* map_files first: the path is gone or not reachable */
+	if (deleted || access(o->open_path, R_OK) ||
+	    (!stat(o->open_path, &st) && st.st_ino != o->ino)) {
+		/*
+		 * map_files first: the path is gone, not reachable, or now
+		 * names another file (upgraded package). With overlayfs,
+		 * inode numbers may differ for the same file: then the
+		 * fallback to the path is what works.
+		 */
 		char *t = o->open_path;
 
 		o->open_path = o->alt_path;
@@ -346,7 +355,7 @@ static bool same_file(const struct image_obj *o, const struct stat *st)
 	return o->dev == st->st_dev && o->ino == st->st_ino;
 }
 
-/* Try @dir/@name; on success *ret_elf is open and *ret_st filled. */
+/* Try @dir/@name; on success *ret_elf is open and @out holds the path. */
 static bool try_lib(const char *dir, const char *name, int class, int machine, char *out,
 		    size_t size, struct utrace_elf **ret_elf)
 {
@@ -355,7 +364,9 @@ static bool try_lib(const char *dir, const char *name, int class, int machine, c
 
 	if (!*dir)
 		dir = ".";
-	if ((size_t)snprintf(out, size, "%s/%s", dir, name) >= size || access(out, R_OK))
+	if ((size_t)snprintf(out, size, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+			     name) >= size ||
+	    access(out, R_OK))
 		return false;
 	elf = utrace_elf__open(out);
 	if (!elf)
@@ -402,14 +413,72 @@ static void dir_of(const char *path, char *buf, size_t size)
 		snprintf(buf, size, ".");
 }
 
+/* Directories of /etc/ld.so.conf (and its includes), the ones ldconfig caches. */
+struct dir_list {
+	char **v;
+	size_t nr;
+};
+
+static void dir_list_free(struct dir_list *dl)
+{
+	size_t i;
+
+	for (i = 0; i < dl->nr; i++)
+		free(dl->v[i]);
+	free(dl->v);
+	memset(dl, 0, sizeof(*dl));
+}
+
+static void read_ld_conf(const char *path, int depth, struct dir_list *dl)
+{
+	char line[PATH_MAX];
+	FILE *f;
+
+	if (depth > 4)
+		return;
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *end, **nv;
+
+		p[strcspn(p, "#\n")] = '\0';
+		p += strspn(p, " \t");
+		for (end = p + strlen(p); end > p && (end[-1] == ' ' || end[-1] == '\t'); end--)
+			end[-1] = '\0';
+		if (!strncmp(p, "include", 7) && (p[7] == ' ' || p[7] == '\t')) {
+			glob_t g;
+			size_t i;
+
+			p += 8 + strspn(p + 8, " \t");
+			if (!glob(p, 0, NULL, &g)) {
+				for (i = 0; i < g.gl_pathc; i++)
+					read_ld_conf(g.gl_pathv[i], depth + 1, dl);
+				globfree(&g);
+			}
+			continue;
+		}
+		if (p[0] != '/')
+			continue; /* empty, or "hwcap" lines */
+		nv = realloc(dl->v, (dl->nr + 1) * sizeof(*nv));
+		if (!nv)
+			break;
+		dl->v = nv;
+		dl->v[dl->nr] = strdup(p);
+		if (dl->v[dl->nr])
+			dl->nr++;
+	}
+	fclose(f);
+}
+
 /*
  * Find library @name needed by @req (whose DT_RPATH/DT_RUNPATH are in
  * @req_di), as ld.so would. Returns an open ELF and its path in @out.
  */
 static bool find_lib(const char *name, const struct image_obj *req,
 		     const struct elf_dyninfo *req_di, const struct elf_dyninfo *exe_di,
-		     const char *exe_path, int class, int machine, char *out, size_t size,
-		     struct utrace_elf **ret_elf)
+		     const char *exe_path, const struct dir_list *conf, int class, int machine,
+		     char *out, size_t size, struct utrace_elf **ret_elf)
 {
 	char origin[PATH_MAX];
 	size_t i;
@@ -440,6 +509,9 @@ static bool find_lib(const char *name, const struct image_obj *req,
 		return true;
 	if (search_list(req_di->runpath, origin, name, class, machine, out, size, ret_elf))
 		return true;
+	for (i = 0; i < conf->nr; i++) /* what ld.so.cache holds */
+		if (try_lib(conf->v[i], name, class, machine, out, size, ret_elf))
+			return true;
 	for (i = 0; i < ARRAY_SIZE(default_lib_dirs); i++)
 		if (try_lib(default_lib_dirs[i], name, class, machine, out, size, ret_elf))
 			return true;
@@ -505,6 +577,7 @@ static int find_exe(const char *path, char *out, size_t size)
 struct utrace_image *utrace_image__open_exec(const char *path)
 {
 	struct elf_dyninfo exe_di = { 0 };
+	struct dir_list conf = { 0 };
 	struct utrace_image *img;
 	struct utrace_elf *elf;
 	struct image_obj *o;
@@ -547,6 +620,7 @@ struct utrace_image *utrace_image__open_exec(const char *path)
 		if (err)
 			goto err_free;
 	}
+	read_ld_conf("/etc/ld.so.conf", 0, &conf);
 	/* breadth-first over DT_NEEDED, as ld.so loads them */
 	for (done = 0; done < img->nr; done++) {
 		struct elf_dyninfo di = { 0 };
@@ -562,8 +636,8 @@ struct utrace_image *utrace_image__open_exec(const char *path)
 		for (k = 0; k < di.nr_needed; k++) {
 			struct image_obj *req = &img->objs[done];
 
-			if (!find_lib(di.needed[k], req, &di, &exe_di, exe, class, machine, lib,
-				      sizeof(lib), &elf)) {
+			if (!find_lib(di.needed[k], req, &di, &exe_di, exe, &conf, class, machine,
+				      lib, sizeof(lib), &elf)) {
 				pr_warn("%s: needed library %s not found\n", req->path,
 					di.needed[k]);
 				continue;
@@ -578,10 +652,12 @@ struct utrace_image *utrace_image__open_exec(const char *path)
 			goto err_free;
 	}
 	elf_dyninfo_clear(&exe_di);
+	dir_list_free(&conf);
 	return img;
 
 err_free:
 	elf_dyninfo_clear(&exe_di);
+	dir_list_free(&conf);
 	utrace_image__close(img);
 	errno = -err;
 	return NULL;

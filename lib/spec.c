@@ -34,19 +34,40 @@
 #include "utrace/spec.h"
 #include "internal.h"
 
+/*
+ * Copy @text into @buf with control bytes escaped, so that the message stays
+ * one line. (Messages quote parts of @text only after bad_char() has
+ * refused every control byte.)
+ */
+static void escape(const char *text, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (; *text && n + 5 < size; text++) {
+		unsigned char c = (unsigned char)*text;
+
+		if (c < ' ' || c == 0x7f)
+			n += snprintf(buf + n, size - n, "\\x%02x", c);
+		else
+			buf[n++] = (char)c;
+	}
+	if (*text && n + 4 < size)
+		n += snprintf(buf + n, size - n, "...");
+	buf[n] = '\0';
+}
+
 __attribute__((format(printf, 4, 5))) static int bad_spec(const char *text, char *errbuf,
 							  size_t errlen, const char *fmt, ...)
 {
+	char shown[256], msg[512];
 	va_list ap;
-	int n;
 
 	if (errbuf && errlen) {
-		n = snprintf(errbuf, errlen, "bad spec '%s': ", text);
-		if (n >= 0 && (size_t)n < errlen) {
-			va_start(ap, fmt);
-			vsnprintf(errbuf + n, errlen - n, fmt, ap);
-			va_end(ap);
-		}
+		escape(text, shown, sizeof(shown));
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		snprintf(errbuf, errlen, "bad spec '%s': %s", shown, msg);
 	}
 	return -UTRACE_ERRNO__SPEC;
 }
@@ -202,7 +223,10 @@ int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf, 
 	if (!pat)
 		goto err_nomem;
 	if (strchr(pat, '+')) {
-		bad_spec(text, errbuf, errlen, "more than one '+' in '%s'", target);
+		if (s.flags & UTRACE_SPEC_PLT)
+			bad_spec(text, errbuf, errlen, "an offset cannot be combined with '@plt'");
+		else
+			bad_spec(text, errbuf, errlen, "more than one '+' in '%s'", target);
 		goto err_free;
 	}
 	p = strchr(pat, '@');

@@ -25,15 +25,16 @@ struct utrace_elf;
 enum utrace_sym_flags {
 	UTRACE_SYM_SYMTAB = 1U << 0, /* seen in .symtab */
 	UTRACE_SYM_DYNSYM = 1U << 1, /* seen in .dynsym */
-	UTRACE_SYM_PLT = 1U << 2, /* PLT stub: name is the called function, addr the stub */
+	UTRACE_SYM_PLT = 1U << 2,    /* PLT stub: name is the called function, addr the stub */
 	UTRACE_SYM_GLOBAL = 1U << 3,
 	UTRACE_SYM_WEAK = 1U << 4,
 	UTRACE_SYM_IFUNC = 1U << 5, /* STT_GNU_IFUNC: addr is the resolver */
 	/*
-	 * Another name at the same address is the primary one (global before
-	 * weak before local, then fewer leading underscores, then shorter).
-	 * Every address with function symbols has exactly one primary name;
-	 * placing one probe per address means skipping the aliases.
+	 * Another name at the same address is the primary one (exported
+	 * before local, then fewer leading underscores, then global before
+	 * weak, then shorter: memalign, not __libc_memalign). Every address
+	 * with function symbols has exactly one primary name; placing one
+	 * probe per address means skipping the aliases.
 	 */
 	UTRACE_SYM_ALIAS = 1U << 6,
 };
@@ -41,9 +42,9 @@ enum utrace_sym_flags {
 /** struct utrace_sym - one function symbol (or PLT stub). */
 struct utrace_sym {
 	const char *name; /* owned by the utrace_elf; no "@plt" suffix, no version */
-	uint64_t addr; /* file address */
-	uint64_t size; /* 0 if unknown */
-	uint32_t flags; /* enum utrace_sym_flags */
+	uint64_t addr;	  /* file address */
+	uint64_t size;	  /* 0 if unknown */
+	uint32_t flags;	  /* enum utrace_sym_flags */
 };
 
 /**
