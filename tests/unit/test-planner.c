@@ -102,6 +102,25 @@ TEST(plan_endbr64_stays)
 	module_clear(&m);
 }
 
+/* A function that is only endbr64: the probe must not move into the next one. */
+TEST(plan_endbr64_alone)
+{
+	static const uint8_t code[] = {
+		0xf3, 0x0f, 0x1e, 0xfa, /* endbr64 */
+		0x55, /* push rbp: the next function */
+		0x48, 0x89, 0xe5, /* mov rbp, rsp */
+	};
+	struct module m;
+	struct site_plan p;
+
+	module_init(&m, code, sizeof(code));
+	CHECK_EQ(plan(&m, 0, 0, 4, true, &p), 0);
+	CHECK_EQ(p.addr, BASE);
+	CHECK_EQ(p.mode, SITE_INT3);
+	CHECK_EQ(p.len, 4);
+	module_clear(&m);
+}
+
 TEST(plan_syscall_refused)
 {
 	static const uint8_t code[] = {

@@ -266,8 +266,9 @@ int site_plan(const struct site_input *in, struct site_plan *out)
 	entry = in->func_addr && in->addr == in->func_addr;
 	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	st = ZydisDecoderDecodeFull(&dec, bytes, avail, &insn, ops);
-	if (ZYAN_SUCCESS(st) && entry && insn.mnemonic == ZYDIS_MNEMONIC_ENDBR64) {
-		/* endbr64 stays: indirect branches land on it */
+	if (ZYAN_SUCCESS(st) && entry && insn.mnemonic == ZYDIS_MNEMONIC_ENDBR64 &&
+	    (!in->func_size || in->func_size > insn.length)) {
+		/* endbr64 stays: indirect branches land on it (unless it is all there is) */
 		p.addr += insn.length;
 		bytes += insn.length;
 		avail -= insn.length;
