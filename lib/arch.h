@@ -43,6 +43,7 @@ enum site_fail {
 	SITE_FAIL_UNKNOWN_REL, /* position-relative operand of a kind we do not handle */
 	SITE_FAIL_RIPREL_FAR, /* RIP-relative operand out of ±2 GiB of the destination */
 	SITE_FAIL_NOSPACE, /* the destination buffer is too small */
+	SITE_FAIL_MID_INSN, /* the address is inside an instruction of the function */
 	/* Reasons for int3 rather than a 5-byte jmp (the site is still probed). */
 	SITE_FAIL_NOT_ENTRY, /* not a function entry and first instruction < 5 bytes */
 	SITE_FAIL_NO_SIZE, /* the symbol has no size: cannot prove bytes stay inside */
@@ -194,6 +195,8 @@ struct site_input {
 	size_t len; /* bytes available at @bytes (>= 16 if the code allows) */
 	uint64_t func_addr; /* start of the containing function; 0 if unknown */
 	uint64_t func_size; /* its size; 0 if unknown */
+	const uint8_t *func_bytes; /* host copy of the function from @func_addr, to check
+				    * that @addr is an instruction boundary; may be NULL */
 	const struct branch_index *bti; /* module index (same address space); may be NULL */
 	bool live; /* ONLINE scenario: never steal across call/syscall */
 };

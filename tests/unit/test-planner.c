@@ -281,6 +281,35 @@ TEST(plan_not_entry)
 	module_clear(&m);
 }
 
+/* An address inside an instruction is refused, when the function's bytes are known. */
+TEST(plan_mid_instruction)
+{
+	static const uint8_t code[] = {
+		0x55, /* push rbp */
+		0x48, 0x89, 0xe5, /* mov rbp, rsp */
+		0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00, /* mov rax, [rip + 0x1000] */
+		0x5d, /* pop rbp */
+		0xc3, /* ret */
+	};
+	struct module m;
+	struct site_input in = { 0 };
+	struct site_plan p;
+	char why[128];
+
+	module_init(&m, code, sizeof(code));
+	in = (struct site_input){ BASE + 2, code + 2, sizeof(code) - 2, BASE, sizeof(code), code,
+				  m.bti,    true };
+	CHECK_EQ(site_plan(&in, &p), -UTRACE_ERRNO__RELOC);
+	CHECK_EQ(p.fail, SITE_FAIL_MID_INSN);
+	site_plan__why(&p, why, sizeof(why));
+	CHECK_STREQ(why, "not an instruction boundary: inside 'mov' (at 0x401001)");
+	in = (struct site_input){ BASE + 4, code + 4, sizeof(code) - 4, BASE, sizeof(code), code,
+				  m.bti,    true };
+	CHECK_EQ(site_plan(&in, &p), 0);
+	CHECK_EQ(p.mode, SITE_JMP);
+	module_clear(&m);
+}
+
 TEST(plan_indirect_jmp)
 {
 	static const uint8_t code[] = {
@@ -336,7 +365,7 @@ TEST(plan_no_index)
 		0x5d, /* pop rbp */
 		0xc3, /* ret */
 	};
-	struct site_input in = { BASE, code, sizeof(code), BASE, sizeof(code), NULL, true };
+	struct site_input in = { BASE, code, sizeof(code), BASE, sizeof(code), NULL, NULL, true };
 	struct site_plan p;
 
 	CHECK_EQ(site_plan(&in, &p), 0);
@@ -355,7 +384,9 @@ TEST(plan_branch16_and_garbage)
 		0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
 		0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
 	};
-	struct site_input in = { BASE, jmp16, sizeof(jmp16), BASE, sizeof(jmp16), NULL, true };
+	struct site_input in = {
+		BASE, jmp16, sizeof(jmp16), BASE, sizeof(jmp16), NULL, NULL, true
+	};
 	struct site_plan p;
 
 	CHECK_EQ(site_plan(&in, &p), -UTRACE_ERRNO__RELOC);
