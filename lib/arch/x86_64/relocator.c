@@ -650,6 +650,36 @@ int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back)
 }
 
 /**
+ * reloc_map_addr - where a thread stopped at original address @addr must
+ * continue after the region was patched: the start of the copy of the
+ * instruction at @addr in the relocated code at @dst
+ * @r: relocator after a successful reloc_relocate()
+ * @dst: target address the relocated code was written for (writer pc)
+ * @addr: a thread's RIP inside [r->src_addr, r->src_addr + r->src_len)
+ * @ret_addr: receives the new RIP; untouched on failure
+ *
+ * Used by the patch protocol to move threads out of the displaced bytes
+ * (Orbit's MoveInstructionPointersOutOfOverwrittenCode). No allocation.
+ *
+ * Return: 0 on success; -ENOENT if @addr is outside the region; -EINVAL if
+ * it is not the start of a displaced instruction (a RIP cannot be there).
+ */
+int reloc_map_addr(const struct reloc *r, uint64_t dst, uint64_t addr, uint64_t *ret_addr)
+{
+	unsigned int i;
+
+	if (addr < r->src_addr || addr >= r->src_addr + r->src_len)
+		return -ENOENT;
+	for (i = 0; i < r->nr; i++) {
+		if (r->src_addr + r->src_off[i] == addr) {
+			*ret_addr = dst + r->dst_off[i];
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/**
  * reloc_targets - list the absolute addresses that RIP-relative memory
  * operands of the displaced bytes refer to; code relocated from @src must be
  * placed within ±2 GiB of each (branch targets are not listed: they have
