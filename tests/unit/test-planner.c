@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+#include <signal.h>
 
 #include "utrace/utrace.h"
 #include "arch.h"
@@ -501,6 +504,46 @@ TEST(cli_list_why_prologues)
 				  strstr(line, want[i + 1]) < strchr(line, '\n') + 1,
 			  "%s: want '%s'", want[i], want[i + 1]);
 	}
+	free(out);
+}
+
+/* With -p the plan speaks runtime addresses: the probe after endbr64 is at +4. */
+TEST(cli_list_why_live)
+{
+	char spec[64], pidstr[32], line[64];
+	char *argv[] = { (char *)getenv("UTRACE"), "-l", spec, "--why", "-p", pidstr, NULL };
+	const char *prog = harness_build_path("tests/targets/s-prologues");
+	unsigned long long addr = 0, after = 0;
+	char *out = NULL, *p;
+	int fds[2];
+	FILE *f;
+	pid_t pid;
+
+	if (!argv[0])
+		SKIP("UTRACE not set");
+	CHECK(!pipe(fds));
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		dup2(fds[1], 1);
+		execl(prog, prog, "wait", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	CHECK(f && fgets(line, sizeof(line), f) && !strcmp(line, "ready\n"));
+	snprintf(spec, sizeof(spec), "s-prologues:p_endbr");
+	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	harness_note("%s", out);
+	p = strstr(out, "p_endbr");
+	CHECK(p && sscanf(p, "p_endbr %llx", &addr) == 1);
+	p = strstr(out, " at 0x");
+	CHECK(p && sscanf(p, " at %llx after endbr64", &after) == 1);
+	CHECK(addr > 0x10000); /* a runtime address, not the file's 0x1xxx */
+	CHECK_EQ(after, addr + 4);
 	free(out);
 }
 
