@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <signal.h>
 
@@ -515,7 +516,7 @@ TEST(cli_list_why_live)
 	const char *prog = harness_build_path("tests/targets/s-prologues");
 	unsigned long long addr = 0, after = 0;
 	char *out = NULL, *p;
-	int fds[2];
+	int fds[2], rc;
 	FILE *f;
 	pid_t pid;
 
@@ -525,18 +526,21 @@ TEST(cli_list_why_live)
 	pid = fork();
 	CHECK(pid >= 0);
 	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive a failed test */
 		dup2(fds[1], 1);
 		execl(prog, prog, "wait", (char *)NULL);
 		_exit(127);
 	}
 	close(fds[1]);
 	f = fdopen(fds[0], "r");
-	CHECK(f && fgets(line, sizeof(line), f) && !strcmp(line, "ready\n"));
 	snprintf(spec, sizeof(spec), "s-prologues:p_endbr");
 	snprintf(pidstr, sizeof(pidstr), "%d", (int)pid);
-	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	rc = f && fgets(line, sizeof(line), f) && !strcmp(line, "ready\n") ?
+		     harness_run(argv, &out, NULL, 30) :
+		     -1;
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
+	CHECK_EQ(rc, 0);
 	harness_note("%s", out);
 	p = strstr(out, "p_endbr");
 	CHECK(p && sscanf(p, "p_endbr %llx", &addr) == 1);
