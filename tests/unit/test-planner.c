@@ -220,6 +220,28 @@ TEST(plan_branch_into_prologue)
 	module_clear(&m);
 }
 
+/* A second symbol inside the first one's prologue (an asm alternate entry). */
+TEST(plan_symbol_inside_prologue)
+{
+	static const uint8_t code[] = {
+		0x48, 0x89, 0xf8, /* f: mov rax, rdi */
+		0x48, 0x01, 0xf0, /* g = f + 3: add rax, rsi */
+		0xc3, /* ret */
+	};
+	const uint64_t syms[] = { BASE, BASE + 3 };
+	struct utrace_elf_section sec = { ".text", BASE, sizeof(code), code };
+	struct branch_index *bti = branch_index__new(&sec, 1, syms, 2);
+	struct site_input in = { BASE, code, sizeof(code), BASE, sizeof(code), code, bti, true };
+	struct site_plan p;
+
+	CHECK(bti);
+	CHECK_EQ(site_plan(&in, &p), 0);
+	CHECK_EQ(p.mode, SITE_INT3);
+	CHECK_EQ(p.fail, SITE_FAIL_BRANCH_INTO);
+	CHECK_EQ(p.fail_addr, BASE + 3);
+	branch_index__free(bti);
+}
+
 TEST(plan_branch_to_first_byte_ok)
 {
 	static const uint8_t code[] = {
