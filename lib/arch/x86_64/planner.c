@@ -27,6 +27,12 @@
  *     A single instruction of 5 bytes or more needs none of d/e: nothing
  *     can jump into the middle of one instruction.
  *  4. Otherwise int3, and the plan says why not jmp (for `utrace -l --why`).
+ *
+ * Known limits: a jump table in a foo.cold part is not seen by rule 3e
+ * (only indirect jmps inside [foo, foo + size) are); the index does not
+ * read jump tables, so a function with a switch gets int3 even when its
+ * table cannot reach the prologue (the kernel's optprobes make the same
+ * choice). Both err on the side of int3.
  */
 #include <errno.h>
 #include <stdio.h>
