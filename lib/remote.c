@@ -136,7 +136,7 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
 
 /*
  * Wait for the next stop of @th during a remote call. Stops that are not
- * part of the call are absorbed: stale interrupts and group-stops are
+ * part of the call are absorbed: group-stops (PTRACE_EVENT_STOP) are
  * resumed with @req, signals other than SIGTRAP are suppressed and noted in
  * @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
  * PTRACE_EVENT_STOP when @want_event) or a negative errno: -ESRCH if the
@@ -164,13 +164,13 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 			continue;
 		sig = WSTOPSIG(status);
 		event = (unsigned int)status >> 16;
+		th->interrupted = false; /* every stop consumes a pending interrupt */
 		if (sig == (SIGTRAP | 0x80) || event == PTRACE_EVENT_SECCOMP)
 			return status;
 		if (event == PTRACE_EVENT_STOP) {
 			if (want_event)
 				return status;
-			/* A stale PTRACE_INTERRUPT, or a group-stop: go on. */
-			th->interrupted = false;
+			/* A group-stop (SIGSTOP got through): go on. */
 		} else if (event == 0) {
 			/* Only SIGTRAP and SIGSTOP get past our mask. */
 			if (sig != SIGTRAP)

@@ -60,10 +60,14 @@
  *    syscall.
  *
  * Quiescing. want_stop marks a thread that must stay stopped; a running
- * one gets PTRACE_INTERRUPT. Any stop satisfies the request (the thread
- * may report a syscall or signal stop before the EVENT_STOP); the pending
- * interrupt then produces a stale EVENT_STOP later, which is recognised
- * (interrupted flag or no reason to stay) and resumed silently. A vfork
+ * one gets PTRACE_INTERRUPT. Any stop satisfies the request: the thread
+ * may report a syscall, signal or clone stop before reaching get_signal(),
+ * and that stop *consumes* the interrupt: ptrace_stop() clears
+ * JOBCTL_TRAP_STOP on every trap ("any trap clears pending STOP trap",
+ * kernel/signal.c), so no PTRACE_EVENT_STOP follows. The interrupted flag
+ * therefore means "sent, and no stop of any kind seen since"; believing
+ * that an EVENT_STOP is still due after another stop leaves a quiesce
+ * waiting forever (our first stress runs did exactly that). A vfork
  * parent cannot stop until its child execs or exits (it waits in
  * TASK_KILLABLE, which PTRACE_INTERRUPT's wake-up does not interrupt):
  * PTRACE_O_TRACEVFORKDONE tells when it can again, and quiesce/detach do
@@ -958,6 +962,8 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 	th->regs_valid = false;
 	th->listening = false;
 	th->override_resume = false;
+	/* Any ptrace stop consumes a pending PTRACE_INTERRUPT (see the essay). */
+	th->interrupted = false;
 
 	if (th->proc->detach_new) {
 		/* A fork that is not followed: let it go at its first stop. */
