@@ -29,10 +29,16 @@
  *    original registers: the restart happens when it is resumed, as it
  *    would have. During the call, orig_rax = -1 keeps the kernel from
  *    "restarting" our injected syscall (gdb: amd64_linux_write_pc()).
- *  - at a syscall-exit stop: writing the registers back at our own exit
- *    stop is enough; pending signals are still pending (all were blocked
- *    during the call) and recalc_sigpending() runs when the thread is
- *    resumed from ptrace_stop().
+ *  - at a syscall-exit stop: the same. It is tempting to write the
+ *    registers back at our own exit stop and stop there, but a thread
+ *    whose syscall was interrupted by PTRACE_INTERRUPT (rax = -ERESTARTSYS)
+ *    reports that syscall-exit stop *instead of* the EVENT_STOP (the exit
+ *    stop consumes the trap), and the restart then depends on
+ *    TIF_SIGPENDING still being set when it leaves the stop. Our syscall
+ *    went through get_signal(), which cleared it (nothing deliverable: all
+ *    blocked), so the program would see -512 from read(). The stress test
+ *    caught exactly that. Going back through get_signal() is right in
+ *    every case: with no signal pending it only does the restart.
  *  - at a syscall-entry or seccomp stop: the current syscall slot is used
  *    (orig_rax = our number), then the registers are set so that the
  *    thread re-executes the original syscall instruction (rip - 2, rax =
@@ -321,7 +327,7 @@ out_restore:
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
 	ptrace_setsigmask(tid, mask);
-	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP)) {
+	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT)) {
 		/* Back into get_signal(), so that the kernel's restart logic runs. */
 		r = ptrace_interrupt(tid);
 		if (r == 0)

@@ -135,7 +135,8 @@
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
 
-#define __WALL_FLAGS __WALL
+/* How long attach waits for a thread's first stop before moving on. */
+#define ATTACH_GRACE_MS 300
 
 extern char **environ;
 
@@ -713,6 +714,9 @@ static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *
 	int op = -1;
 
 	memset(&sc, 0, sizeof(sc));
+	/* Test knob: exercise the fallback used on kernels < 5.3. */
+	if (!syscall_info_state && getenv("UTRACE_NO_SYSCALL_INFO"))
+		syscall_info_state = -1;
 	if (syscall_info_state >= 0) {
 		int r = ptrace_get_syscall_info(th->tid, &info);
 
@@ -889,8 +893,11 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 			th->cur_nr = old->cur_nr;
 			memcpy(th->cur_args, old->cur_args, sizeof(th->cur_args));
 			th->exit_wanted = old->exit_wanted;
+			th->want_stop |= old->want_stop;
+			th->notify_quiesce |= old->notify_quiesce;
 			th->engine_stop = false;
 			th->stepping = false;
+			th->in_vfork = false;
 			thread_free(s, old);
 		}
 	}
@@ -1184,9 +1191,40 @@ static bool thread_settled(const struct utrace_thread *th)
 	return th->stop != TSTOP_RUNNING || th->in_vfork;
 }
 
-/* Stop every thread of @pid (0: all); wait until all are stopped. */
-static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
+/*
+ * Wait for one event for at most @ms milliseconds (< 0: no limit).
+ * Return: as wait_one(); -ETIMEDOUT when the time ran out.
+ */
+static int wait_one_timeout(struct utrace_session *s, int ms)
 {
+	long deadline = now_ms() + ms;
+	int r;
+
+	if (ms < 0)
+		return wait_one(s, true);
+	for (;;) {
+		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+		long left;
+
+		sigchld_drain();
+		r = wait_one(s, false);
+		if (r != 0)
+			return r;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		poll(&pfd, 1, (int)left);
+	}
+}
+
+/*
+ * Stop every thread of @pid (0: all); wait until all are stopped, at most
+ * @timeout_ms (< 0: no limit). Return: 0; -ETIMEDOUT if some thread did not
+ * stop in time (it still has the interrupt pending); negative errno.
+ */
+static int quiesce(struct utrace_session *s, pid_t pid, bool notify, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
 	struct utrace_thread *th;
 	int r;
 
@@ -1209,7 +1247,13 @@ static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
 		}
 		if (!pending)
 			return 0;
-		r = wait_one(s, true);
+		if (timeout_ms >= 0) {
+			long left = deadline - now_ms();
+
+			r = left > 0 ? wait_one_timeout(s, (int)left) : -ETIMEDOUT;
+		} else {
+			r = wait_one(s, true);
+		}
 		if (r == -ECHILD)
 			return 0;
 		if (r < 0 && r != -EINTR)
@@ -1228,7 +1272,7 @@ int utrace_session__quiesce(struct utrace_session *s, pid_t pid)
 		return r;
 	if (pid && !find_proc(s, pid))
 		return -ESRCH;
-	return quiesce(s, pid, true);
+	return quiesce(s, pid, true, -1);
 }
 
 int utrace_session__resume(struct utrace_session *s, pid_t pid)
@@ -1308,7 +1352,7 @@ static int detach_proc(struct utrace_session *s, pid_t pid)
 	for (;;) {
 		bool left = false;
 
-		r = quiesce(s, pid, false);
+		r = quiesce(s, pid, false, -1);
 		if (r < 0 && !ret)
 			ret = r;
 		if (!find_proc(s, pid))
@@ -1432,7 +1476,8 @@ static int proc_task_tracer(pid_t pid, pid_t tid)
 	return tracer;
 }
 
-static bool is_zombie(pid_t pid, pid_t tid)
+/* The state letter of /proc/@pid/task/@tid/stat, '?' if unknown. */
+static char task_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256];
 	char *p;
@@ -1442,14 +1487,21 @@ static bool is_zombie(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return '?';
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return '?';
 	buf[n] = 0;
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char c = task_state(pid, tid);
+
+	return c == 'Z' || c == 'X';
 }
 
 /*
@@ -1560,9 +1612,27 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		proc_free(s, p);
 		return -ESRCH;
 	}
-	/* Wait for every thread's first stop (new threads included). */
-	if (r == 0)
-		r = quiesce(s, pid, false);
+	/*
+	 * Wait for every thread's first stop (new threads included). A thread
+	 * that cannot stop now (a vfork parent waiting for its child, which
+	 * PTRACE_INTERRUPT does not wake; an uninterruptible sleep) is not
+	 * waited for forever: it keeps its interrupt pending, and its stop is
+	 * handled by the event loop when it comes.
+	 */
+	if (r == 0) {
+		r = quiesce(s, pid, false, ATTACH_GRACE_MS);
+		if (r == -ETIMEDOUT) {
+			for (th = s->threads; th; th = th->next) {
+				if (th->proc->pid != pid || th->stop != TSTOP_RUNNING)
+					continue;
+				pr_info("thread %d: does not stop now (state %c); traced from its next stop\n",
+					th->tid, task_state(pid, th->tid));
+				if (task_state(pid, th->tid) == 'D')
+					th->in_vfork = true;
+			}
+			r = 0;
+		}
+	}
 	p = find_proc(s, pid);
 	if (!p)
 		return r < 0 ? r : -ESRCH;

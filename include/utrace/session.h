@@ -570,7 +570,10 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
  * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; not from a signal-delivery stop.
+ * syscall-entry/exit/seccomp stops; not from a signal-delivery stop or a
+ * clone/fork/exec event stop. From a syscall-exit stop the thread ends up
+ * stopped just after it (in the kernel's signal path, where a restart of
+ * the interrupted syscall is decided), which is equivalent for the program.
  * @param th a stopped thread
  * @param nr syscall number
  * @param args six arguments (unused ones ignored)
