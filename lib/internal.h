@@ -98,6 +98,8 @@ struct utrace_thread {
 	uint64_t cur_args[6];
 	bool regs_valid;
 	struct user_regs_struct regs; /* cache, valid while stopped */
+	int busy;  /* event handling or callbacks in progress for it */
+	bool dead; /* gone (unlinked); freed when @busy drops to 0 */
 };
 
 struct tproc {

@@ -281,20 +281,48 @@ static struct utrace_thread *thread_new(struct utrace_session *s, struct tproc *
 	return th;
 }
 
-/* Unlink and free @th; frees its process when it was the last thread. */
+/*
+ * Unlink and free @th; frees its process when it was the last thread. A
+ * thread whose event is being handled further up the stack (a callback
+ * quiesced the process and the thread's own death was reaped meanwhile) is
+ * only unlinked and marked dead; the outermost handler frees it.
+ */
 static void thread_free(struct utrace_session *s, struct utrace_thread *th)
 {
 	struct tproc *p = th->proc;
 
+	if (th->dead)
+		return;
 	if (th->prev)
 		th->prev->next = th->next;
 	else
 		s->threads = th->next;
 	if (th->next)
 		th->next->prev = th->prev;
-	free(th);
+	th->prev = th->next = NULL;
+	th->proc = NULL;
+	th->stop = TSTOP_RUNNING;
+	if (th->busy)
+		th->dead = true;
+	else
+		free(th);
 	if (--p->nr_threads == 0)
 		proc_free(s, p);
+}
+
+static void thread_get(struct utrace_thread *th)
+{
+	th->busy++;
+}
+
+/* Drop a reference; returns false if @th died meanwhile (and frees it). */
+static bool thread_put(struct utrace_thread *th)
+{
+	if (--th->busy == 0 && th->dead) {
+		free(th);
+		return false;
+	}
+	return !th->dead;
 }
 
 /**
@@ -454,13 +482,16 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 	int action = UTRACE_RESUME, flags = 0;
 	struct utrace_thread *saved_th = s->dispatch_th;
 
-	if (th->proc->hidden || th->proc->hide_pre_exec)
+	if (th->dead || th->proc->hidden || th->proc->hide_pre_exec)
 		return 0;
 	s->dispatch_depth++;
 	s->dispatch_th = th;
+	thread_get(th);
 	for (e = s->engines; e; e = e->next) {
 		int r;
 
+		if (th->dead)
+			break;
 		if (e->dead || e->gen > gen || !(e->events & a->ev))
 			continue;
 		r = call_one(e, th, a);
@@ -472,6 +503,7 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 		if (r & UTRACE_DETACH)
 			utrace_engine__detach(e);
 	}
+	th->busy--; /* the caller holds a reference too: never freed here */
 	s->dispatch_depth--;
 	s->dispatch_th = saved_th;
 	engines_reap(s);
@@ -533,7 +565,7 @@ static int thread_release(struct utrace_thread *th)
 /* After an event: stay stopped if anybody wants it, else resume. */
 static void thread_settle(struct utrace_thread *th)
 {
-	if (th->want_stop || th->engine_stop)
+	if (th->dead || th->want_stop || th->engine_stop)
 		return;
 	thread_release(th);
 }
@@ -665,6 +697,8 @@ static void handle_syscall_entry(struct utrace_session *s, struct utrace_thread 
 	}
 	a.ev = UTRACE_EV_SYSCALL_ENTRY;
 	action |= dispatch(s, th, &a);
+	if (th->dead)
+		return;
 	if (!th->skip)
 		syscall_entry_writeback(th, &old, sc);
 	if (sc->seccomp && !th->proc->hidden)
@@ -936,6 +970,8 @@ launched:
 		s->launch_status = 128 + WTERMSIG(status);
 }
 
+static void handle_stop(struct utrace_session *s, struct utrace_thread *th, int sig, int event);
+
 /**
  * session_handle_status - process one waitpid() result.
  * @s: session
@@ -948,7 +984,6 @@ launched:
 void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 {
 	struct utrace_thread *th = utrace_session__find_thread(s, tid);
-	int sig, event;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		handle_exit(s, th, tid, status);
@@ -964,8 +999,18 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 			return;
 		}
 	}
-	sig = WSTOPSIG(status);
-	event = (unsigned int)status >> 16;
+	thread_get(th);
+	handle_stop(s, th, WSTOPSIG(status), (unsigned int)status >> 16);
+	if (!thread_put(th))
+		return;
+	thread_settle(th);
+}
+
+/* The body of session_handle_status() for a stop; @th is referenced. */
+static void handle_stop(struct utrace_session *s, struct utrace_thread *th, int sig, int event)
+{
+	pid_t tid = th->tid;
+
 	th->regs_valid = false;
 	th->listening = false;
 	th->override_resume = false;
@@ -988,6 +1033,8 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 
 		th->seen = true;
 		apply_action(th, dispatch(s, th, &a));
+		if (th->dead)
+			return;
 	}
 
 	if (sig == (SIGTRAP | 0x80)) {
@@ -1023,13 +1070,11 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 		th->notify_quiesce = false;
 		apply_action(th, dispatch(s, th, &a));
 	}
-	/* The handlers may have freed other threads, never @th itself. */
 	if (th->override_resume) {
 		th->override_resume = false;
 		th->engine_stop = false;
 		th->want_stop = false;
 	}
-	thread_settle(th);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -934,3 +934,83 @@ TEST(engine_detaches_itself)
 	utrace_session__close(s);
 	CHECK_EQ(d.detached, 1);
 }
+
+static int stop_on_usr1(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	int *n = utrace_engine__ctx(e);
+
+	if (info->si_signo != SIGUSR1)
+		return UTRACE_RESUME;
+	(*n)++;
+	return UTRACE_STOP | UTRACE_BREAK;
+}
+
+TEST(signal_held_by_engine_delivered_at_detach)
+{
+	const char *args[] = { "800", "1", "0", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .signal = stop_on_usr1 };
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	int n = 0;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SIGNAL, &n));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	kill(t.pid, SIGUSR1);
+	CHECK_EQ(utrace_session__run(s, 5000), UTRACE_RUN_BREAK);
+	CHECK_EQ(n, 1);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK(utrace_thread__is_stopped(th));
+	/* Held at its signal-delivery stop; detach hands it back exactly once. */
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(killed_while_stopped)
+{
+	const char *args[] = { "4", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_EXIT, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__quiesce(s, t.pid), 0);
+	kill(t.pid, SIGKILL);
+	run_to_end(s, 5000);
+	CHECK_EQ(rec.exits_thread, 5);
+	CHECK_EQ(utrace_session__threads(s, 0, NULL, 0), 0);
+	utrace_session__close(s);
+	/* We were tracer and parent: the session reaped it. */
+	CHECK(waitpid(t.pid, NULL, WNOHANG) < 0 && errno == ECHILD);
+}
+
+TEST(close_seccomp_launch_keeps_servicing)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.2; echo hello; echo world", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_SECCOMP);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = install_write_filter);
+	char out[64] = "";
+	int p[2];
+	ssize_t n;
+
+	CHECK(pipe(p) == 0);
+	lo.pre_exec_ctx = &p[1];
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	close(p[1]);
+	CHECK_EQ(utrace_session__run(s, 50), UTRACE_RUN_TIMEOUT);
+	/* Detaching would leave RET_TRACE filters without a tracer: refused. */
+	CHECK_EQ(utrace_session__detach(s), -EBUSY);
+	utrace_session__close(s);
+	n = read(p[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	/* No ENOSYS for the traced writes: all output is there. */
+	CHECK_STREQ(out, "hello\nworld\n");
+	close(p[0]);
+}
