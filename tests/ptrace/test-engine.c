@@ -263,12 +263,13 @@ TEST(attach_refuses_traced)
 
 TEST(attach_zombie)
 {
-	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	struct utrace_session *s;
 	pid_t pid = fork();
 	int status;
 
 	if (pid == 0)
 		_exit(0);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
 	CHECK(wait_state(pid, "Z", 5000));
 	CHECK_EQ(utrace_session__attach(s, pid), -ESRCH);
 	CHECK_EQ(utrace_session__attach(s, 999999), -ESRCH);
