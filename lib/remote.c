@@ -155,7 +155,7 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 
 	for (;;) {
 		int status, sig, event;
-		pid_t r = waitpid(tid, &status, __WALL);
+		pid_t r = waitpid(tid, &status, __WALL | __WNOTHREAD);
 
 		if (r < 0) {
 			if (errno == EINTR)

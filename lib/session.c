@@ -105,6 +105,12 @@
  * execve are hidden unless asked.
  *
  * Waiting. waitpid(-1, __WALL) is the only way to wait for many tracees.
+ * __WNOTHREAD restricts it to the tracees and children of the tracing
+ * thread (do_wait() otherwise scans every thread of the tracer's process),
+ * so sessions in different threads, or a tracer thread next to threads
+ * that fork their own children, do not steal each other's events; two
+ * sessions in the same thread would, which is why there must be at most
+ * one per thread.
  * run() with a timeout sleeps in poll() on a self-pipe written by a
  * SIGCHLD handler (ptrace stops send SIGCHLD to the tracer:
  * do_notify_parent_cldstop(), which is why SA_NOCLDSTOP must never be
@@ -116,6 +122,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +141,11 @@
 	(!(opts) || ((opts)->sz >= offsetofend(struct type, type##__last_field) && \
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
+
+#define POLL_FALLBACK_MS 10
+
+/* Only tracees and children of the calling (tracing) thread. */
+#define WAIT_FLAGS (__WALL | __WNOTHREAD)
 
 /* How long attach waits for a thread's first stop before moving on. */
 #define ATTACH_GRACE_MS 300
@@ -201,6 +213,30 @@ static int sigchld_setup(void)
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * Can poll() on the pipe be trusted to wake us? Not if the caller replaced
+ * our SIGCHLD handler or blocks SIGCHLD in this thread (e.g. to read it
+ * from a signalfd): then run() falls back to polling waitpid() every
+ * POLL_FALLBACK_MS, and says so once.
+ */
+static bool sigchld_reliable(void)
+{
+	static bool warned;
+	struct sigaction cur;
+	sigset_t mask;
+	bool ok;
+
+	ok = sigaction(SIGCHLD, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	     cur.sa_sigaction == sigchld_handler && pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0 &&
+	     !sigismember(&mask, SIGCHLD);
+	if (!ok && !warned) {
+		warned = true;
+		pr_info("SIGCHLD handler replaced or SIGCHLD blocked: polling every %d ms\n",
+			POLL_FALLBACK_MS);
+	}
+	return ok;
 }
 
 static void sigchld_drain(void)
@@ -1098,7 +1134,7 @@ static void drop_all(struct utrace_session *s)
 static int wait_one(struct utrace_session *s, bool block)
 {
 	int status;
-	pid_t pid = waitpid(-1, &status, __WALL | (block ? 0 : WNOHANG));
+	pid_t pid = waitpid(-1, &status, WAIT_FLAGS | (block ? 0 : WNOHANG));
 
 	if (pid == 0)
 		return 0;
@@ -1188,6 +1224,8 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 				return UTRACE_RUN_TIMEOUT;
 			wait_ms = (int)left;
 		}
+		if (!sigchld_reliable() && (wait_ms < 0 || wait_ms > POLL_FALLBACK_MS))
+			wait_ms = POLL_FALLBACK_MS;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 			return -errno;
 	}
@@ -1258,6 +1296,8 @@ static int wait_one_timeout(struct utrace_session *s, int ms)
 		left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
+		if (!sigchld_reliable() && left > POLL_FALLBACK_MS)
+			left = POLL_FALLBACK_MS;
 		poll(&pfd, 1, (int)left);
 	}
 }
@@ -1378,7 +1418,7 @@ static int detach_thread(struct utrace_session *s, struct utrace_thread *th)
 		int status;
 
 		/* Died while stopped: reap it if its exit is already there. */
-		if (waitpid(th->tid, &status, __WALL | WNOHANG) == th->tid) {
+		if (waitpid(th->tid, &status, WAIT_FLAGS | WNOHANG) == th->tid) {
 			session_handle_status(s, th->tid, status);
 			return 0;
 		}

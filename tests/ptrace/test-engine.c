@@ -7,6 +7,7 @@
  * stopped. Targets are tests/targets/s-*, which check themselves.
  */
 #include <linux/filter.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -1014,4 +1015,23 @@ TEST(close_seccomp_launch_keeps_servicing)
 	/* No ENOSYS for the traced writes: all output is there. */
 	CHECK_STREQ(out, "hello\nworld\n");
 	close(p[0]);
+}
+
+TEST(run_without_sigchld_wakeups)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.1; exit 7", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	struct rec rec = { 0 };
+	sigset_t set;
+
+	/* The caller takes SIGCHLD away (as with a signalfd): run() must still work. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &rec));
+	CHECK(utrace_session__launch(s, argv, NULL) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 7);
+	CHECK(rec.entries > 10);
+	utrace_session__close(s);
 }
