@@ -576,7 +576,7 @@ TEST(signals_passed_while_traced)
 
 TEST(detach_leaves_stopped_process_stopped)
 {
-	const char *args[] = { "300", "0", "0", NULL };
+	const char *args[] = { "1500", "0", "0", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { .break_on_stop = 1 };
