@@ -963,6 +963,7 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_t tid, int status)
 {
 	struct evargs a = { .ev = UTRACE_EV_EXIT, .status = status };
+	bool launched_leader;
 	struct tproc *p;
 
 	if (!th) {
@@ -972,14 +973,13 @@ static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_
 		return;
 	}
 	p = th->proc;
+	launched_leader = tid == p->pid && p->launched;
 	th->stop = TSTOP_RUNNING;
 	th->regs_valid = false;
 	dispatch(s, th, &a);
-	if (tid != p->pid || !p->launched) {
-		thread_free(s, th);
-		return;
-	}
 	thread_free(s, th);
+	if (!launched_leader)
+		return;
 launched:
 	s->launch_reaped = true;
 	if (WIFEXITED(status))
@@ -1595,7 +1595,8 @@ static int seize_eperm(struct utrace_session *s, struct tproc *p, pid_t pid, pid
 	tracer = proc_task_tracer(pid, tid);
 	if (tracer < 0)
 		return -ESRCH; /* gone meanwhile */
-	if (tracer > 0 && tracer != getpid())
+	/* TracerPid names the tracing thread. Ours: auto-attached by a clone. */
+	if (tracer > 0 && tracer != s->tracer_tid)
 		return -UTRACE_ERRNO__TRACED;
 	/* Permission is per process: if a sibling was seized, this one is exiting. */
 	if (p->nr_threads > 1)
@@ -1665,7 +1666,10 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 				break;
 			th = thread_new(s, p, tids[i]);
 			if (!th) {
-				ptrace_interrupt(tids[i]);
+				/*
+				 * Seized but untracked: it runs on, and is adopted if
+				 * it ever reports a stop. Cannot be detached unstopped.
+				 */
 				r = -ENOMEM;
 				break;
 			}
