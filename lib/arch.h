@@ -268,4 +268,27 @@ void arch_rewind_syscall(struct user_regs_struct *regs, const struct user_regs_s
 /** arch_at_entry_stop - guess (no PTRACE_GET_SYSCALL_INFO) whether @regs are at an entry stop. */
 bool arch_at_entry_stop(const struct user_regs_struct *regs);
 
+/*
+ * ---------------------------------------------------------------------------
+ * Remote function calls (call.c)
+ * ---------------------------------------------------------------------------
+ */
+
+/* Bytes left untouched below the interrupted rsp: the red zone, plus slack. */
+#define ARCH_CALL_STACK_GAP (128 + 128)
+
+/**
+ * arch_prepare_call - registers for calling @fn(@args) from @regs.
+ * @ret_slot receives the stack address where the caller must store the
+ * return address (the callee finds it at its rsp, 16-byte ABI alignment).
+ */
+void arch_prepare_call(struct user_regs_struct *regs, uint64_t fn, const uint64_t args[6],
+		       uint64_t *ret_slot);
+
+/** arch_call_returned - @regs are those of a return to @ret_addr popped from @ret_slot. */
+bool arch_call_returned(const struct user_regs_struct *regs, uint64_t ret_addr, uint64_t ret_slot);
+
+/** arch_call_result - the integer return value register. */
+uint64_t arch_call_result(const struct user_regs_struct *regs);
+
 #endif /* __UTRACE_ARCH_H */

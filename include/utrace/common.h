@@ -41,6 +41,9 @@ enum utrace_errno {
 	UTRACE_ERRNO__PROBE_BUSY,		    /* probe in use */
 	UTRACE_ERRNO__TRACED,			    /* process already has a tracer */
 	UTRACE_ERRNO__NOT_YET,			    /* feature not implemented yet */
+	UTRACE_ERRNO__REMOTE_FAULT,		    /* a remote function call crashed */
+	UTRACE_ERRNO__INJECT,			    /* dlopen/dlsym/init failed in the target */
+	UTRACE_ERRNO__UNSAFE_PATH,		    /* file others could replace */
 	__UTRACE_ERRNO__END,
 };
 

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * inject.h - run code inside a traced process: remote function calls on a
+ * stopped thread, and loading a shared object (the agent) into a running
+ * process with a shared memory arena between tracer and target. Everything
+ * here runs in the tracer process, in the session's tracing thread. The
+ * sequence is described step by step at the top of lib/inject.c.
+ */
+#ifndef __UTRACE_INJECT_H
+#define __UTRACE_INJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "utrace/common.h"
+#include "utrace/session.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * struct utrace_call_opts - options of utrace_thread__remote_call().
+ * @sz: size of this struct
+ * @timeout_ms: how long the call may run; 0 = 5000 ms. When it expires the
+ *	thread is interrupted wherever it is and restored (the call is
+ *	abandoned: whatever the callee did so far stays done, e.g. a lock it
+ *	took stays taken).
+ */
+struct utrace_call_opts {
+	size_t sz;
+	int timeout_ms;
+	size_t : 0;
+};
+#define utrace_call_opts__last_field timeout_ms
+
+/**
+ * @brief **utrace_thread__remote_call()** makes the stopped thread @th call
+ * the function at @addr (in the target) with six integer arguments (SysV
+ * ABI: rdi, rsi, rdx, rcx, r8, r9; al = 0 for variadic callees) and returns
+ * rax. The call runs on the thread's own stack, below its red zone, and
+ * returns to an unmapped address (0x320, as Frida does): the fault at that
+ * address is the completion. Before, every register (NT_PRSTATUS,
+ * NT_X86_XSTATE) and the signal mask are saved; during the call every
+ * signal is blocked except SIGTRAP and the synchronous faults (SIGSEGV,
+ * SIGBUS, SIGILL, SIGFPE, SIGSYS, which the kernel would otherwise reset to
+ * SIG_DFL when forced while blocked); afterwards everything is restored
+ * and the thread is back in its stop, with the syscall it was blocked in
+ * restarted as the kernel would have. Signals sent meanwhile are delivered
+ * after. Events of other traced threads that arrive during the call are
+ * handled by the session as usual (a thread created by the callee is
+ * adopted and runs). Works from the same stops as
+ * utrace_thread__remote_syscall() except syscall-entry and seccomp stops.
+ *
+ * Calling into libc can deadlock if @th was stopped holding a lock the
+ * callee needs (malloc's arena lock, the loader lock): choose the thread
+ * with care (utrace_session__inject() does) and rely on the timeout.
+ * A thread created by the callee inherits the temporary signal mask (all
+ * blocked but the faults), as pthread_create() copies the creator's mask.
+ * @param th a stopped thread
+ * @param addr function address in the target
+ * @param args six arguments (unused ones ignored)
+ * @param opts options, or NULL
+ * @param ret_val on success, rax at the return
+ * @return 0 on success; negative error code otherwise: -EBUSY (not stopped,
+ * or at a signal, event, syscall-entry or seccomp stop), -ETIMEDOUT (the
+ * call did not return in time; the thread is restored),
+ * -UTRACE_ERRNO__REMOTE_FAULT (the callee crashed; restored, the fault is
+ * logged), -ESRCH (the thread died), -EINTR (the process exec'ed, or the
+ * thread could not be restored), -EINVAL
+ */
+UTRACE_API int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr,
+					  const uint64_t args[6],
+					  const struct utrace_call_opts *opts, uint64_t *ret_val);
+
+/**
+ * typedef utrace_inject_init_fn_t - the init function of an injected
+ * object, called once in the target by utrace_session__inject() after
+ * dlopen(). It runs in a hijacked application thread whose signals are
+ * blocked: it must return quickly (start a thread for long work and set
+ * that thread's signal mask explicitly) and must not wait for threads it
+ * creates. On failure it undoes its own work before returning, since the
+ * object is then dlclose()d.
+ * @arena_fd: a memfd shared with the tracer (0600, sealed against
+ *	shrinking and growing, close-on-exec), or -1 without an arena; the
+ *	object owns it (mmap MAP_SHARED, keep or close it)
+ * @arena_size: its size in bytes
+ * @arg: the caller's opaque argument (utrace_inject_opts.init_arg)
+ * Return: >= 0 on success; negative errno on failure.
+ */
+typedef long (*utrace_inject_init_fn_t)(int arena_fd, uint64_t arena_size, uint64_t arg);
+
+/**
+ * struct utrace_inject_opts - options of utrace_session__inject().
+ * @sz: size of this struct
+ * @init_symbol: function to call after dlopen (see utrace_inject_init_fn_t);
+ *	NULL = do not call anything
+ * @init_arg: its third argument
+ * @arena_size: size of the shared memfd arena (rounded up to pages);
+ *	0 = no arena
+ * @timeout_ms: limit of each remote function call; 0 = 5000 ms
+ * @tid: thread to hijack; 0 = choose one (see lib/inject.c)
+ * @allow_unsafe_path: skip the check that nobody else can write the
+ *	object or a directory above it (tests only)
+ * @errbuf: if not NULL, receives the one-line error message on failure
+ *	(also logged with pr_warn), e.g. "pid 123: cannot inject
+ *	'/x/agent.so': dlopen failed: /x/agent.so: cannot open shared object
+ *	file: No such file or directory"
+ * @errlen: size of @errbuf
+ */
+struct utrace_inject_opts {
+	size_t sz;
+	const char *init_symbol;
+	uint64_t init_arg;
+	size_t arena_size;
+	int timeout_ms;
+	pid_t tid;
+	bool allow_unsafe_path;
+	char *errbuf;
+	size_t errlen;
+	size_t : 0;
+};
+#define utrace_inject_opts__last_field errlen
+
+/**
+ * struct utrace_injection - what utrace_session__inject() produced. Owned
+ * by the caller: release with utrace_injection__clear().
+ * @pid: the target
+ * @tid: the thread that ran the calls
+ * @handle: dlopen()'s handle in the target
+ * @init_ret: the init function's return value (0 without init)
+ * @arena: the arena mapped in the tracer (MAP_SHARED), or NULL
+ * @arena_size: its size
+ * @arena_fd: the tracer's fd of the arena, or -1
+ * @target_arena_fd: the arena's fd number in the target, or -1
+ */
+struct utrace_injection {
+	pid_t pid;
+	pid_t tid;
+	uint64_t handle;
+	long init_ret;
+	void *arena;
+	size_t arena_size;
+	int arena_fd;
+	int target_arena_fd;
+};
+
+/**
+ * @brief **utrace_session__inject()** loads the shared object @path into
+ * the traced process @pid and calls its init function: it checks that
+ * @path is safe to load (absolute, a regular file, neither it nor any
+ * directory above it writable by others than root or us, except sticky
+ * directories; the same file in the target's mount namespace), chooses a
+ * thread (blocked in a syscall and outside the loader if possible), maps a
+ * scratch page, creates the arena (memfd_create("utrace-arena"),
+ * ftruncate, seals; the tracer maps the same pages), calls dlopen(path,
+ * RTLD_NOW), dlsym() and init(arena_fd, arena_size, arg), unmaps the scratch
+ * page and lets the thread go on. If @pid is not in @s yet it is attached
+ * first and detached at the end (staying attached would turn every signal
+ * into a tracer stop); otherwise it stays traced. On failure the target is
+ * left as it was (registers, memory, no arena fd; a library whose init
+ * failed is dlclose()d) and one message says why.
+ * @param s session
+ * @param pid target process
+ * @param path absolute path of the object
+ * @param opts options, or NULL
+ * @param ret on success, filled (untouched on failure)
+ * @return 0 on success; negative error code otherwise:
+ * -UTRACE_ERRNO__UNSAFE_PATH (someone else could replace the object),
+ * -UTRACE_ERRNO__INJECT (dlopen, dlsym or init failed in the target),
+ * -ENOENT (no such file, or no dlopen in the target: static, or libc not
+ * loaded yet), -EAGAIN (no thread could be used safely now), -ETIMEDOUT,
+ * -UTRACE_ERRNO__REMOTE_FAULT, or the error of attaching
+ */
+UTRACE_API int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path,
+				      const struct utrace_inject_opts *opts,
+				      struct utrace_injection *ret);
+
+/**
+ * @brief **utrace_inject()** is utrace_session__inject() with a session of
+ * its own: seize @pid, inject, detach.
+ * @return as utrace_session__inject()
+ */
+UTRACE_API int utrace_inject(pid_t pid, const char *path, const struct utrace_inject_opts *opts,
+			     struct utrace_injection *ret);
+
+/**
+ * @brief **utrace_injection__clear()** unmaps the tracer's view of the
+ * arena and closes its fd; the target keeps its own. Accepts NULL and a
+ * cleared or zeroed struct.
+ */
+UTRACE_API void utrace_injection__clear(struct utrace_injection *inj);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __UTRACE_INJECT_H */

@@ -1,0 +1,815 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * inject.c - load a shared object into a running process. Runs in the
+ * tracer process, in the session's tracing thread.
+ *
+ * THE PTRACE INJECTION SEQUENCE, STEP BY STEP
+ *
+ * Background and the survey of Frida, kubo/injector, Orbit, libpulp and
+ * CRIU: docs/prior-art.md §1. What we do, in order, and why:
+ *
+ *  0. Check the object before touching the target. The path must be
+ *     absolute and name a regular file that nobody but us or root could
+ *     replace: neither the file nor any directory above it may be writable
+ *     by group or others, except a sticky directory owned by us or root
+ *     (/tmp), and each must belong to us or root. Whoever can swap the
+ *     file gets code execution in the target with the target's
+ *     privileges. dlopen() resolves the path in the *target's* mount
+ *     namespace, so /proc/PID/root/PATH must be the same inode as PATH.
+ *  1. Seize every thread (utrace_session__attach(); nothing stops yet) if
+ *     the process is not in the session already.
+ *  2. Resolve dlopen, dlsym, dlerror and dlclose in the target: glibc >=
+ *     2.34 exports them from libc.so.6 (libdl.so.2 is an empty stub), older
+ *     ones from libdl.so.2 when it is loaded. utrace_image__open_pid() reads
+ *     the maps and the ELF symbol tables; runtime address = st_value +
+ *     load bias. No dlopen (static binary, musl, libc not mapped yet: a
+ *     process stopped at exec) is a clean -ENOENT.
+ *  3. Choose the thread that will make the calls. dlopen takes the loader
+ *     lock and calls malloc; a thread stopped while holding either would
+ *     deadlock against itself (kubo/injector#5). So, from /proc without
+ *     stopping anything, prefer in order: a thread blocked in a syscall
+ *     that malloc and the loader do not make (read, poll, nanosleep ...);
+ *     a running thread whose rip is in neither libc nor ld.so; a thread
+ *     blocked in futex (waiting for a lock: it may hold another); anything
+ *     else. The chosen thread is stopped (PTRACE_INTERRUPT) and checked:
+ *     a rip inside ld.so is never used. Only that thread stops; the others
+ *     keep running, so a lock held by one of them is released as usual.
+ *  4. Remote mmap of a scratch page (remote syscall at a syscall
+ *     instruction of the vdso, remote.c) for the strings we pass.
+ *  5. The arena: remote memfd_create("utrace-arena", MFD_CLOEXEC |
+ *     MFD_ALLOW_SEALING), fchmod 0600, ftruncate, then F_SEAL_SHRINK |
+ *     F_SEAL_GROW | F_SEAL_SEAL so the target cannot make the tracer's
+ *     mapping SIGBUS. The tracer takes the same file with pidfd_getfd()
+ *     (Linux >= 5.6) or by opening /proc/PID/fd/N, and maps it MAP_SHARED.
+ *     No name exists in any filesystem (CRIU's memfd exchange).
+ *  6. dlopen(path, RTLD_NOW) as a remote function call
+ *     (utrace_thread__remote_call(): registers, xstate and mask saved,
+ *     signals blocked, orig_rax = -1, stack below the red zone, return to
+ *     an unmapped address, timeout). NULL: remote dlerror(), its text read
+ *     from the target, reported as "dlopen failed: <text>".
+ *  7. dlsym(handle, init_symbol); NULL: dlerror() again, dlclose(handle).
+ *  8. init(arena_fd, arena_size, arg). A negative result: dlclose(handle),
+ *     the arena fd closed in the target.
+ *  9. munmap the scratch page; resume the thread: its registers come back
+ *     and the syscall it was blocked in restarts (remote.c's essay).
+ * 10. Detach if we attached: while traced, every signal the target gets
+ *     would become a stop that wakes the tracer, the very cost the agent
+ *     design removes (design.md, prior-art.md §8).
+ *
+ * Every failure after step 1 unwinds what was done in the target, in
+ * reverse (dlclose, close the arena fd, munmap), and leaves the thread as
+ * it was; the one error message has the shape "pid N: cannot inject
+ * 'PATH': WHAT". A remote call that times out cannot be unwound in full:
+ * the callee's partial work (e.g. the loader lock taken by dlopen) stays.
+ * Choosing the thread is what keeps that from happening.
+ *
+ * Not done: objects that are not visible in the target's mount namespace
+ * (Frida sends them as a memfd and dlopens /proc/PID/fd/N), glibc < 2.34
+ * without libdl loaded (__libc_dlopen_mode), musl, and libpulp's "thread
+ * is inside malloc" detection (it needs an interposer preloaded).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "utrace/inject.h"
+#include "utrace/proc.h"
+#include "utrace/spec.h"
+#include "internal.h"
+
+#ifndef MFD_CLOEXEC
+#define MFD_CLOEXEC 0x0001U
+#endif
+#ifndef MFD_ALLOW_SEALING
+#define MFD_ALLOW_SEALING 0x0002U
+#endif
+#ifndef F_ADD_SEALS
+#define F_ADD_SEALS 1033
+#define F_SEAL_SEAL 0x0001
+#define F_SEAL_SHRINK 0x0002
+#define F_SEAL_GROW 0x0004
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+#define RTLD_NOW_VALUE 2 /* <dlfcn.h> RTLD_NOW, the same in every glibc */
+#define SCRATCH_SIZE 4096
+#define ARENA_NAME "utrace-arena"
+
+/* One injection in progress. */
+struct inject_ctx {
+	struct utrace_session *s;
+	pid_t pid;
+	const char *path;
+	const struct utrace_inject_opts *opts;
+	struct utrace_call_opts call_opts;
+	struct utrace_thread *th;
+	bool th_was_stopped;
+	uint64_t fn_dlopen, fn_dlsym, fn_dlerror, fn_dlclose;
+	uint64_t scratch;
+	char *errbuf;
+	size_t errlen;
+};
+
+/* Format the failure once: into the caller's buffer and the log. */
+__attribute__((format(printf, 3, 4))) static int fail(struct inject_ctx *c, int err,
+						      const char *fmt, ...)
+{
+	char what[512], line[PATH_MAX + 600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(line, sizeof(line), "pid %d: cannot inject '%s': %s", c->pid, c->path, what);
+	pr_warn("%s\n", line);
+	if (c->errbuf && c->errlen)
+		snprintf(c->errbuf, c->errlen, "%s", line);
+	return err;
+}
+
+static const char *errstr(int err, char *buf, size_t size)
+{
+	utrace_strerror(err, buf, size);
+	return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Step 0: is the object safe to load?                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Check one path component. @is_dir: a directory (sticky + owner rule) or
+ * the object itself. Fills @why and returns -UTRACE_ERRNO__UNSAFE_PATH.
+ */
+static int check_component(const char *p, const struct stat *st, bool is_dir, char *why,
+			   size_t size)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != me && st->st_uid != 0) {
+		snprintf(why, size, "'%s' belongs to uid %u, neither us nor root", p,
+			 (unsigned int)st->st_uid);
+		return -UTRACE_ERRNO__UNSAFE_PATH;
+	}
+	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	if (is_dir && (st->st_mode & S_ISVTX))
+		return 0; /* like /tmp: others cannot rename or delete our entries */
+	snprintf(why, size, "'%s' is writable by %s (mode %04o)%s", p,
+		 (st->st_mode & S_IWOTH) ? "others" : "its group",
+		 (unsigned int)(st->st_mode & 07777), is_dir ? " and not sticky" : "");
+	return -UTRACE_ERRNO__UNSAFE_PATH;
+}
+
+/**
+ * inject_check_path - may @path be loaded into another process?
+ * @path: the object, as given
+ * @real: receives its canonical path (PATH_MAX bytes)
+ * @why: on failure, the reason, e.g. "'/x' is writable by others (mode 0777)"
+ * @size: size of @why
+ *
+ * Tracer process. Return: 0 if safe; -UTRACE_ERRNO__UNSAFE_PATH with @why
+ * set; -ENOENT, -EACCES ... if it cannot be examined; -EINVAL if @path is
+ * not absolute or not a regular file.
+ */
+static int inject_check_path(const char *path, char *real, char *why, size_t size)
+{
+	struct stat st;
+	char *slash;
+	int r;
+
+	if (path[0] != '/') {
+		snprintf(why, size, "not an absolute path");
+		return -EINVAL;
+	}
+	if (!realpath(path, real)) {
+		r = -errno;
+		snprintf(why, size, "%s", strerror(errno));
+		return r;
+	}
+	if (stat(real, &st) < 0) {
+		r = -errno;
+		snprintf(why, size, "%s: %s", real, strerror(errno));
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, size, "'%s' is not a regular file", real);
+		return -EINVAL;
+	}
+	r = check_component(real, &st, false, why, size);
+	if (r < 0)
+		return r;
+	/* Every directory up to the root. */
+	slash = strrchr(real, '/');
+	while (slash) {
+		char c = slash[1];
+		const char *dir = real;
+
+		slash[slash == real ? 1 : 0] = 0;
+		if (slash == real)
+			slash[1] = 0;
+		if (stat(dir, &st) < 0) {
+			r = -errno;
+			snprintf(why, size, "%s: %s", dir, strerror(errno));
+		} else {
+			r = check_component(dir, &st, true, why, size);
+		}
+		/* Put the path back together. */
+		if (slash == real) {
+			slash[1] = c;
+			slash = NULL;
+		} else {
+			*slash = '/';
+			slash = memrchr(real, '/', (size_t)(slash - real));
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The same file in the target's mount namespace? */
+static int check_same_file(pid_t pid, const char *real, char *why, size_t size)
+{
+	char other[PATH_MAX + 64];
+	struct stat a, b;
+
+	snprintf(other, sizeof(other), "/proc/%d/root%s", pid, real);
+	if (stat(real, &a) < 0)
+		return -errno;
+	if (stat(other, &b) < 0) {
+		int r = -errno;
+
+		snprintf(why, size, "not visible in the target's mount namespace (%s: %s)", other,
+			 strerror(errno));
+		return r;
+	}
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		snprintf(why, size, "the target's mount namespace has another file at that path");
+		return -EXDEV;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Step 2: symbols                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Runtime address of @object:@name in @img (a function, not a PLT stub).
+ * An IFUNC is refused (dlopen & co. are not). Return: 0; -ENOENT.
+ */
+static int resolve_fn(struct utrace_image *img, const char *object, const char *name, uint64_t *ret)
+{
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	char text[128];
+	size_t nr = 0, i;
+	int r;
+
+	snprintf(text, sizeof(text), "%s:%s", object, name);
+	r = utrace_spec__parse(text, &spec, NULL, 0);
+	if (r < 0)
+		return r;
+	r = utrace_image__resolve(img, &spec, &m, &nr, NULL);
+	utrace_spec__clear(&spec);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (i = 0; i < nr; i++) {
+		const struct utrace_object *o = utrace_image__object(img, m[i].object);
+
+		if ((m[i].sym_flags & (UTRACE_SYM_PLT | UTRACE_SYM_IFUNC)) || !o || !o->live)
+			continue;
+		*ret = m[i].addr;
+		r = 0;
+		break;
+	}
+	free(m);
+	return r;
+}
+
+static int resolve_dl(struct inject_ctx *c)
+{
+	static const char *const objects[] = { "libc", "libdl" };
+	struct utrace_image *img = utrace_image__open_pid(c->pid);
+	char eb[128];
+	size_t i;
+	int r = -ENOENT;
+
+	if (!img)
+		return fail(c, -errno, "cannot read its memory map: %s",
+			    errstr(-errno, eb, sizeof(eb)));
+	for (i = 0; i < ARRAY_SIZE(objects) && r < 0; i++) {
+		r = resolve_fn(img, objects[i], "dlopen", &c->fn_dlopen);
+		if (r == 0)
+			r = resolve_fn(img, objects[i], "dlsym", &c->fn_dlsym);
+		if (r == 0)
+			r = resolve_fn(img, objects[i], "dlerror", &c->fn_dlerror);
+		if (r == 0)
+			r = resolve_fn(img, objects[i], "dlclose", &c->fn_dlclose);
+		if (r == 0)
+			pr_debug("pid %d: dlopen at 0x%lx (%s)\n", c->pid,
+				 (unsigned long)c->fn_dlopen, objects[i]);
+	}
+	utrace_image__close(img);
+	if (r < 0)
+		return fail(c, -ENOENT,
+			    "no dlopen in the target (statically linked, not glibc, or libc not "
+			    "loaded yet)");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Step 3: choose a thread                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Syscalls a thread inside malloc or the loader may be blocked in. */
+static bool syscall_maybe_in_libc_internals(long nr)
+{
+	return nr == SYS_futex || nr == SYS_mmap || nr == SYS_munmap || nr == SYS_mprotect ||
+	       nr == SYS_mremap || nr == SYS_madvise || nr == SYS_brk;
+}
+
+/*
+ * Rank of a thread from /proc alone: 0 blocked in a harmless syscall,
+ * 1 running, 2 blocked in futex or a memory syscall, 3 anything else.
+ */
+static int thread_rank(pid_t pid, pid_t tid)
+{
+	char path[96], buf[256], *p;
+	FILE *f;
+	char state = '?';
+	long nr = -2;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			p = strrchr(buf, ')');
+			if (p && p[1] && p[2])
+				state = p[2];
+		}
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			nr = strncmp(buf, "running", 7) ? strtol(buf, NULL, 10) : -2;
+		fclose(f);
+	}
+	if (state == 'S' && nr >= 0)
+		return syscall_maybe_in_libc_internals(nr) ? 2 : 0;
+	if (state == 'R')
+		return 1;
+	return 3;
+}
+
+/* Where is @rip: 2 ld.so, 1 libc, 0 elsewhere. */
+static int rip_place(const struct utrace_maps *maps, uint64_t rip)
+{
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, rip) : NULL;
+	const char *base;
+
+	if (!m || !m->path)
+		return 0;
+	base = strrchr(m->path, '/');
+	base = base ? base + 1 : m->path;
+	if (!strncmp(base, "ld-linux", 8) || !strncmp(base, "ld-", 3))
+		return 2;
+	if (!strncmp(base, "libc.so", 7) || !strncmp(base, "libc-", 5))
+		return 1;
+	return 0;
+}
+
+static void release_thread(struct inject_ctx *c)
+{
+	if (c->th && !c->th_was_stopped)
+		utrace_thread__resume(c->th);
+	c->th = NULL;
+}
+
+/*
+ * Stop @th and see whether it is usable at @pass (0: strict, 1: anything
+ * outside ld.so). Return: 1 usable (stopped); 0 not (left as it was);
+ * negative errno.
+ */
+static int try_thread(struct inject_ctx *c, struct utrace_thread *th, int rank, int pass,
+		      const struct utrace_maps *maps)
+{
+	struct user_regs_struct regs;
+	int r, place;
+
+	c->th = th;
+	c->th_was_stopped = utrace_thread__is_stopped(th);
+	if (!c->th_was_stopped) {
+		r = utrace_thread__quiesce(th, true);
+		if (r < 0) {
+			c->th = NULL;
+			return r == -ESRCH ? 0 : r;
+		}
+	}
+	r = utrace_thread__get_regs(th, &regs);
+	if (r < 0) {
+		release_thread(c);
+		return r == -ESRCH ? 0 : r;
+	}
+	place = rip_place(maps, regs.rip);
+	/* In a syscall (orig_rax >= 0) rip is at the libc wrapper: fine if rank 0. */
+	if (place == 2 || (pass == 0 && place == 1 && rank != 0)) {
+		pr_debug("pid %d: thread %d not used: rip 0x%llx is in %s\n", c->pid,
+			 utrace_thread__tid(th), regs.rip, place == 2 ? "ld.so" : "libc");
+		release_thread(c);
+		return 0;
+	}
+	return 1;
+}
+
+static int choose_thread(struct inject_ctx *c)
+{
+	struct utrace_thread **ths = NULL;
+	struct utrace_maps *maps = NULL;
+	int *rank = NULL, n, i, pass, want, r = 0;
+	size_t cap = 64;
+
+	if (c->opts && c->opts->tid) {
+		struct utrace_thread *th = utrace_session__find_thread(c->s, c->opts->tid);
+
+		if (!th || utrace_thread__pid(th) != c->pid)
+			return fail(c, -ESRCH, "thread %d is not a traced thread of it",
+				    c->opts->tid);
+		c->th = th;
+		c->th_was_stopped = utrace_thread__is_stopped(th);
+		if (!c->th_was_stopped) {
+			r = utrace_thread__quiesce(th, true);
+			if (r < 0) {
+				c->th = NULL;
+				return fail(c, r, "thread %d cannot be stopped", c->opts->tid);
+			}
+		}
+		return 0;
+	}
+	for (;;) {
+		ths = calloc(cap, sizeof(*ths));
+		if (!ths)
+			return -ENOMEM;
+		n = utrace_session__threads(c->s, c->pid, ths, cap);
+		if (n < 0 || (size_t)n <= cap)
+			break;
+		cap = (size_t)n + 16;
+		free(ths);
+	}
+	if (n <= 0) {
+		free(ths);
+		return fail(c, n < 0 ? n : -ESRCH, "no traced thread");
+	}
+	rank = calloc((size_t)n, sizeof(*rank));
+	maps = utrace_maps__read(c->pid);
+	if (!rank || !maps) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		rank[i] = thread_rank(c->pid, utrace_thread__tid(ths[i]));
+	r = -EAGAIN;
+	for (pass = 0; pass < 2 && r == -EAGAIN; pass++) {
+		for (want = 0; want <= 3 && r == -EAGAIN; want++) {
+			for (i = 0; i < n && r == -EAGAIN; i++) {
+				int t;
+
+				if (rank[i] != want)
+					continue;
+				t = try_thread(c, ths[i], rank[i], pass, maps);
+				if (t < 0)
+					r = t;
+				else if (t > 0)
+					r = 0;
+			}
+		}
+	}
+	if (r == 0)
+		pr_debug("pid %d: using thread %d\n", c->pid, utrace_thread__tid(c->th));
+out:
+	utrace_maps__free(maps);
+	free(rank);
+	free(ths);
+	if (r == -EAGAIN)
+		return fail(c, r,
+			    "no thread can be used safely now (all inside the dynamic loader)");
+	if (r < 0)
+		return fail(c, r, "cannot choose a thread: %s", strerror(-r));
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Remote helpers                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int rsys(struct inject_ctx *c, long nr, uint64_t a0, uint64_t a1, uint64_t a2, long *ret)
+{
+	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+
+	return utrace_thread__remote_syscall(c->th, nr, args, ret);
+}
+
+static int rcall(struct inject_ctx *c, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
+		 uint64_t *ret)
+{
+	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+
+	return utrace_thread__remote_call(c->th, fn, args, &c->call_opts, ret);
+}
+
+/* The text of the target's dlerror(), or a placeholder. */
+static void remote_dlerror(struct inject_ctx *c, char *buf, size_t size)
+{
+	uint64_t p = 0;
+
+	snprintf(buf, size, "(no dlerror message)");
+	if (rcall(c, c->fn_dlerror, 0, 0, 0, &p) < 0 || !p)
+		return;
+	if (utrace_mem__read_str(c->pid, p, buf, size) < 0)
+		snprintf(buf, size, "(dlerror message unreadable at 0x%lx)", (unsigned long)p);
+}
+
+/* Write @str into the scratch page at @off; returns its target address. */
+static uint64_t scratch_put(struct inject_ctx *c, size_t *off, const char *str)
+{
+	size_t len = strlen(str) + 1;
+	uint64_t addr = c->scratch + *off;
+
+	if (*off + len > SCRATCH_SIZE)
+		return 0;
+	if (utrace_mem__write(c->pid, addr, str, len) != (ssize_t)len)
+		return 0;
+	*off += (len + 15) & ~(size_t)15;
+	return addr;
+}
+
+/* The tracer's own fd for the target's fd @tfd. */
+static int grab_fd(pid_t pid, int tfd)
+{
+	char path[64];
+	int pfd, fd;
+
+	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0) {
+		fd = (int)syscall(SYS_pidfd_getfd, pfd, tfd, 0);
+		close(pfd);
+		if (fd >= 0)
+			return fd;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, tfd);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The sequence                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrace_injection *out)
+{
+	const struct utrace_inject_opts *o = c->opts;
+	size_t arena_size = o ? o->arena_size : 0, off = 0;
+	uint64_t path_addr, sym_addr = 0, name_addr = 0, handle = 0, init = 0, ret = 0;
+	long sret = 0, tfd = -1;
+	int fd = -1, r;
+	void *arena = NULL;
+	char eb[128], msg[512];
+
+	arena_size = (arena_size + 4095) & ~(size_t)4095;
+
+	/* 4. Scratch page. */
+	{
+		uint64_t args[6] = { 0,
+				     SCRATCH_SIZE,
+				     PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS,
+				     (uint64_t)-1,
+				     0 };
+
+		r = utrace_thread__remote_syscall(c->th, SYS_mmap, args, &sret);
+	}
+	if (r < 0)
+		return fail(c, r, "remote mmap: %s", errstr(r, eb, sizeof(eb)));
+	if (sret < 0 && sret > -4096)
+		return fail(c, (int)sret, "remote mmap failed: %s", strerror((int)-sret));
+	c->scratch = (uint64_t)sret;
+	path_addr = scratch_put(c, &off, real);
+	if (arena_size)
+		name_addr = scratch_put(c, &off, ARENA_NAME);
+	if (o && o->init_symbol)
+		sym_addr = scratch_put(c, &off, o->init_symbol);
+	if (!path_addr || (arena_size && !name_addr) || (o && o->init_symbol && !sym_addr)) {
+		r = fail(c, -ENAMETOOLONG, "path or symbol name too long for the scratch page");
+		goto out_scratch;
+	}
+
+	/* 5. Arena. */
+	if (arena_size) {
+		r = rsys(c, SYS_memfd_create, name_addr, MFD_CLOEXEC | MFD_ALLOW_SEALING, 0, &tfd);
+		if (r == 0 && tfd < 0)
+			r = (int)tfd;
+		if (r < 0) {
+			tfd = -1;
+			r = fail(c, r, "remote memfd_create: %s", errstr(r, eb, sizeof(eb)));
+			goto out_scratch;
+		}
+		r = rsys(c, SYS_fchmod, (uint64_t)tfd, 0600, 0, &sret);
+		if (r == 0 && sret == 0)
+			r = rsys(c, SYS_ftruncate, (uint64_t)tfd, arena_size, 0, &sret);
+		if (r == 0 && sret == 0)
+			r = rsys(c, SYS_fcntl, (uint64_t)tfd, F_ADD_SEALS,
+				 F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, &sret);
+		if (r == 0 && sret < 0)
+			r = (int)sret;
+		if (r < 0) {
+			r = fail(c, r, "setting up the arena in the target: %s",
+				 errstr(r, eb, sizeof(eb)));
+			goto out_fd;
+		}
+		fd = grab_fd(c->pid, (int)tfd);
+		if (fd < 0) {
+			r = fail(c, fd, "cannot open the target's arena fd %ld: %s", tfd,
+				 strerror(-fd));
+			goto out_fd;
+		}
+		arena = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (arena == MAP_FAILED) {
+			arena = NULL;
+			r = fail(c, -errno, "cannot map the arena: %s", strerror(errno));
+			goto out_fd;
+		}
+	}
+
+	/* 6. dlopen. */
+	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, &handle);
+	if (r < 0) {
+		r = fail(c, r, "remote call of dlopen: %s", errstr(r, eb, sizeof(eb)));
+		goto out_fd;
+	}
+	if (!handle) {
+		remote_dlerror(c, msg, sizeof(msg));
+		r = fail(c, -UTRACE_ERRNO__INJECT, "dlopen failed: %s", msg);
+		goto out_fd;
+	}
+
+	/* 7, 8. dlsym and init. */
+	if (sym_addr) {
+		r = rcall(c, c->fn_dlsym, handle, sym_addr, 0, &init);
+		if (r < 0) {
+			r = fail(c, r, "remote call of dlsym: %s", errstr(r, eb, sizeof(eb)));
+			goto out_dlclose;
+		}
+		if (!init) {
+			remote_dlerror(c, msg, sizeof(msg));
+			r = fail(c, -UTRACE_ERRNO__INJECT, "dlsym failed: %s", msg);
+			goto out_dlclose;
+		}
+		r = rcall(c, init, (uint64_t)tfd, arena_size, o->init_arg, &ret);
+		if (r < 0) {
+			r = fail(c, r, "remote call of %s: %s", o->init_symbol,
+				 errstr(r, eb, sizeof(eb)));
+			goto out_dlclose;
+		}
+		if ((long)ret < 0) {
+			r = fail(c, -UTRACE_ERRNO__INJECT, "%s() failed: %s", o->init_symbol,
+				 errstr((int)(long)ret, eb, sizeof(eb)));
+			goto out_dlclose;
+		}
+	}
+
+	/* 9. Done in the target. */
+	rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
+	c->scratch = 0;
+	out->pid = c->pid;
+	out->tid = utrace_thread__tid(c->th);
+	out->handle = handle;
+	out->init_ret = (long)ret;
+	out->arena = arena;
+	out->arena_size = arena ? arena_size : 0;
+	out->arena_fd = fd;
+	out->target_arena_fd = (int)tfd;
+	return 0;
+
+out_dlclose:
+	if (rcall(c, c->fn_dlclose, handle, 0, 0, &ret) < 0)
+		pr_warn("pid %d: dlclose of '%s' failed; the object stays loaded\n", c->pid, real);
+out_fd:
+	if (arena)
+		munmap(arena, arena_size);
+	if (fd >= 0)
+		close(fd);
+	if (tfd >= 0)
+		rsys(c, SYS_close, (uint64_t)tfd, 0, 0, &sret);
+out_scratch:
+	if (c->scratch)
+		rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
+	c->scratch = 0;
+	return r;
+}
+
+int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path,
+			   const struct utrace_inject_opts *opts, struct utrace_injection *ret)
+{
+	struct inject_ctx c = { .s = s, .pid = pid, .path = path, .opts = opts };
+	struct utrace_injection out = { .arena_fd = -1, .target_arena_fd = -1 };
+	char real[PATH_MAX], why[PATH_MAX + 128];
+	bool attached = false;
+	int r;
+
+	if (!s || pid <= 0 || !path || !ret)
+		return -EINVAL;
+	if (opts && opts->sz < offsetof(struct utrace_inject_opts, errlen) + sizeof(size_t))
+		return -EINVAL;
+	if (opts) {
+		c.errbuf = opts->errbuf;
+		c.errlen = opts->errlen;
+		if (c.errbuf && c.errlen)
+			c.errbuf[0] = 0;
+	}
+	c.call_opts.sz = sizeof(c.call_opts);
+	c.call_opts.timeout_ms = opts && opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
+
+	/* 0. The object. */
+	r = inject_check_path(path, real, why, sizeof(why));
+	if (r == -UTRACE_ERRNO__UNSAFE_PATH && opts && opts->allow_unsafe_path)
+		r = 0;
+	if (r == -UTRACE_ERRNO__UNSAFE_PATH)
+		return fail(&c, r, "refusing an object others could replace: %s", why);
+	if (r < 0)
+		return fail(&c, r, "%s", why);
+	r = check_same_file(pid, real, why, sizeof(why));
+	if (r < 0)
+		return fail(&c, r, "%s", why);
+
+	/* 1. Seize. */
+	if (utrace_session__threads(s, pid, NULL, 0) < 0) {
+		r = utrace_session__attach(s, pid);
+		if (r < 0) {
+			char eb[128];
+
+			return fail(&c, r, "cannot attach: %s", errstr(r, eb, sizeof(eb)));
+		}
+		attached = true;
+	}
+	/* 2, 3. */
+	r = resolve_dl(&c);
+	if (r == 0)
+		r = choose_thread(&c);
+	/* 4-9. */
+	if (r == 0)
+		r = inject_in_thread(&c, real, &out);
+	release_thread(&c);
+	/* 10. */
+	if (attached)
+		utrace_session__detach_pid(s, pid);
+	if (r < 0)
+		return r;
+	*ret = out;
+	pr_debug("pid %d: injected '%s' (handle 0x%lx, thread %d)\n", pid, real,
+		 (unsigned long)out.handle, out.tid);
+	return 0;
+}
+
+int utrace_inject(pid_t pid, const char *path, const struct utrace_inject_opts *opts,
+		  struct utrace_injection *ret)
+{
+	struct utrace_session *s = utrace_session__new(NULL);
+	int r;
+
+	if (!s)
+		return -errno;
+	r = utrace_session__inject(s, pid, path, opts, ret);
+	utrace_session__close(s);
+	return r;
+}
+
+void utrace_injection__clear(struct utrace_injection *inj)
+{
+	if (!inj)
+		return;
+	if (inj->arena && inj->arena_size)
+		munmap(inj->arena, inj->arena_size);
+	if (inj->arena_fd > 0)
+		close(inj->arena_fd);
+	inj->arena = NULL;
+	inj->arena_size = 0;
+	inj->arena_fd = -1;
+}

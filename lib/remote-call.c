@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote-call.c - remote function calls: make a stopped tracee call a
+ * function of its own address space, then put it back exactly as it was.
+ * Runs in the tracing thread. Companion of remote.c (remote syscalls),
+ * whose essay explains how a thread is returned to its stop so that an
+ * interrupted syscall restarts; the same exit path is used here.
+ *
+ * The sequence (prior-art.md §1, "Per remote call"):
+ *
+ *  1. Save NT_PRSTATUS, NT_X86_XSTATE and the signal mask.
+ *  2. PTRACE_SETSIGMASK: block everything but SIGTRAP and the synchronous
+ *     fault signals. Blocking a fault signal would be worse than useless:
+ *     when the kernel forces a blocked (or ignored) SIGSEGV on a crash, it
+ *     unblocks it and resets its handler to SIG_DFL
+ *     (kernel/signal.c: force_sig_info_to_task()), silently removing the
+ *     target's own handler. Unblocked, a crash in the callee is reported to
+ *     us at its signal-delivery stop and suppressed; a fault signal sent
+ *     by kill() meanwhile (si_code <= 0) is suppressed and sent again
+ *     after the restore, like any other signal that stayed pending.
+ *  3. orig_rax = -1 (no syscall restart rewinds our rip), arguments in
+ *     rdi..r9, rsp below the red zone and aligned, the return address
+ *     0x320 written into the new stack slot, TF/DF cleared.
+ *  4. PTRACE_CONT. The callee returns to 0x320, which can never be mapped
+ *     (below mmap_min_addr): a SIGSEGV signal-delivery stop with rip =
+ *     0x320 and rsp just above our slot is the completion (Frida's
+ *     DUMMY_RETURN_ADDRESS). Nothing is written into the target's code,
+ *     no memory is needed, and the kernel prints no "segfault at" line
+ *     for a traced task (unhandled_signal() defers to the tracer).
+ *  5. Wait with a deadline. Other tracees' events (e.g. the first stop of
+ *     a thread the callee created) go to the session meanwhile, so that
+ *     such a thread runs: an agent init that waits for its new thread
+ *     would otherwise deadlock against us. On timeout the thread is
+ *     interrupted (PTRACE_INTERRUPT) wherever it is - typically in a
+ *     futex wait for a lock it will never get - and restored.
+ *  6. Restore registers, xstate and mask, and send the thread back into
+ *     get_signal() (PTRACE_INTERRUPT + PTRACE_CONT) so that it sits in
+ *     the same kind of stop as before, with the kernel's restart logic
+ *     still ahead of it (remote.c). Signals noted during the call are
+ *     re-sent with tgkill().
+ *
+ * Not handled: CET shadow stacks (the fake return would raise #CP; the
+ * kernel on the development machines does not enable them), and a thread
+ * stopped on a small sigaltstack (the call uses whatever stack rsp is on).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "utrace/inject.h"
+#include "utrace/proc.h"
+#include "arch.h"
+#include "internal.h"
+
+#define XSTATE_MAX (64 * 1024)
+#define CALL_RET_ADDR 0x320ULL
+#define CALL_DEFAULT_TIMEOUT_MS 5000
+#define WAIT_SLICE_MS 10
+
+/* Signals the kernel forces on a fault; they stay deliverable during a call. */
+#define SIGBIT(s) (1ULL << ((s)-1))
+#define FAULT_SIGS                                                                             \
+	(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) | SIGBIT(SIGSYS) | \
+	 SIGBIT(SIGTRAP))
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/*
+ * Wait until @th stops (or dies), at most until @deadline (0: no limit).
+ * Stops of other tracees are handed to the session. Returns 0 with
+ * *@status set; -ETIMEDOUT; -ESRCH if @th is gone (reported to the
+ * session); negative errno.
+ */
+static int call_wait(struct utrace_thread *th, long deadline, int *status)
+{
+	struct utrace_session *s = th->s;
+	int fd = utrace_session__fd(s);
+
+	for (;;) {
+		int st;
+		pid_t r = waitpid(th->tid, &st, __WALL | __WNOTHREAD | WNOHANG);
+
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == th->tid) {
+			if (WIFEXITED(st) || WIFSIGNALED(st)) {
+				session_handle_status(s, th->tid, st);
+				return -ESRCH;
+			}
+			th->interrupted = false; /* any stop consumes a pending interrupt */
+			*status = st;
+			return 0;
+		}
+		/* Someone else's event: the session deals with it. */
+		r = waitpid(-1, &st, __WALL | __WNOTHREAD | WNOHANG);
+		if (r == th->tid) {
+			if (WIFEXITED(st) || WIFSIGNALED(st)) {
+				session_handle_status(s, th->tid, st);
+				return -ESRCH;
+			}
+			th->interrupted = false;
+			*status = st;
+			return 0;
+		}
+		if (r > 0) {
+			session_handle_status(s, r, st);
+			continue;
+		}
+		if (deadline) {
+			long left = deadline - now_ms();
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			char buf[64];
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			if (fd >= 0) {
+				poll(&pfd, 1, (int)MIN(left, WAIT_SLICE_MS));
+				while (read(fd, buf, sizeof(buf)) > 0)
+					;
+			} else {
+				usleep(1000);
+			}
+		} else {
+			struct timespec ts = { 0, 200 * 1000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+/* Print a fault of the callee. */
+static void log_fault(struct utrace_thread *th, uint64_t fn, const siginfo_t *si,
+		      const struct user_regs_struct *regs)
+{
+	pr_warn("thread %d: remote call of 0x%lx crashed: %s (si_code %d) at 0x%lx, rip 0x%llx\n",
+		th->tid, (unsigned long)fn, strsignal(si->si_signo), si->si_code,
+		(unsigned long)si->si_addr, regs->rip);
+}
+
+/*
+ * Run the prepared call until it returns, faults, dies or times out.
+ * Return: 0 (completed, *@ret set); -ETIMEDOUT; -UTRACE_ERRNO__REMOTE_FAULT;
+ * -ESRCH; -EINTR (exec); negative errno. The thread is stopped on return
+ * unless -ESRCH/-EINTR.
+ */
+static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, long deadline,
+		    uint64_t *ret, uint64_t *requeue)
+{
+	pid_t tid = th->tid;
+	int r, status, sig = 0;
+
+	for (;;) {
+		struct user_regs_struct regs;
+		siginfo_t si;
+		int event;
+
+		r = ptrace_resume(tid, PTRACE_CONT, sig);
+		if (r < 0)
+			return r;
+		sig = 0;
+		r = call_wait(th, deadline, &status);
+		if (r == -ETIMEDOUT) {
+			/* Take it back from wherever it is stuck. */
+			r = ptrace_interrupt(tid);
+			if (r < 0)
+				return r;
+			r = call_wait(th, 0, &status);
+			if (r < 0)
+				return r;
+			pr_debug("thread %d: remote call of 0x%lx timed out, abandoned\n", tid,
+				 (unsigned long)fn);
+			return -ETIMEDOUT;
+		}
+		if (r < 0)
+			return r;
+		if (!WIFSTOPPED(status))
+			continue;
+		event = (unsigned int)status >> 16;
+		if (event == PTRACE_EVENT_EXEC) {
+			/* The process replaced itself under us: nothing to restore. */
+			session_handle_status(th->s, tid, status);
+			return -EINTR;
+		}
+		if (event != 0 || WSTOPSIG(status) == (SIGTRAP | 0x80))
+			continue; /* clone/fork/seccomp/group-stop/syscall: let it run on */
+		/* A signal-delivery stop. */
+		if (ptrace_getsiginfo(tid, &si) < 0 || ptrace_getregs(tid, &regs) < 0)
+			return -ESRCH;
+		if (si.si_code <= 0 || si.si_signo == SIGSTOP) {
+			/* Sent by someone (kill, tgkill, sigqueue): deliver it later. */
+			*requeue |= SIGBIT(si.si_signo);
+			continue;
+		}
+		if (si.si_signo == SIGSEGV && arch_call_returned(&regs, CALL_RET_ADDR, ret_slot)) {
+			*ret = arch_call_result(&regs);
+			return 0;
+		}
+		/* A crash, or a trap we did not ask for (int3 in the callee). */
+		if (FAULT_SIGS & SIGBIT(si.si_signo)) {
+			log_fault(th, fn, &si, &regs);
+			return -UTRACE_ERRNO__REMOTE_FAULT;
+		}
+		/* Anything else got through the mask (cannot happen): hold it. */
+		*requeue |= SIGBIT(si.si_signo);
+	}
+}
+
+int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const uint64_t args[6],
+			       const struct utrace_call_opts *opts, uint64_t *ret_val)
+{
+	static const uint64_t ret_addr = CALL_RET_ADDR;
+	struct user_regs_struct saved, call;
+	uint64_t mask = 0, requeue = 0, ret_slot = 0, result = 0;
+	int timeout_ms = CALL_DEFAULT_TIMEOUT_MS;
+	enum tstop kind;
+	void *xstate = NULL;
+	int xlen = 0, r, r2, status, sig;
+	pid_t tid;
+
+	if (!th || !args || !ret_val || !addr)
+		return -EINVAL;
+	if (opts) {
+		if (opts->sz < offsetof(struct utrace_call_opts, timeout_ms) + sizeof(int))
+			return -EINVAL;
+		if (opts->timeout_ms > 0)
+			timeout_ms = opts->timeout_ms;
+	}
+	if (gettid() != th->s->tracer_tid)
+		return -EINVAL;
+	kind = th->stop;
+	if (kind != TSTOP_EVENT && kind != TSTOP_GROUP && kind != TSTOP_SYSCALL_EXIT)
+		return -EBUSY;
+	tid = th->tid;
+
+	/* 1. Save. */
+	r = ptrace_getregs(tid, &saved);
+	if (r < 0)
+		return r;
+	r = ptrace_getsigmask(tid, &mask);
+	if (r < 0)
+		return r;
+	xstate = malloc(XSTATE_MAX);
+	if (!xstate)
+		return -ENOMEM;
+	xlen = ptrace_getregset(tid, NT_X86_XSTATE, xstate, XSTATE_MAX);
+	if (xlen < 0)
+		xlen = 0;
+
+	/* 3. The call frame (before touching the mask: a failed write changes nothing). */
+	call = saved;
+	arch_prepare_call(&call, addr, args, &ret_slot);
+	if (utrace_mem__write(th->proc->pid, ret_slot, &ret_addr, sizeof(ret_addr)) !=
+	    sizeof(ret_addr)) {
+		r = -EFAULT;
+		goto out_free;
+	}
+
+	/* 2. Signals. */
+	r = ptrace_setsigmask(tid, ~FAULT_SIGS);
+	if (r < 0)
+		goto out_free;
+	thread_invalidate_regs(th);
+	th->stop = TSTOP_RUNNING;
+	r = ptrace_setregs(tid, &call);
+	if (r == 0)
+		/* 4, 5. */
+		r = call_run(th, addr, ret_slot, now_ms() + timeout_ms, &result, &requeue);
+	if (r == -ESRCH || r == -EINTR)
+		goto out_free;
+
+	/* 6. Restore, and back into get_signal() for the restart logic. */
+	r2 = ptrace_setregs(tid, &saved);
+	if (xlen > 0)
+		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
+	ptrace_setsigmask(tid, mask);
+	if (r2 == 0)
+		r2 = ptrace_interrupt(tid);
+	if (r2 == 0)
+		r2 = ptrace_resume(tid, PTRACE_CONT, 0);
+	while (r2 == 0) {
+		int event;
+
+		r2 = call_wait(th, 0, &status);
+		if (r2 < 0)
+			break;
+		event = (unsigned int)status >> 16;
+		if (event == PTRACE_EVENT_STOP) {
+			sig = WSTOPSIG(status);
+			th->stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+						   sig == SIGTTOU ?
+					   TSTOP_GROUP :
+					   TSTOP_EVENT;
+			th->stop_sig = th->stop == TSTOP_GROUP ? sig : 0;
+			break;
+		}
+		/* Cannot happen (the interrupt is first in get_signal()); keep going. */
+		if (event == 0 && WSTOPSIG(status) != (SIGTRAP | 0x80))
+			requeue |= SIGBIT(WSTOPSIG(status));
+		r2 = ptrace_resume(tid, PTRACE_CONT, 0);
+	}
+	if (r2 == -ESRCH) {
+		r = -ESRCH;
+		goto out_free;
+	}
+	if (r2 < 0 && r == 0)
+		r = -EINTR;
+	for (sig = 1; sig <= 64; sig++)
+		if (requeue & SIGBIT(sig))
+			syscall(SYS_tgkill, th->proc->pid, tid, sig);
+	if (r2 == 0) {
+		th->regs = saved;
+		th->regs_valid = true;
+	}
+	if (r == 0)
+		*ret_val = result;
+out_free:
+	free(xstate);
+	return r;
+}

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-inject.c - remote function calls and .so injection into live
+ * targets. Each target checks itself afterwards (s-blocked: the read gets
+ * the bytes written later, the sleep lasts its full time, the busy loop's
+ * registers are intact; s-inject-mt: eight threads' register and stack
+ * state intact and progressing). The injected libinject-test.so writes a
+ * marker into the memfd arena, which we read through our own mapping: its
+ * init ran exactly once, with our argument, in the target. The code bytes
+ * of every executable mapping are compared before and after: no stray
+ * patch is left behind.
+ */
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "utrace/utrace.h"
+#include "ptrace-util.h"
+#include "../targets/inject-test.h"
+
+static const char *so_path(void)
+{
+	static char buf[4096];
+
+	if (!realpath(target_path("libinject-test.so"), buf))
+		snprintf(buf, sizeof(buf), "%s", target_path("libinject-test.so"));
+	return buf;
+}
+
+/* ---- code bytes of the executable mappings, before and after ---- */
+
+struct code_snap {
+	size_t nr;
+	uint64_t start[64], len[64];
+	unsigned char *bytes[64];
+};
+
+static void code_snap_take(pid_t pid, struct code_snap *c)
+{
+	struct utrace_maps *m = utrace_maps__read(pid);
+	size_t i;
+
+	CHECK(m);
+	c->nr = 0;
+	for (i = 0; i < m->nr && c->nr < 64; i++) {
+		const struct utrace_map *e = &m->maps[i];
+
+		if (!(e->prot & UTRACE_MAP_EXEC) || (e->path && !strcmp(e->path, "[vsyscall]")))
+			continue;
+		c->start[c->nr] = e->start;
+		c->len[c->nr] = e->end - e->start;
+		c->bytes[c->nr] = malloc(c->len[c->nr]);
+		CHECK(c->bytes[c->nr]);
+		CHECK_EQ(utrace_mem__read(pid, e->start, c->bytes[c->nr], c->len[c->nr]),
+			 (ssize_t)c->len[c->nr]);
+		c->nr++;
+	}
+	utrace_maps__free(m);
+}
+
+static void code_snap_compare(pid_t pid, struct code_snap *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nr; i++) {
+		unsigned char *now = malloc(c->len[i]);
+
+		CHECK(now);
+		CHECK_EQ(utrace_mem__read(pid, c->start[i], now, c->len[i]), (ssize_t)c->len[i]);
+		CHECK_MSG(!memcmp(now, c->bytes[i], c->len[i]), "code at 0x%llx changed",
+			  (unsigned long long)c->start[i]);
+		free(now);
+		free(c->bytes[i]);
+	}
+	c->nr = 0;
+}
+
+/* ---- what the target holds ---- */
+
+static int count_fds(pid_t pid)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	CHECK(dir);
+	while ((d = readdir(dir)))
+		n += d->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+static bool maps_contain(pid_t pid, const char *needle)
+{
+	char path[64], line[4096];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "r");
+	CHECK(f);
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+static size_t maps_count(pid_t pid)
+{
+	struct utrace_maps *m = utrace_maps__read(pid);
+	size_t n;
+
+	CHECK(m);
+	n = m->nr;
+	utrace_maps__free(m);
+	return n;
+}
+
+/* ---- injection with the checks every case shares ---- */
+
+static void check_marker(const struct utrace_injection *inj, pid_t pid, uint64_t arg)
+{
+	const struct inject_test_marker *m = inj->arena;
+
+	CHECK(m);
+	CHECK(inj->arena_size >= 4096);
+	CHECK_EQ(m->magic, INJECT_TEST_MAGIC);
+	CHECK_EQ(m->arg, arg);
+	CHECK_EQ(m->pid, pid);
+	CHECK_EQ(m->tid, inj->tid);
+	CHECK_EQ(m->init_calls, 1);
+	CHECK_EQ(m->ctor_calls, 1);
+	CHECK_EQ(m->arena_size, inj->arena_size);
+	CHECK_EQ(inj->init_ret, 42);
+	CHECK(inj->handle != 0);
+	CHECK(inj->target_arena_fd >= 0);
+}
+
+static void inject_ok(pid_t pid, uint64_t arg, struct utrace_injection *inj)
+{
+	char err[512] = "";
+	struct code_snap snap;
+	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = arg,
+		    .arena_size = 8192, .errbuf = err, .errlen = sizeof(err));
+	int r;
+
+	code_snap_take(pid, &snap);
+	r = utrace_inject(pid, so_path(), &o, inj);
+	CHECK_MSG(r == 0, "%d: %s", r, err);
+	CHECK_EQ(err[0], 0);
+	CHECK_EQ(utrace_proc__tracer(pid), 0); /* detached */
+	CHECK(maps_contain(pid, "libinject-test.so"));
+	CHECK(maps_contain(pid, "/memfd:utrace-arena"));
+	check_marker(inj, pid, arg);
+	code_snap_compare(pid, &snap);
+}
+
+/* ---- remote function calls ---- */
+
+static uint64_t libc_fn(pid_t pid, const char *name, bool *ifunc)
+{
+	struct utrace_image *img = utrace_image__open_pid(pid);
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	char text[64];
+	size_t nr = 0, i;
+	uint64_t addr = 0;
+
+	CHECK(img);
+	snprintf(text, sizeof(text), "libc:%s", name);
+	CHECK_EQ(utrace_spec__parse(text, &spec, NULL, 0), 0);
+	CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+	for (i = 0; i < nr && !addr; i++) {
+		if (m[i].sym_flags & UTRACE_SYM_PLT)
+			continue;
+		addr = m[i].addr;
+		*ifunc = m[i].sym_flags & UTRACE_SYM_IFUNC;
+	}
+	free(m);
+	utrace_spec__clear(&spec);
+	utrace_image__close(img);
+	CHECK_MSG(addr, "libc:%s not found", name);
+	return addr;
+}
+
+TEST(remote_call_values)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	struct user_regs_struct before, after;
+	uint64_t a[6] = { 0 }, ret = 0, fn_getpid, fn_strlen, fn_pause, page;
+	bool ifunc = false;
+	long sret;
+	UTRACE_OPTS(utrace_call_opts, quick, .timeout_ms = 300);
+
+	target_wait_ready(&t);
+	msleep(100);
+	fn_getpid = libc_fn(t.pid, "getpid", &ifunc);
+	CHECK(!ifunc);
+	fn_strlen = libc_fn(t.pid, "strlen", &ifunc);
+	{
+		bool dummy;
+
+		fn_pause = libc_fn(t.pid, "pause", &dummy);
+	}
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK(th);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	CHECK_EQ(utrace_thread__get_regs(th, &before), 0);
+	CHECK_EQ((long)before.orig_rax, SYS_read);
+
+	CHECK_EQ(utrace_thread__remote_call(th, fn_getpid, a, NULL, &ret), 0);
+	CHECK_EQ(ret, t.pid);
+
+	/* strlen is an IFUNC in glibc: call the resolver, then what it chose. */
+	a[0] = 0;
+	a[1] = 4096;
+	a[2] = PROT_READ | PROT_WRITE;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	a[4] = (uint64_t)-1;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_mmap, a, &sret), 0);
+	CHECK(sret > 0);
+	page = (uint64_t)sret;
+	CHECK_EQ(utrace_thread__write_mem(th, page, "seventeen letters", 18), 18);
+	memset(a, 0, sizeof(a));
+	if (ifunc) {
+		CHECK_EQ(utrace_thread__remote_call(th, fn_strlen, a, NULL, &ret), 0);
+		CHECK(ret != 0);
+		fn_strlen = ret;
+	}
+	a[0] = page;
+	CHECK_EQ(utrace_thread__remote_call(th, fn_strlen, a, NULL, &ret), 0);
+	CHECK_EQ(ret, 17);
+
+	/* A callee that crashes: reported, thread restored. */
+	memset(a, 0, sizeof(a));
+	CHECK_EQ(utrace_thread__remote_call(th, 0x10, a, NULL, &ret), -UTRACE_ERRNO__REMOTE_FAULT);
+	/* One that never returns (pause with every signal blocked): timed out. */
+	CHECK_EQ(utrace_thread__remote_call(th, fn_pause, a, &quick, &ret), -ETIMEDOUT);
+	/* And the thread still works. */
+	CHECK_EQ(utrace_thread__remote_call(th, fn_getpid, a, NULL, &ret), 0);
+	CHECK_EQ(ret, t.pid);
+
+	a[0] = page;
+	a[1] = 4096;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_munmap, a, &sret), 0);
+	CHECK_EQ(sret, 0);
+	CHECK_EQ(utrace_thread__get_regs(th, &after), 0);
+	CHECK_MEMEQ(&before, &after, sizeof(before));
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	msleep(50);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+/* ---- injection into targets in various states ---- */
+
+TEST(inject_blocked_read)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection inj;
+
+	target_wait_ready(&t);
+	msleep(100);
+	inject_ok(t.pid, 0x1234567890abcdefULL, &inj);
+	CHECK_EQ(inj.tid, t.pid);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	utrace_injection__clear(&inj);
+}
+
+TEST(inject_nanosleep)
+{
+	const char *args[] = { "sleep", "1500", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection inj;
+
+	target_wait_ready(&t);
+	msleep(200);
+	inject_ok(t.pid, 7, &inj);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	utrace_injection__clear(&inj);
+}
+
+TEST(inject_busy_loop)
+{
+	const char *args[] = { "spin", "1500", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection inj;
+
+	target_wait_ready(&t);
+	msleep(200);
+	inject_ok(t.pid, 99, &inj);
+	CHECK_EQ(target_reap(&t, 20000), 0);
+	utrace_injection__clear(&inj);
+}
+
+TEST(inject_multithreaded)
+{
+	const char *args[] = { "8", NULL };
+	struct target t = target_start("s-inject-mt", args, -1);
+	struct utrace_injection inj;
+
+	target_wait_ready(&t);
+	msleep(100);
+	inject_ok(t.pid, 8, &inj);
+	msleep(100);
+	CHECK_EQ(write(t.in, "quit\n", 5), 5);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	utrace_injection__clear(&inj);
+}
+
+/* ---- failures leave the target as it was ---- */
+
+/* Inject @path with @init into a blocked reader, expect @err, check the target. */
+static void inject_fails(const char *path, const char *init, int want, const char *msg)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection inj;
+	struct code_snap snap;
+	char err[512] = "", prefix[64];
+	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = init, .init_arg = 1, .arena_size = 4096,
+		    .errbuf = err, .errlen = sizeof(err));
+	int fds, r;
+	size_t nmaps;
+
+	target_wait_ready(&t);
+	msleep(100);
+	fds = count_fds(t.pid);
+	nmaps = maps_count(t.pid);
+	code_snap_take(t.pid, &snap);
+	memset(&inj, 0x5a, sizeof(inj));
+	r = utrace_inject(t.pid, path, &o, &inj);
+	CHECK_MSG(r == want, "%d != %d: %s", r, want, err);
+	snprintf(prefix, sizeof(prefix), "pid %d: cannot inject '", t.pid);
+	CHECK_MSG(!strncmp(err, prefix, strlen(prefix)), "message '%s'", err);
+	CHECK_MSG(strstr(err, msg), "message '%s' lacks '%s'", err, msg);
+	CHECK_MSG(!strchr(err, '\n'), "message '%s' has a newline", err);
+	CHECK_EQ(((unsigned char *)&inj)[0], 0x5a); /* untouched */
+	harness_note("%s", err);
+	CHECK_EQ(utrace_proc__tracer(t.pid), 0);
+	CHECK_EQ(count_fds(t.pid), fds);
+	CHECK(!maps_contain(t.pid, "utrace-arena"));
+	CHECK(!maps_contain(t.pid, "libinject-test"));
+	CHECK_EQ(maps_count(t.pid), nmaps);
+	code_snap_compare(t.pid, &snap);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(inject_missing_so)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s", so_path());
+	strcpy(strrchr(path, '/') + 1, "libdoes-not-exist.so");
+	/* realpath() fails on our side first: clean error, target untouched. */
+	inject_fails(path, "inject_test_init", -ENOENT, "No such file or directory");
+}
+
+TEST(inject_not_an_elf)
+{
+	/* Exists and is safe, but dlopen refuses it: the dlerror text comes back. */
+	char dir[] = "/tmp/utrace-inject-XXXXXX", path[4200];
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	CHECK_EQ(chmod(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/libjunk.so", dir);
+	f = fopen(path, "w");
+	CHECK(f);
+	fputs("not an ELF file\n", f);
+	fclose(f);
+	CHECK_EQ(chmod(path, 0644), 0);
+	inject_fails(path, "inject_test_init", -UTRACE_ERRNO__INJECT, "dlopen failed: ");
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(inject_missing_symbol)
+{
+	inject_fails(so_path(), "no_such_init", -UTRACE_ERRNO__INJECT, "dlsym failed: ");
+}
+
+TEST(inject_init_fails)
+{
+	inject_fails(so_path(), "inject_test_init_fail", -UTRACE_ERRNO__INJECT,
+		     "inject_test_init_fail() failed: Operation not permitted");
+}
+
+TEST(inject_init_crashes)
+{
+	inject_fails(so_path(), "inject_test_init_crash", -UTRACE_ERRNO__REMOTE_FAULT,
+		     "remote call of inject_test_init_crash");
+}
+
+/* Copy the test object to @dir/libinject-copy.so with @mode. */
+static void copy_so(const char *dir, mode_t mode, char *out, size_t size)
+{
+	FILE *in = fopen(so_path(), "r"), *o;
+	char buf[4096];
+	size_t n;
+
+	snprintf(out, size, "%s/libinject-copy.so", dir);
+	CHECK(in);
+	o = fopen(out, "w");
+	CHECK(o);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		CHECK_EQ(fwrite(buf, 1, n, o), n);
+	fclose(in);
+	fclose(o);
+	CHECK_EQ(chmod(out, mode), 0);
+}
+
+TEST(inject_refuses_writable_paths)
+{
+	char dir[] = "/tmp/utrace-inject-XXXXXX", path[4200];
+
+	CHECK(mkdtemp(dir));
+	/* A world-writable, non-sticky directory: anyone can swap the file. */
+	CHECK_EQ(chmod(dir, 0777), 0);
+	copy_so(dir, 0644, path, sizeof(path));
+	inject_fails(path, "inject_test_init", -UTRACE_ERRNO__UNSAFE_PATH,
+		     "is writable by others (mode 0777) and not sticky");
+	/* A safe directory but a group-writable file. */
+	CHECK_EQ(chmod(dir, 0755), 0);
+	CHECK_EQ(chmod(path, 0664), 0);
+	inject_fails(path, "inject_test_init", -UTRACE_ERRNO__UNSAFE_PATH,
+		     "is writable by its group (mode 0664)");
+	/* Sticky like /tmp, owned by us: fine. */
+	CHECK_EQ(chmod(dir, 01777), 0);
+	CHECK_EQ(chmod(path, 0644), 0);
+	{
+		const char *args[] = { "read", NULL };
+		struct target t = target_start("s-blocked", args, -1);
+		struct utrace_injection inj;
+		UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = 5,
+			    .arena_size = 4096);
+
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_inject(t.pid, path, &o, &inj), 0);
+		check_marker(&inj, t.pid, 5);
+		utrace_injection__clear(&inj);
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+		CHECK_EQ(target_reap(&t, 10000), 0);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
+TEST(inject_relative_path_refused)
+{
+	inject_fails("libinject-test.so", "inject_test_init", -EINVAL, "not an absolute path");
+}
+
+/* ---- repetition ---- */
+
+TEST_TIMEOUT(inject_50_fresh_targets, 180)
+{
+	int i;
+
+	for (i = 0; i < 50; i++) {
+		const char *args[] = { "read", NULL };
+		struct target t = target_start("s-blocked", args, -1);
+		struct utrace_injection inj;
+		UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init",
+			    .init_arg = (uint64_t)i, .arena_size = 4096);
+		int r;
+
+		target_wait_ready(&t);
+		r = utrace_inject(t.pid, so_path(), &o, &inj);
+		CHECK_MSG(r == 0, "round %d: %d", i, r);
+		check_marker(&inj, t.pid, (uint64_t)i);
+		utrace_injection__clear(&inj);
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+		CHECK_MSG(target_reap(&t, 10000) == 0, "round %d", i);
+	}
+}
+
+/* Twice into the same process: one copy of the object, init called twice. */
+TEST(inject_twice_same_target)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection a, b;
+	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = 1,
+		    .arena_size = 4096);
+
+	target_wait_ready(&t);
+	CHECK_EQ(utrace_inject(t.pid, so_path(), &o, &a), 0);
+	o.init_arg = 2;
+	CHECK_EQ(utrace_inject(t.pid, so_path(), &o, &b), 0);
+	CHECK_EQ(a.handle, b.handle);
+	CHECK_EQ(((struct inject_test_marker *)b.arena)->init_calls, 2);
+	CHECK_EQ(((struct inject_test_marker *)b.arena)->ctor_calls, 1);
+	CHECK(a.target_arena_fd >= 0 && b.target_arena_fd >= 0);
+	utrace_injection__clear(&a);
+	utrace_injection__clear(&b);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}

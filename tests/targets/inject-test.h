@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* inject-test.h - the marker libinject-test.so writes into the arena. */
+#ifndef __UTRACE_INJECT_TEST_H
+#define __UTRACE_INJECT_TEST_H
+
+#include <stdint.h>
+
+#define INJECT_TEST_MAGIC 0x7574726163652121ULL /* "utrace!!" */
+
+struct inject_test_marker {
+	uint64_t magic; /* written last */
+	uint64_t arg;
+	uint64_t init_calls;
+	uint64_t ctor_calls;
+	uint64_t arena_size;
+	int32_t pid;
+	int32_t tid;
+	char text[64];
+};
+
+#endif /* __UTRACE_INJECT_TEST_H */

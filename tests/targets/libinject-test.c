@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libinject-test.so - the object test-inject.c loads into targets. Its
+ * init records its argument, counts its calls and those of its
+ * constructor, and writes a marker into the arena it is given, so that the
+ * tracer can check from its own mapping that everything ran exactly once
+ * in the right process. It uses malloc, stdio and SSE on purpose: a remote
+ * call that did not restore the thread, or ran on a misaligned stack,
+ * shows up in the target afterwards.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "inject-test.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static volatile uint64_t ctor_calls, init_calls;
+EXPORT uint64_t inject_test_arg;
+
+__attribute__((constructor)) static void ctor(void)
+{
+	ctor_calls++;
+}
+
+/* The init function (utrace_inject_init_fn_t). */
+EXPORT long inject_test_init(int arena_fd, uint64_t arena_size, uint64_t arg)
+{
+	struct inject_test_marker *m;
+	volatile double d = 1.0;
+	char *heap;
+	void *p;
+	int i;
+
+	init_calls++;
+	inject_test_arg = arg;
+	if (arena_fd < 0 || arena_size < sizeof(*m))
+		return -EINVAL;
+	p = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	close(arena_fd);
+	m = p;
+	heap = malloc(100000); /* large: the arena lock, not the tcache */
+	if (!heap)
+		return -ENOMEM;
+	for (i = 0; i < 10; i++)
+		d = d * 1.5; /* SSE: needs an aligned stack in practice */
+	snprintf(m->text, sizeof(m->text), "pid %d arg %llu d %.1f", getpid(),
+		 (unsigned long long)arg, d);
+	free(heap);
+	m->arg = arg;
+	m->pid = getpid();
+	m->tid = gettid();
+	m->init_calls = init_calls;
+	m->ctor_calls = ctor_calls;
+	m->arena_size = arena_size;
+	__atomic_store_n(&m->magic, INJECT_TEST_MAGIC, __ATOMIC_RELEASE);
+	return 42;
+}
+
+/* An init that fails: the injection must undo everything. */
+EXPORT long inject_test_init_fail(int arena_fd, uint64_t arena_size, uint64_t arg)
+{
+	init_calls++;
+	return -EPERM;
+}
+
+/* An init that crashes (reads address 16). */
+static volatile uintptr_t crash_addr = 16;
+
+EXPORT long inject_test_init_crash(int arena_fd, uint64_t arena_size, uint64_t arg)
+{
+	return *(volatile long *)crash_addr;
+}
