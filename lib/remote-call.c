@@ -9,9 +9,10 @@
  * The sequence (prior-art.md §1, "Per remote call"):
  *
  *  1. Save NT_PRSTATUS, NT_X86_XSTATE and the signal mask.
- *  2. PTRACE_SETSIGMASK: block everything but SIGTRAP and the synchronous
- *     fault signals. Blocking a fault signal would be worse than useless:
- *     when the kernel forces a blocked (or ignored) SIGSEGV on a crash, it
+ *  2. PTRACE_SETSIGMASK: block everything but SIGTRAP, the synchronous
+ *     fault signals and glibc's SIGSETXID (see GLIBC_SIGSETXID). Blocking
+ *     a fault signal would be worse than useless: when the kernel forces
+ *     a blocked (or ignored) SIGSEGV on a crash, it
  *     unblocks it and resets its handler to SIG_DFL
  *     (kernel/signal.c: force_sig_info_to_task()), silently removing the
  *     target's own handler. Unblocked, a crash in the callee is reported to
@@ -63,6 +64,17 @@
 #define CALL_RET_ADDR 0x320ULL
 #define CALL_DEFAULT_TIMEOUT_MS 5000
 #define WAIT_SLICE_MS 10
+
+/*
+ * glibc's SIGSETXID (SIGRTMIN + 1, hidden by its <signal.h>): setuid() and
+ * friends in any thread send it to every thread and wait until each has
+ * run the handler. It stays unblocked during a call, for two reasons: a
+ * thread created by the callee inherits the caller's mask (pthread_create()
+ * copies it, removing only SIGCANCEL), and with SIGSETXID blocked such a
+ * thread would make every later setuid() in the process hang; and a
+ * setuid() in another thread during a long call would wait for us.
+ */
+#define GLIBC_SIGSETXID 33
 
 /* Signals the kernel forces on a fault; they stay deliverable during a call. */
 #define SIGBIT(s) (1ULL << ((s)-1))
@@ -269,7 +281,7 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 	}
 
 	/* 2. Signals. */
-	r = ptrace_setsigmask(tid, ~FAULT_SIGS);
+	r = ptrace_setsigmask(tid, ~(FAULT_SIGS | SIGBIT(GLIBC_SIGSETXID)));
 	if (r < 0)
 		goto out_free;
 	thread_invalidate_regs(th);

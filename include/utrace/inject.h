@@ -44,9 +44,9 @@ struct utrace_call_opts {
  * returns to an unmapped address (0x320, as Frida does): the fault at that
  * address is the completion. Before, every register (NT_PRSTATUS,
  * NT_X86_XSTATE) and the signal mask are saved; during the call every
- * signal is blocked except SIGTRAP and the synchronous faults (SIGSEGV,
+ * signal is blocked except SIGTRAP, the synchronous faults (SIGSEGV,
  * SIGBUS, SIGILL, SIGFPE, SIGSYS, which the kernel would otherwise reset to
- * SIG_DFL when forced while blocked); afterwards everything is restored
+ * SIG_DFL when forced while blocked) and glibc's SIGSETXID; afterwards everything is restored
  * and the thread is back in its stop, with the syscall it was blocked in
  * restarted as the kernel would have. Signals sent meanwhile are delivered
  * after. Events of other traced threads that arrive during the call are
@@ -58,7 +58,9 @@ struct utrace_call_opts {
  * callee needs (malloc's arena lock, the loader lock): choose the thread
  * with care (utrace_session__inject() does) and rely on the timeout.
  * A thread created by the callee inherits the temporary signal mask (all
- * blocked but the faults), as pthread_create() copies the creator's mask.
+ * blocked but the faults and SIGSETXID), as pthread_create() copies the
+ * creator's mask; a callee that wants another mask for its threads sets it
+ * with pthread_attr_setsigmask_np().
  * @param th a stopped thread
  * @param addr function address in the target
  * @param args six arguments (unused ones ignored)

@@ -321,6 +321,41 @@ TEST(inject_multithreaded)
 	utrace_injection__clear(&inj);
 }
 
+/*
+ * An init that starts a thread and waits for it: the new thread's first
+ * stop reaches the session while we are inside the remote call. The thread
+ * must not keep SIGSETXID blocked (the target's setuid() at quit would
+ * hang), and it must run on after we detach.
+ */
+TEST(inject_init_starts_thread)
+{
+	const char *args[] = { "2", NULL };
+	struct target t = target_start("s-inject-mt", args, -1);
+	struct utrace_injection inj;
+	struct inject_test_marker *m;
+	char err[512] = "";
+	uint64_t ticks;
+	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init_thread", .init_arg = 3,
+		    .arena_size = 4096, .errbuf = err, .errlen = sizeof(err));
+
+	target_wait_ready(&t);
+	CHECK_MSG(utrace_inject(t.pid, so_path(), &o, &inj) == 0, "%s", err);
+	m = inj.arena;
+	CHECK_EQ(m->magic, INJECT_TEST_MAGIC);
+	CHECK(m->thread_tid > 0 && m->thread_tid != m->tid);
+	harness_note("agent thread %d, blocked signals %#llx", m->thread_tid,
+		     (unsigned long long)m->thread_sigblk);
+	CHECK(!(m->thread_sigblk & (1ULL << (33 - 1)))); /* SIGSETXID */
+	CHECK(!(m->thread_sigblk & (1ULL << (SIGSEGV - 1))));
+	CHECK_EQ(utrace_proc__tracer(m->thread_tid), 0);
+	ticks = __atomic_load_n(&m->thread_ticks, __ATOMIC_RELAXED);
+	msleep(50);
+	CHECK(__atomic_load_n(&m->thread_ticks, __ATOMIC_RELAXED) > ticks);
+	CHECK_EQ(write(t.in, "quit\n", 5), 5);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	utrace_injection__clear(&inj);
+}
+
 /* ---- failures leave the target as it was ---- */
 
 /* Inject @path with @init into a blocked reader, expect @err, check the target. */

@@ -16,6 +16,11 @@ struct inject_test_marker {
 	int32_t pid;
 	int32_t tid;
 	char text[64];
+	/* inject_test_init_thread(): the thread it started */
+	uint64_t thread_sigblk; /* its blocked signals (bit n-1 = signal n) */
+	uint64_t thread_ticks;	/* incremented while it runs */
+	int32_t thread_tid;
+	int32_t pad;
 };
 
 #endif /* __UTRACE_INJECT_TEST_H */

@@ -9,6 +9,8 @@
  * shows up in the target afterwards.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +24,7 @@
 
 static volatile uint64_t ctor_calls, init_calls;
 EXPORT uint64_t inject_test_arg;
+static struct inject_test_marker *last_arena;
 
 __attribute__((constructor)) static void ctor(void)
 {
@@ -46,6 +49,7 @@ EXPORT long inject_test_init(int arena_fd, uint64_t arena_size, uint64_t arg)
 		return -errno;
 	close(arena_fd);
 	m = p;
+	last_arena = m;
 	heap = malloc(100000); /* large: the arena lock, not the tcache */
 	if (!heap)
 		return -ENOMEM;
@@ -62,6 +66,55 @@ EXPORT long inject_test_init(int arena_fd, uint64_t arena_size, uint64_t arg)
 	m->arena_size = arena_size;
 	__atomic_store_n(&m->magic, INJECT_TEST_MAGIC, __ATOMIC_RELEASE);
 	return 42;
+}
+
+static void *agent_thread(void *arg)
+{
+	struct inject_test_marker *m = arg;
+	sigset_t set;
+	uint64_t bits = 0;
+	int sig;
+
+	pthread_sigmask(SIG_BLOCK, NULL, &set);
+	for (sig = 1; sig <= 64; sig++)
+		if (sigismember(&set, sig) == 1)
+			bits |= 1ULL << (sig - 1);
+	m->thread_sigblk = bits;
+	__atomic_store_n(&m->thread_tid, gettid(), __ATOMIC_RELEASE);
+	for (;;) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		__atomic_add_fetch(&m->thread_ticks, 1, __ATOMIC_RELAXED);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * An init that starts a thread with the default attributes, as an agent
+ * would, and waits until it runs: the thread must be able to start while
+ * the tracer is still inside the remote call.
+ */
+EXPORT long inject_test_init_thread(int arena_fd, uint64_t arena_size, uint64_t arg)
+{
+	struct inject_test_marker *m;
+	pthread_t th;
+	long r;
+	int i;
+
+	r = inject_test_init(arena_fd, arena_size, arg);
+	if (r < 0)
+		return r;
+	m = last_arena;
+	if (pthread_create(&th, NULL, agent_thread, m))
+		return -EAGAIN;
+	pthread_detach(th);
+	for (i = 0; i < 2000 && !__atomic_load_n(&m->thread_tid, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	return m->thread_tid ? r : -ETIMEDOUT;
 }
 
 /* An init that fails: the injection must undo everything. */

@@ -6,7 +6,9 @@
  * threads run. On the line "quit" it stops the threads, checks that each
  * one's running checksum equals a recomputation from its iteration count
  * (a clobbered register or stack slot breaks it) and that each made
- * progress after the "ready" line; exit 0 when all is well.
+ * progress after the "ready" line, after a setuid() that needs every
+ * thread of the process to answer glibc's SIGSETXID; exit 0 when all is
+ * well.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -73,6 +75,15 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (!fgets(line, sizeof(line), stdin) || strncmp(line, "quit", 4)) {
 		fprintf(stderr, "read failed or got '%s'\n", line);
+		bad = 1;
+	}
+	/*
+	 * setuid() makes glibc signal every thread (SIGSETXID) and wait for
+	 * each: it hangs if any thread, e.g. one an injected object started,
+	 * blocks that signal.
+	 */
+	if (setuid(getuid()) != 0) {
+		perror("setuid");
 		bad = 1;
 	}
 	stop = 1;
