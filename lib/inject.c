@@ -79,6 +79,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utrace/inject.h"
@@ -123,6 +124,14 @@ struct inject_ctx {
 	char *errbuf;
 	size_t errlen;
 };
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000L;
+}
 
 /* Format the failure once: into the caller's buffer and the log. */
 __attribute__((format(printf, 3, 4))) static int fail(struct inject_ctx *c, int err,
@@ -270,18 +279,23 @@ static int check_same_file(pid_t pid, const char *real, char *why, size_t size)
 /* ------------------------------------------------------------------------ */
 
 /*
- * Runtime address of @object:@name in @img (a function, not a PLT stub).
- * An IFUNC is refused (dlopen & co. are not). Return: 0; -ENOENT.
+ * Find dlopen, dlsym, dlerror and dlclose of @object in @img with one
+ * lookup ("OBJECT:dl*"): functions, not PLT stubs nor IFUNCs. glibc gives
+ * the default and the compat version (dlopen@@GLIBC_2.34, dlopen@GLIBC_2.2.5)
+ * the same address. Return: 0 when all four were found; -ENOENT.
  */
-static int resolve_fn(struct utrace_image *img, const char *object, const char *name, uint64_t *ret)
+static int resolve_dl_in(struct inject_ctx *c, struct utrace_image *img, const char *object)
 {
+	static const char *const names[] = { "dlopen", "dlsym", "dlerror", "dlclose" };
+	uint64_t *dst[] = { &c->fn_dlopen, &c->fn_dlsym, &c->fn_dlerror, &c->fn_dlclose };
+	uint64_t found[4] = { 0 };
 	struct utrace_spec spec;
 	struct utrace_match *m = NULL;
-	char text[128];
-	size_t nr = 0, i;
+	char text[64];
+	size_t nr = 0, i, k;
 	int r;
 
-	snprintf(text, sizeof(text), "%s:%s", object, name);
+	snprintf(text, sizeof(text), "%s:dl*", object);
 	r = utrace_spec__parse(text, &spec, NULL, 0);
 	if (r < 0)
 		return r;
@@ -289,18 +303,23 @@ static int resolve_fn(struct utrace_image *img, const char *object, const char *
 	utrace_spec__clear(&spec);
 	if (r < 0)
 		return r;
-	r = -ENOENT;
 	for (i = 0; i < nr; i++) {
 		const struct utrace_object *o = utrace_image__object(img, m[i].object);
 
-		if ((m[i].sym_flags & (UTRACE_SYM_PLT | UTRACE_SYM_IFUNC)) || !o || !o->live)
+		if ((m[i].sym_flags & (UTRACE_SYM_PLT | UTRACE_SYM_IFUNC)) || !o || !o->live ||
+		    !m[i].symbol)
 			continue;
-		*ret = m[i].addr;
-		r = 0;
-		break;
+		for (k = 0; k < ARRAY_SIZE(names); k++)
+			if (!found[k] && !strcmp(m[i].symbol, names[k]))
+				found[k] = m[i].addr;
 	}
 	free(m);
-	return r;
+	for (k = 0; k < ARRAY_SIZE(names); k++)
+		if (!found[k])
+			return -ENOENT;
+	for (k = 0; k < ARRAY_SIZE(names); k++)
+		*dst[k] = found[k];
+	return 0;
 }
 
 static int resolve_dl(struct inject_ctx *c)
@@ -315,13 +334,7 @@ static int resolve_dl(struct inject_ctx *c)
 		return fail(c, -errno, "cannot read its memory map: %s",
 			    errstr(-errno, eb, sizeof(eb)));
 	for (i = 0; i < ARRAY_SIZE(objects) && r < 0; i++) {
-		r = resolve_fn(img, objects[i], "dlopen", &c->fn_dlopen);
-		if (r == 0)
-			r = resolve_fn(img, objects[i], "dlsym", &c->fn_dlsym);
-		if (r == 0)
-			r = resolve_fn(img, objects[i], "dlerror", &c->fn_dlerror);
-		if (r == 0)
-			r = resolve_fn(img, objects[i], "dlclose", &c->fn_dlclose);
+		r = resolve_dl_in(c, img, objects[i]);
 		if (r == 0)
 			pr_debug("pid %d: dlopen at 0x%lx (%s)\n", c->pid,
 				 (unsigned long)c->fn_dlopen, objects[i]);
@@ -523,16 +536,23 @@ out:
 static int rsys(struct inject_ctx *c, long nr, uint64_t a0, uint64_t a1, uint64_t a2, long *ret)
 {
 	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+	long t0 = now_us();
+	int r = utrace_thread__remote_syscall(c->th, nr, args, ret);
 
-	return utrace_thread__remote_syscall(c->th, nr, args, ret);
+	pr_debug("pid %d: remote syscall %ld: %d, %ld us\n", c->pid, nr, r, now_us() - t0);
+	return r;
 }
 
 static int rcall(struct inject_ctx *c, uint64_t fn, uint64_t a0, uint64_t a1, uint64_t a2,
 		 uint64_t *ret)
 {
 	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+	long t0 = now_us();
+	int r = utrace_thread__remote_call(c->th, fn, args, &c->call_opts, ret);
 
-	return utrace_thread__remote_call(c->th, fn, args, &c->call_opts, ret);
+	pr_debug("pid %d: remote call of 0x%lx: %d, %ld us\n", c->pid, (unsigned long)fn, r,
+		 now_us() - t0);
+	return r;
 }
 
 /* The text of the target's dlerror(), or a placeholder. */
@@ -732,6 +752,7 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 	struct utrace_injection out = { .arena_fd = -1, .target_arena_fd = -1 };
 	char real[PATH_MAX], why[PATH_MAX + 128];
 	bool attached = false;
+	long t[4];
 	int r;
 
 	if (!s || pid <= 0 || !path || !ret)
@@ -770,12 +791,16 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 		attached = true;
 	}
 	/* 2, 3. */
+	t[0] = now_us();
 	r = resolve_dl(&c);
+	t[1] = now_us();
 	if (r == 0)
 		r = choose_thread(&c);
+	t[2] = now_us();
 	/* 4-9. */
 	if (r == 0)
 		r = inject_in_thread(&c, real, &out);
+	t[3] = now_us();
 	release_thread(&c);
 	/* 10. */
 	if (attached)
@@ -783,8 +808,10 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 	if (r < 0)
 		return r;
 	*ret = out;
-	pr_debug("pid %d: injected '%s' (handle 0x%lx, thread %d)\n", pid, real,
-		 (unsigned long)out.handle, out.tid);
+	pr_debug("pid %d: injected '%s' (handle 0x%lx, thread %d); us: symbols %ld, thread %ld, "
+		 "calls %ld\n",
+		 pid, real, (unsigned long)out.handle, out.tid, t[1] - t[0], t[2] - t[1],
+		 t[3] - t[2]);
 	return 0;
 }
 
