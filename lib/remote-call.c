@@ -40,6 +40,17 @@
  *     still ahead of it (remote.c). Signals noted during the call are
  *     re-sent with tgkill().
  *
+ * Restartable sequences. glibc >= 2.35 registers an rseq area for every
+ * thread. If the thread was stopped inside a critical section of some rseq
+ * user (tcmalloc, librseq), the kernel would abort that section when the
+ * thread next returns to user space: it was preempted. But the first
+ * return to user space is into our callee, where the kernel finds rip
+ * outside the section and merely clears rseq_cs
+ * (kernel/rseq.c: rseq_ip_fixup()); restoring the saved rip afterwards
+ * would resume the section as if nothing had happened, breaking its
+ * per-CPU guarantee. So the abort is done here: rip = abort_ip and
+ * rseq_cs = 0, exactly what the kernel would have done.
+ *
  * Not handled: CET shadow stacks (the fake return would raise #CP; the
  * kernel on the development machines does not enable them), and a thread
  * stopped on a small sigaltstack (the call uses whatever stack rsp is on).
@@ -50,6 +61,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -81,6 +93,49 @@
 #define FAULT_SIGS                                                                             \
 	(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) | SIGBIT(SIGSYS) | \
 	 SIGBIT(SIGTRAP))
+
+/* Kernel ABI (include/uapi/linux/rseq.h, ptrace.h), spelled out locally. */
+struct rseq_config {
+	uint64_t rseq_abi_pointer;
+	uint32_t rseq_abi_size;
+	uint32_t signature;
+	uint32_t flags;
+	uint32_t pad;
+};
+
+struct rseq_cs_desc {
+	uint32_t version;
+	uint32_t flags;
+	uint64_t start_ip;
+	uint64_t post_commit_offset;
+	uint64_t abort_ip;
+};
+
+#define RSEQ_CS_FIELD 8 /* offsetof(struct rseq, rseq_cs) */
+
+/*
+ * If @tid was stopped at @rip inside an rseq critical section: its abort
+ * handler, and in *@cs_field the address of the thread's rseq_cs pointer.
+ * Return: the abort_ip, or 0 (no rseq area, no section, or outside it).
+ */
+static uint64_t rseq_abort_ip(pid_t pid, pid_t tid, uint64_t rip, uint64_t *cs_field)
+{
+	struct rseq_config conf = { 0 };
+	struct rseq_cs_desc cs;
+	uint64_t p = 0;
+
+	if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, tid, (void *)sizeof(conf), &conf) <= 0 ||
+	    !conf.rseq_abi_pointer)
+		return 0;
+	*cs_field = conf.rseq_abi_pointer + RSEQ_CS_FIELD;
+	if (utrace_mem__read(pid, *cs_field, &p, sizeof(p)) != sizeof(p) || !p)
+		return 0;
+	if (utrace_mem__read(pid, p, &cs, sizeof(cs)) != sizeof(cs))
+		return 0;
+	if (rip - cs.start_ip >= cs.post_commit_offset)
+		return 0;
+	return cs.abort_ip;
+}
 
 static long now_ms(void)
 {
@@ -235,7 +290,7 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 {
 	static const uint64_t ret_addr = CALL_RET_ADDR;
 	struct user_regs_struct saved, call;
-	uint64_t mask = 0, requeue = 0, ret_slot = 0, result = 0;
+	uint64_t mask = 0, requeue = 0, ret_slot = 0, result = 0, rseq_abort, rseq_field = 0;
 	int timeout_ms = CALL_DEFAULT_TIMEOUT_MS;
 	enum tstop kind;
 	void *xstate = NULL;
@@ -270,6 +325,7 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 	xlen = ptrace_getregset(tid, NT_X86_XSTATE, xstate, XSTATE_MAX);
 	if (xlen < 0)
 		xlen = 0;
+	rseq_abort = rseq_abort_ip(th->proc->pid, tid, saved.rip, &rseq_field);
 
 	/* 3. The call frame (before touching the mask: a failed write changes nothing). */
 	call = saved;
@@ -294,6 +350,15 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 		goto out_free;
 
 	/* 6. Restore, and back into get_signal() for the restart logic. */
+	if (rseq_abort) {
+		static const uint64_t zero;
+
+		pr_debug("thread %d: was in an rseq critical section, resuming at its abort "
+			 "handler 0x%lx\n",
+			 tid, (unsigned long)rseq_abort);
+		saved.rip = rseq_abort;
+		utrace_mem__write(th->proc->pid, rseq_field, &zero, sizeof(zero));
+	}
 	r2 = ptrace_setregs(tid, &saved);
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);

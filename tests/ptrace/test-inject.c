@@ -263,6 +263,59 @@ TEST(remote_call_values)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+static unsigned long rseq_count(struct target *t)
+{
+	char line[64];
+
+	CHECK_EQ(write(t->in, "count\n", 6), 6);
+	CHECK(read_line(t->out, line, sizeof(line), 5000) > 0);
+	return strtoul(line, NULL, 10);
+}
+
+/*
+ * A thread stopped inside an rseq critical section must leave through the
+ * section's abort handler after a remote call (see lib/remote-call.c);
+ * resumed at its old rip it would spin forever.
+ */
+TEST(remote_call_rseq_abort)
+{
+	struct target t = target_start("s-rseq", NULL, -1);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	uint64_t a[6] = { 0 }, ret = 0, fn_getpid;
+	bool ifunc;
+	char line[128];
+	int pid, tid, i;
+	unsigned long c0, c1;
+
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	if (!strncmp(line, "norseq", 6)) {
+		target_reap(&t, 5000);
+		SKIP("glibc did not register rseq");
+	}
+	CHECK_EQ(sscanf(line, "ready %d %d", &pid, &tid), 2);
+	fn_getpid = libc_fn(t.pid, "getpid", &ifunc);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, tid);
+	CHECK(th);
+	for (i = 0; i < 20; i++) {
+		CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+		CHECK_EQ(utrace_thread__remote_call(th, fn_getpid, a, NULL, &ret), 0);
+		CHECK_EQ(ret, t.pid);
+		CHECK_EQ(utrace_thread__resume(th), 0);
+	}
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	c0 = rseq_count(&t);
+	msleep(300);
+	c1 = rseq_count(&t);
+	CHECK_MSG(c1 > c0, "the rseq thread stopped aborting (%lu -> %lu)", c0, c1);
+	CHECK_EQ(write(t.in, "quit\n", 5), 5);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
 /* ---- injection into targets in various states ---- */
 
 TEST(inject_blocked_read)
