@@ -1082,3 +1082,22 @@ TEST(session_in_another_thread)
 	kill(t.pid, SIGTERM);
 	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
 }
+
+TEST(close_launched_kill_on_exit)
+{
+	char *argv[] = { (char *)target_path("s-signals"), "30000", "0", "0", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout, .kill_on_exit = true);
+	struct timespec a, b;
+	pid_t pid;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid = utrace_session__launch(s, argv, &lo);
+	CHECK(pid > 0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	utrace_session__close(s);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	/* Killed, not waited for 30 s; reaped. */
+	CHECK((b.tv_sec - a.tv_sec) < 10);
+	CHECK(waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD);
+}
