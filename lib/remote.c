@@ -145,9 +145,10 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
  * Wait for the next stop of @th during a remote call. Stops that are not
  * part of the call are absorbed: group-stops (PTRACE_EVENT_STOP) are
  * resumed with @req, signals (SIGSTOP, SIGTRAP: the others are blocked)
- * are suppressed and noted in @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
- * PTRACE_EVENT_STOP when @want_event) or a negative errno: -ESRCH if the
- * thread is gone (its exit has been reported to the session).
+ * are suppressed and noted in @requeue. Returns the stop's status (a
+ * syscall or seccomp stop, or PTRACE_EVENT_STOP when @want_event) or a
+ * negative errno: -ESRCH if the thread is gone (its exit has been reported
+ * to the session, or will be).
  */
 static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint64_t *requeue)
 {
@@ -187,16 +188,13 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 	}
 }
 
-static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struct *regs,
-			     bool *known)
+static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struct *regs)
 {
 	struct __ptrace_syscall_info info;
 
-	*known = false;
 	if (((unsigned int)status >> 16) == PTRACE_EVENT_SECCOMP)
 		return true;
 	if (ptrace_get_syscall_info(tid, &info) > 0) {
-		*known = true;
 		return info.op == PTRACE_SYSCALL_INFO_ENTRY ||
 		       info.op == PTRACE_SYSCALL_INFO_SECCOMP;
 	}
@@ -208,7 +206,7 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 		       bool from_entry, long *ret, uint64_t *requeue)
 {
 	struct user_regs_struct regs;
-	bool entered = from_entry, known;
+	bool entered = from_entry;
 	int r, status;
 
 	r = ptrace_setregs(th->tid, call);
@@ -224,7 +222,7 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 		r = ptrace_getregs(th->tid, &regs);
 		if (r < 0)
 			return r;
-		if (is_syscall_entry(th->tid, status, &regs, &known)) {
+		if (is_syscall_entry(th->tid, status, &regs)) {
 			entered = true;
 			continue;
 		}
@@ -316,15 +314,20 @@ out_restore:
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
 	ptrace_setsigmask(tid, mask);
-	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT)) {
-		/* Back into get_signal(), so that the kernel's restart logic runs. */
-		r = ptrace_interrupt(tid);
-		if (r == 0)
-			r = ptrace_resume(tid, PTRACE_CONT, 0);
-		if (r == 0) {
+	if (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT) {
+		/*
+		 * Back into get_signal(), so that the kernel's restart logic runs.
+		 * Also after a failure midway: the thread may sit in a syscall stop
+		 * with the original registers, which must not reach user space.
+		 */
+		int r2 = ptrace_interrupt(tid);
+
+		if (r2 == 0)
+			r2 = ptrace_resume(tid, PTRACE_CONT, 0);
+		if (r2 == 0) {
 			status = remote_wait(th, PTRACE_CONT, true, &requeue);
 			if (status < 0) {
-				r = status;
+				r2 = status;
 			} else {
 				sig = WSTOPSIG(status);
 				th->stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
@@ -334,8 +337,12 @@ out_restore:
 				th->stop_sig = th->stop == TSTOP_GROUP ? sig : 0;
 			}
 		}
-		if (r == -ESRCH)
+		if (r2 == -ESRCH) {
+			r = -ESRCH;
 			goto out_free;
+		}
+		if (r == 0)
+			r = r2;
 	}
 	for (sig = 1; sig <= 64; sig++)
 		if (requeue & (1ULL << (sig - 1)))
