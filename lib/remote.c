@@ -68,6 +68,12 @@
 #include "internal.h"
 
 #define XSTATE_MAX (64 * 1024)
+
+/* State of one remote call. */
+struct remote_ctx {
+	long deadline; /* session_now_ms() value; < 0: none */
+	bool timed_out; /* interrupted for taking too long */
+};
 #define SCAN_CHUNK (64 * 1024)
 
 static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
@@ -150,20 +156,31 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
  * negative errno: -ESRCH if the thread is gone (its exit has been reported
  * to the session, or will be).
  */
-static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint64_t *requeue)
+static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint64_t *requeue,
+		       struct remote_ctx *rc)
 {
 	struct utrace_session *s = th->s;
 	pid_t tid = th->tid;
 
 	for (;;) {
-		int status, sig, event;
-		pid_t r = waitpid(tid, &status, __WALL | __WNOTHREAD);
+		int status, sig, event, r;
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
+		r = session_wait_tid(s, tid, &status, rc->timed_out ? -1 : rc->deadline);
+		if (r == -ETIMEDOUT) {
+			/*
+			 * Blocked too long: interrupt it. A blocked syscall then
+			 * ends with -ERESTART* at its exit stop (which consumes the
+			 * interrupt); we wait for that stop without limit, since
+			 * the registers must be put back in any case.
+			 */
+			pr_info("thread %d: remote syscall timed out, interrupting it\n", tid);
+			rc->timed_out = true;
+			if (ptrace_interrupt(tid) < 0)
+				return -ESRCH;
+			continue;
 		}
+		if (r < 0)
+			return r;
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			session_handle_status(s, tid, status);
 			return -ESRCH;
@@ -178,6 +195,8 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 		if (event == PTRACE_EVENT_STOP) {
 			if (want_event)
 				return status;
+			if (rc->timed_out && sig == SIGTRAP)
+				return -ETIMEDOUT; /* our interrupt, outside any syscall */
 			/* A group-stop (SIGSTOP got through): go on. */
 		} else if (event == 0) {
 			/* Only SIGTRAP and SIGSTOP get past our mask: re-sent at the end. */
@@ -203,7 +222,7 @@ static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struc
 
 /* Run the prepared registers @call to our syscall's exit stop; result in @ret. */
 static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *call,
-		       bool from_entry, long *ret, uint64_t *requeue)
+		       bool from_entry, long *ret, uint64_t *requeue, struct remote_ctx *rc)
 {
 	struct user_regs_struct regs;
 	bool entered = from_entry;
@@ -216,7 +235,7 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 		r = ptrace_resume(th->tid, PTRACE_SYSCALL, 0);
 		if (r < 0)
 			return r;
-		status = remote_wait(th, PTRACE_SYSCALL, false, requeue);
+		status = remote_wait(th, PTRACE_SYSCALL, false, requeue, rc);
 		if (status < 0)
 			return status;
 		r = ptrace_getregs(th->tid, &regs);
@@ -244,6 +263,7 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	long result = 0;
 	pid_t tid;
 	int sig;
+	struct remote_ctx rc = { -1, false };
 
 	if (!th || !ret_val)
 		return -EINVAL;
@@ -258,6 +278,8 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 		if (r < 0)
 			return r;
 	}
+	if (th->s->remote_timeout_ms >= 0)
+		rc.deadline = session_now_ms() + th->s->remote_timeout_ms;
 	r = ptrace_getregs(tid, &saved);
 	if (r < 0)
 		return r;
@@ -280,12 +302,14 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
 		/* Use the syscall slot we are in. */
 		arch_set_syscall(&call, nr, args);
-		r = run_to_exit(th, &call, true, &result, &requeue);
+		r = run_to_exit(th, &call, true, &result, &requeue, &rc);
 	} else {
 		arch_prepare_remote(&call, gadget, nr, args);
-		r = run_to_exit(th, &call, false, &result, &requeue);
+		r = run_to_exit(th, &call, false, &result, &requeue, &rc);
 	}
-	if (r < 0)
+	if (r == 0 && rc.timed_out)
+		r = -ETIMEDOUT; /* interrupted at its exit stop: restore as usual */
+	if (r < 0 && r != -ETIMEDOUT)
 		goto out_restore;
 
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
@@ -293,16 +317,22 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 		struct user_regs_struct again;
 		int req = kind == TSTOP_SECCOMP ? PTRACE_CONT : PTRACE_SYSCALL;
 
-		arch_rewind_syscall(&again, &saved);
-		r = ptrace_setregs(tid, &again);
-		if (r == 0)
-			r = ptrace_resume(tid, req, 0);
-		if (r == 0) {
-			status = remote_wait(th, req, false, &requeue);
-			r = status < 0 ? status : 0;
+		int r2;
+
+		/* An -ETIMEDOUT interrupt stop outside a syscall: nothing to rewind. */
+		if (r == 0 || rc.timed_out) {
+			arch_rewind_syscall(&again, &saved);
+			r2 = ptrace_setregs(tid, &again);
+			if (r2 == 0)
+				r2 = ptrace_resume(tid, req, 0);
+			if (r2 == 0) {
+				rc.deadline = -1;
+				status = remote_wait(th, req, false, &requeue, &rc);
+				r2 = status < 0 ? status : 0;
+			}
+			if (r2 < 0)
+				r = r2;
 		}
-		if (r < 0)
-			goto out_restore;
 	}
 
 out_restore:
@@ -322,10 +352,11 @@ out_restore:
 		 */
 		int r2 = ptrace_interrupt(tid);
 
+		rc.deadline = -1; /* this must complete: the registers are at stake */
 		if (r2 == 0)
 			r2 = ptrace_resume(tid, PTRACE_CONT, 0);
 		if (r2 == 0) {
-			status = remote_wait(th, PTRACE_CONT, true, &requeue);
+			status = remote_wait(th, PTRACE_CONT, true, &requeue, &rc);
 			if (status < 0) {
 				r2 = status;
 			} else {
@@ -349,7 +380,7 @@ out_restore:
 			syscall(SYS_tgkill, th->proc->pid, tid, sig);
 	if (r == 0)
 		*ret_val = result;
-	else if (r != -ESRCH)
+	else if (r != -ESRCH && r != -ETIMEDOUT)
 		r = -EINTR;
 out_free:
 	free(xstate);

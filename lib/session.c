@@ -142,6 +142,9 @@
 	(!(opts) || ((opts)->sz >= offsetofend(struct type, type##__last_field) && \
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
+/* A field of an opts struct, or @def if the caller's struct is too old to have it. */
+#define OPTS_GET(opts, type, field, def)                                                           \
+	((opts) && (opts)->sz >= offsetofend(struct type, field) ? (opts)->field : (def))
 
 #define POLL_FALLBACK_MS 10
 
@@ -152,6 +155,8 @@
 #define ATTACH_GRACE_MS 300
 
 extern char **environ;
+
+static long now_ms(void);
 
 static bool opts_tail_zero(const void *opts, size_t known, size_t sz)
 {
@@ -1132,6 +1137,53 @@ static int wait_one(struct utrace_session *s, bool block)
 	return 1;
 }
 
+/**
+ * session_now_ms - the monotonic clock in milliseconds.
+ *
+ * Return: milliseconds since an arbitrary start (never fails).
+ */
+long session_now_ms(void)
+{
+	return now_ms();
+}
+
+/**
+ * session_wait_tid - wait for the next status of one tracee.
+ * @s: session
+ * @tid: the tracee
+ * @ret_status: its wait status, on success
+ * @deadline_ms: session_now_ms() value to give up at; < 0: no limit
+ *
+ * Other tracees' events stay queued in the kernel for the event loop.
+ * Tracing thread only. Return: 0 on success; -ETIMEDOUT; negative errno
+ * from waitpid() (-ECHILD if @tid is not our tracee); @ret_status untouched
+ * on failure.
+ */
+int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+		int status, wait_ms;
+		pid_t r = waitpid(tid, &status, WAIT_FLAGS | (deadline_ms < 0 ? 0 : WNOHANG));
+
+		if (r == tid) {
+			*ret_status = status;
+			return 0;
+		}
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r < 0 || deadline_ms < 0)
+			continue;
+		wait_ms = (int)(deadline_ms - now_ms());
+		if (wait_ms <= 0)
+			return -ETIMEDOUT;
+		if (!sigchld_reliable() && wait_ms > POLL_FALLBACK_MS)
+			wait_ms = POLL_FALLBACK_MS;
+		poll(&pfd, 1, wait_ms);
+		sigchld_drain();
+	}
+}
+
 static int check_tracer(const struct utrace_session *s)
 {
 	return gettid_raw() == s->tracer_tid ? 0 : -EINVAL;
@@ -1499,7 +1551,8 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 	int r;
 
 	if (!OPTS_OK(opts, utrace_session_opts) ||
-	    (opts && (opts->syscall_mode < 0 || opts->syscall_mode >= __UTRACE_SYSCALLS_MAX))) {
+	    OPTS_GET(opts, utrace_session_opts, syscall_mode, 0) < 0 ||
+	    OPTS_GET(opts, utrace_session_opts, syscall_mode, 0) >= __UTRACE_SYSCALLS_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1514,8 +1567,11 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 		return NULL;
 	}
 	s->tracer_tid = gettid_raw();
-	s->follow_forks = opts ? opts->follow_forks : false;
-	s->mode = opts ? opts->syscall_mode : UTRACE_SYSCALLS_PTRACE;
+	s->follow_forks = OPTS_GET(opts, utrace_session_opts, follow_forks, false);
+	s->mode = OPTS_GET(opts, utrace_session_opts, syscall_mode, UTRACE_SYSCALLS_PTRACE);
+	s->remote_timeout_ms = OPTS_GET(opts, utrace_session_opts, remote_timeout_ms, 0);
+	if (s->remote_timeout_ms == 0)
+		s->remote_timeout_ms = 5000;
 	s->options = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
 		     PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC;
 	if (s->mode == UTRACE_SYSCALLS_SECCOMP)

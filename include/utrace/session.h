@@ -69,14 +69,18 @@ enum utrace_syscall_mode {
  *	under a silent trace instead, see the comment in lib/session.c: an
  *	untraced process carrying a SECCOMP_RET_TRACE filter would get ENOSYS).
  * @syscall_mode: enum utrace_syscall_mode
+ * @remote_timeout_ms: how long a remote syscall may block before it is
+ *	interrupted (PTRACE_INTERRUPT) and fails with -ETIMEDOUT; 0 means the
+ *	default, 5000 ms; negative means no limit
  */
 struct utrace_session_opts {
 	size_t sz;
 	bool follow_forks;
 	int syscall_mode;
+	int remote_timeout_ms;
 	size_t : 0;
 };
-#define utrace_session_opts__last_field syscall_mode
+#define utrace_session_opts__last_field remote_timeout_ms
 
 /**
  * @brief **utrace_session__new()** creates an empty session: no process,
@@ -589,8 +593,9 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * @return 0 on success (even if the syscall itself failed: see @ret_val);
  * negative error code otherwise: -EBUSY (not stopped, or at a signal-delivery
  * stop), -ENOEXEC (no syscall instruction found), -ESRCH (the thread died),
- * -EINTR (the thread was killed or the call failed midway; the thread is
- * restored if it still exists)
+ * -ETIMEDOUT (the syscall blocked longer than the session's
+ * remote_timeout_ms: it was interrupted, the thread is restored),
+ * -EINTR (the call failed midway; the thread is restored)
  */
 UTRACE_API int utrace_thread__remote_syscall(struct utrace_thread *th, long nr,
 					     const uint64_t args[6], long *ret_val);
