@@ -143,7 +143,7 @@
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
 /* A field of an opts struct, or @def if the caller's struct is too old to have it. */
-#define OPTS_GET(opts, type, field, def)                                                           \
+#define OPTS_GET(opts, type, field, def) \
 	((opts) && (opts)->sz >= offsetofend(struct type, field) ? (opts)->field : (def))
 
 #define POLL_FALLBACK_MS 10
@@ -1844,7 +1844,8 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		char *const *envp = opts && opts->envp ? opts->envp : environ;
+		char *const *envp = OPTS_GET(opts, utrace_launch_opts, envp, NULL);
+		utrace_pre_exec_fn_t hook = OPTS_GET(opts, utrace_launch_opts, pre_exec, NULL);
 		sigset_t none;
 
 		/* Child: wait to be seized, then run the hook and exec. */
@@ -1852,19 +1853,21 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGCHLD, SIG_DFL);
 		kill(getpid(), SIGSTOP);
-		if (opts && opts->pre_exec && opts->pre_exec(opts->pre_exec_ctx))
+		if (hook && hook(OPTS_GET(opts, utrace_launch_opts, pre_exec_ctx, NULL)))
 			_exit(127);
-		execvpe(argv[0], argv, envp);
+		execvpe(argv[0], argv, envp ? envp : environ);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
+	status = 0;
 	if (waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) {
 		r = -ECHILD;
 		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return r;
+			return r; /* already reaped */
 		goto err_kill;
 	}
 	options = s->options;
-	if ((opts && opts->kill_on_exit) || s->mode == UTRACE_SYSCALLS_SECCOMP)
+	if (OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false) ||
+	    s->mode == UTRACE_SYSCALLS_SECCOMP)
 		options |= PTRACE_O_EXITKILL;
 	r = ptrace_seize(pid, options);
 	if (r < 0)
@@ -1878,11 +1881,11 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		goto err_kill;
 	}
 	p->launched = true;
-	p->hide_pre_exec = !(opts && opts->show_pre_exec);
+	p->hide_pre_exec = !OPTS_GET(opts, utrace_launch_opts, show_pre_exec, false);
 	th->launch_sigcont = true;
 	s->launched_pid = pid;
 	s->launch_status = -EAGAIN;
-	s->launch_kill = opts && opts->kill_on_exit;
+	s->launch_kill = OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false);
 	kill(pid, SIGCONT);
 	return pid;
 
