@@ -1858,13 +1858,12 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		execvpe(argv[0], argv, envp ? envp : environ);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-	status = 0;
-	if (waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) {
+	if (waitpid(pid, &status, WUNTRACED) != pid) {
 		r = -ECHILD;
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return r; /* already reaped */
 		goto err_kill;
 	}
+	if (!WIFSTOPPED(status))
+		return -ECHILD; /* died before stopping, and reaped */
 	options = s->options;
 	if (OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false) ||
 	    s->mode == UTRACE_SYSCALLS_SECCOMP)
