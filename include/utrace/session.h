@@ -84,7 +84,9 @@ struct utrace_session_opts {
 
 /**
  * @brief **utrace_session__new()** creates an empty session: no process,
- * no engine. The calling thread becomes the tracing thread.
+ * no engine. The calling thread becomes the tracing thread. The first
+ * session installs a SIGCHLD handler (SA_RESTART, chaining to the previous
+ * handler) that wakes the event loop; it stays installed.
  * @param opts options, or NULL for defaults
  * @return a new session to free with utrace_session__close(); NULL with
  * errno set on failure (EINVAL: bad opts; ENOMEM)
