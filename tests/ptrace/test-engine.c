@@ -1101,3 +1101,52 @@ TEST(close_launched_kill_on_exit)
 	CHECK((b.tv_sec - a.tv_sec) < 10);
 	CHECK(waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD);
 }
+
+TEST(attach_non_child_exits_while_traced)
+{
+	int pin[2], ppid[2], status;
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+	pid_t helper, target = 0;
+
+	CHECK(pipe(pin) == 0 && pipe(ppid) == 0);
+	helper = fork();
+	if (helper == 0) {
+		/* The target's real parent; exits with the target's status. */
+		pid_t t = fork();
+
+		if (t == 0) {
+			char *argv[] = {
+				(char *)target_path("s-signals"), "30000", "0", "0", "eof", NULL
+			};
+
+			dup2(pin[0], 0);
+			close(pin[1]);
+			dup2(open("/dev/null", O_WRONLY), 1);
+			execv(argv[0], argv);
+			_exit(99);
+		}
+		close(pin[0]);
+		close(pin[1]);
+		if (write(ppid[1], &t, sizeof(t)) != sizeof(t))
+			_exit(98);
+		_exit(waitpid(t, &status, 0) == t && WIFEXITED(status) ? WEXITSTATUS(status) : 97);
+	}
+	close(pin[0]);
+	CHECK(read(ppid[0], &target, sizeof(target)) == sizeof(target));
+	msleep(100);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_EXIT | UTRACE_EV_SYSCALL, &rec));
+	CHECK_EQ(utrace_session__attach(s, target), 0);
+	/* Never the parent. */
+	CHECK_EQ(proc_status_num(target, "PPid", false), helper);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	close(pin[1]); /* the target ends while traced */
+	run_to_end(s, 10000);
+	CHECK_EQ(rec.exits_thread, 1);
+	utrace_session__close(s);
+	/* Its real parent still got its exit status. */
+	CHECK(waitpid(helper, &status, 0) == helper);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
