@@ -1150,3 +1150,44 @@ TEST(attach_non_child_exits_while_traced)
 	CHECK(WIFEXITED(status));
 	CHECK_EQ(WEXITSTATUS(status), 0);
 }
+
+static int remote_in_signal_stop(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	int *n = utrace_engine__ctx(e);
+	uint64_t args[6] = { 0 };
+	long ret = 0;
+
+	if (info->si_signo != SIGUSR1)
+		return UTRACE_RESUME;
+	/* At the signal-delivery stop: run a syscall, the signal must survive. */
+	if (utrace_thread__remote_syscall(th, SYS_getpid, args, &ret) == 0 &&
+	    ret == utrace_thread__pid(th))
+		(*n)++;
+	return UTRACE_RESUME;
+}
+
+TEST(remote_syscall_at_signal_stop)
+{
+	const char *args[] = { "30000", "2", "0", "eof", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .signal = remote_in_signal_stop };
+	struct utrace_session *s;
+	int n = 0, i;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SIGNAL, &n));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	kill(t.pid, SIGUSR1);
+	for (i = 0; i < 100 && n < 1; i++)
+		utrace_session__run(s, 20);
+	kill(t.pid, SIGUSR1);
+	for (i = 0; i < 100 && n < 2; i++)
+		utrace_session__run(s, 20);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	/* Each SIGUSR1 delivered exactly once, with kill()'s siginfo. */
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
