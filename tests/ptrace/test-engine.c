@@ -293,7 +293,7 @@ TEST(attach_zombie_leader)
 	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
 	CHECK_EQ(utrace_session__detach(s), 0);
 	utrace_session__close(s);
-	CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
 	CHECK_STREQ(line, "worker ok");
 	CHECK_EQ(target_reap(&t, 5000), 0);
 }
@@ -874,7 +874,7 @@ TEST(attach_during_vfork)
 	CHECK(rec.entries > 0);
 	CHECK_EQ(utrace_session__detach(s), 0);
 	utrace_session__close(s);
-	CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
 	CHECK_STREQ(line, "child traced=0");
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
