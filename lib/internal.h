@@ -150,6 +150,7 @@ struct utrace_session {
 	pid_t tracer_tid;
 	bool follow_forks;
 	int mode;
+	int remote_timeout_ms; /* < 0: no limit */
 	unsigned long options; /* PTRACE_O_* for every tracee */
 	struct utrace_engine *engines;
 	unsigned long engine_gen;
@@ -171,6 +172,15 @@ struct utrace_session {
  * in session.c; remote.c hands it the statuses it does not expect).
  */
 void session_handle_status(struct utrace_session *s, pid_t tid, int status);
+
+/**
+ * session_wait_tid - wait for a status of @tid only, until @deadline_ms
+ * (CLOCK_MONOTONIC milliseconds; < 0: no limit) (session.c).
+ */
+int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms);
+
+/** session_now_ms - CLOCK_MONOTONIC in milliseconds (session.c). */
+long session_now_ms(void);
 
 /** thread_invalidate_regs - forget the register cache of @th (session.c). */
 void thread_invalidate_regs(struct utrace_thread *th);

@@ -69,18 +69,24 @@ enum utrace_syscall_mode {
  *	under a silent trace instead, see the comment in lib/session.c: an
  *	untraced process carrying a SECCOMP_RET_TRACE filter would get ENOSYS).
  * @syscall_mode: enum utrace_syscall_mode
+ * @remote_timeout_ms: how long a remote syscall may block before it is
+ *	interrupted (PTRACE_INTERRUPT) and fails with -ETIMEDOUT; 0 means the
+ *	default, 5000 ms; negative means no limit
  */
 struct utrace_session_opts {
 	size_t sz;
 	bool follow_forks;
 	int syscall_mode;
+	int remote_timeout_ms;
 	size_t : 0;
 };
-#define utrace_session_opts__last_field syscall_mode
+#define utrace_session_opts__last_field remote_timeout_ms
 
 /**
  * @brief **utrace_session__new()** creates an empty session: no process,
- * no engine. The calling thread becomes the tracing thread.
+ * no engine. The calling thread becomes the tracing thread. The first
+ * session installs a SIGCHLD handler (SA_RESTART, chaining to the previous
+ * handler) that wakes the event loop; it stays installed.
  * @param opts options, or NULL for defaults
  * @return a new session to free with utrace_session__close(); NULL with
  * errno set on failure (EINVAL: bad opts; ENOMEM)
@@ -116,9 +122,10 @@ typedef int (*utrace_pre_exec_fn_t)(void *ctx);
  *	async-signal-safe work. A nonzero return makes the child _exit(127)
  *	without exec.
  * @pre_exec_ctx: argument of @pre_exec
- * @kill_on_exit: PTRACE_O_EXITKILL: the command is killed if the tracer
- *	dies (always on in seccomp mode, where an untraced filter would make
- *	the traced syscalls fail with ENOSYS)
+ * @kill_on_exit: the command is killed if the tracer dies
+ *	(PTRACE_O_EXITKILL) and by utrace_session__close(). In seccomp mode
+ *	PTRACE_O_EXITKILL is set anyway (an untraced filter would make the
+ *	traced syscalls fail with ENOSYS), but close() kills only if asked.
  * @show_pre_exec: also report the events of the child before it calls
  *	execve (by default they are hidden: the first reported event is the
  *	entry of the execve syscall, or the exec event)
@@ -245,7 +252,9 @@ UTRACE_API int utrace_session__exit_status(const struct utrace_session *s);
  * traced silently (seccomp stops continued, no callbacks) until it exits,
  * since a SECCOMP_RET_TRACE filter without a tracer fails syscalls with
  * ENOSYS. If the launch used @kill_on_exit, the command is killed with
- * SIGKILL instead of being waited for.
+ * SIGKILL instead of being waited for. Call it from the tracing thread:
+ * from any other thread the processes are only forgotten (the kernel
+ * detaches them when the tracing thread exits).
  */
 UTRACE_API void utrace_session__close(struct utrace_session *s);
 
@@ -574,8 +583,9 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * -ERESTART_RESTARTBLOCK are honoured). All signals but SIGTRAP are blocked
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
- * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; not from a signal-delivery stop or a
+ * vdso (or libc). Works from quiesce stops, group-stops,
+ * syscall-entry/exit/seccomp stops and signal-delivery stops (the signal,
+ * with its siginfo, is pending delivery again afterwards); not from a
  * clone/fork/exec event stop. From a syscall-exit stop the thread ends up
  * stopped just after it (in the kernel's signal path, where a restart of
  * the interrupted syscall is decided), which is equivalent for the program.
@@ -584,10 +594,11 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * @param args six arguments (unused ones ignored)
  * @param ret_val on success, the raw result (-errno on syscall failure)
  * @return 0 on success (even if the syscall itself failed: see @ret_val);
- * negative error code otherwise: -EBUSY (not stopped, or at a signal-delivery
+ * negative error code otherwise: -EBUSY (not stopped, or at an event
  * stop), -ENOEXEC (no syscall instruction found), -ESRCH (the thread died),
- * -EINTR (the thread was killed or the call failed midway; the thread is
- * restored if it still exists)
+ * -ETIMEDOUT (the syscall blocked longer than the session's
+ * remote_timeout_ms: it was interrupted, the thread is restored),
+ * -EINTR (the call failed midway; the thread is restored)
  */
 UTRACE_API int utrace_thread__remote_syscall(struct utrace_thread *th, long nr,
 					     const uint64_t args[6], long *ret_val);
