@@ -263,6 +263,59 @@ TEST(remote_call_values)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+struct exit_state {
+	pid_t pid;
+	uint64_t fn;
+	int calls, fail;
+};
+
+static int cb_read_exit(struct utrace_engine *e, struct utrace_thread *th,
+			struct utrace_syscall *sc)
+{
+	struct exit_state *st = utrace_engine__ctx(e);
+	uint64_t a[6] = { 0 }, ret = 0;
+
+	if (sc->nr != SYS_read)
+		return UTRACE_RESUME;
+	st->calls++;
+	if (sc->ret != 6)
+		st->fail++;
+	if (utrace_thread__remote_call(th, st->fn, a, NULL, &ret) || ret != (uint64_t)st->pid)
+		st->fail++;
+	/* Keep it until we detach: the session would reap our child's exit. */
+	return UTRACE_STOP | UTRACE_BREAK;
+}
+
+/* From a syscall-exit stop: the read's result (6 bytes) still reaches the program. */
+TEST(remote_call_at_syscall_exit)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .syscall_exit = cb_read_exit };
+	struct exit_state st = { 0 };
+	struct utrace_session *s;
+	bool ifunc;
+	int i;
+
+	target_wait_ready(&t);
+	msleep(100);
+	st.pid = t.pid;
+	st.fn = libc_fn(t.pid, "getpid", &ifunc);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_EXIT, &st));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	for (i = 0; i < 100 && !st.calls; i++)
+		CHECK(utrace_session__run(s, 20) >= 0);
+	CHECK_EQ(st.calls, 1);
+	CHECK_EQ(st.fail, 0);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
 static unsigned long rseq_count(struct target *t)
 {
 	char line[64];
