@@ -257,6 +257,13 @@ static int check_same_file(pid_t pid, const char *real, char *why, size_t size)
 	char other[PATH_MAX + 64];
 	struct stat a, b;
 
+	snprintf(other, sizeof(other), "/proc/%d/root/", pid);
+	if (stat(other, &b) < 0) {
+		int r = errno == ENOENT ? -ESRCH : -errno;
+
+		snprintf(why, size, "%s", strerror(-r));
+		return r;
+	}
 	snprintf(other, sizeof(other), "/proc/%d/root%s", pid, real);
 	if (stat(real, &a) < 0)
 		return -errno;
