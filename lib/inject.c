@@ -16,14 +16,16 @@
  *     file gets code execution in the target with the target's
  *     privileges. dlopen() resolves the path in the *target's* mount
  *     namespace, so /proc/PID/root/PATH must be the same inode as PATH.
- *  1. Seize every thread (utrace_session__attach(); nothing stops yet) if
- *     the process is not in the session already.
- *  2. Resolve dlopen, dlsym, dlerror and dlclose in the target: glibc >=
+ *  1. Resolve dlopen, dlsym, dlerror and dlclose in the target: glibc >=
  *     2.34 exports them from libc.so.6 (libdl.so.2 is an empty stub), older
  *     ones from libdl.so.2 when it is loaded. utrace_image__open_pid() reads
  *     the maps and the ELF symbol tables; runtime address = st_value +
  *     load bias. No dlopen (static binary, musl, libc not mapped yet: a
- *     process stopped at exec) is a clean -ENOENT.
+ *     process stopped at exec) is a clean -ENOENT. If r_debug.r_state
+ *     (found via DT_DEBUG) says a dlopen or dlclose is half done, wait for
+ *     it to finish. All of this before attaching: the target runs freely.
+ *  2. Seize every thread (utrace_session__attach(); nothing stops yet) if
+ *     the process is not in the session already.
  *  3. Choose the thread that will make the calls. dlopen takes the loader
  *     lock and calls malloc; a thread stopped while holding either would
  *     deadlock against itself (kubo/injector#5). So, from /proc without
@@ -56,7 +58,7 @@
  *     would become a stop that wakes the tracer, the very cost the agent
  *     design removes (design.md, prior-art.md §8).
  *
- * Every failure after step 1 unwinds what was done in the target, in
+ * Every failure after step 2 unwinds what was done in the target, in
  * reverse (dlclose, close the arena fd, munmap), and leaves the thread as
  * it was; the one error message has the shape "pid N: cannot inject
  * 'PATH': WHAT". A remote call that times out cannot be unwound in full:
@@ -69,6 +71,7 @@
  * is inside malloc" detection (it needs an interposer preloaded).
  */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -76,6 +79,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -106,6 +110,7 @@
 #define SYS_pidfd_getfd 438
 #endif
 
+#define R_DEBUG_STATE 24 /* offsetof(struct r_debug, r_state) on LP64 */
 #define RTLD_NOW_VALUE 2 /* <dlfcn.h> RTLD_NOW, the same in every glibc */
 #define SCRATCH_SIZE 4096
 #define ARENA_NAME "utrace-arena"
@@ -352,6 +357,94 @@ static int resolve_dl(struct inject_ctx *c)
 			    "no dlopen in the target (statically linked, not glibc, or libc not "
 			    "loaded yet)");
 	return 0;
+}
+
+/*
+ * Address of the target's struct r_debug (_r_debug of ld.so), from the
+ * DT_DEBUG entry ld.so fills in the main program's dynamic section: found
+ * through AT_PHDR/AT_PHNUM of /proc/PID/auxv and PT_DYNAMIC. Target memory
+ * only, no symbol table needed. Return: 0; -ENOENT (static, or no
+ * DT_DEBUG); negative errno.
+ */
+static int find_r_debug(pid_t pid, uint64_t *ret)
+{
+	uint64_t auxv[2 * 64], phdr = 0, phnum = 0, base = 0, dyn = 0, i;
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, auxv, sizeof(auxv));
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	for (i = 0; i + 1 < (uint64_t)n / 8; i += 2) {
+		if (auxv[i] == AT_PHDR)
+			phdr = auxv[i + 1];
+		else if (auxv[i] == AT_PHNUM)
+			phnum = auxv[i + 1];
+	}
+	if (!phdr || !phnum || phnum > 256)
+		return -ENOENT;
+	/* The load bias: AT_PHDR minus PT_PHDR's vaddr. */
+	for (i = 0; i < phnum; i++) {
+		Elf64_Phdr ph;
+
+		if (utrace_mem__read(pid, phdr + i * sizeof(ph), &ph, sizeof(ph)) != sizeof(ph))
+			return -EFAULT;
+		if (ph.p_type == PT_PHDR)
+			base = phdr - ph.p_vaddr;
+		else if (ph.p_type == PT_DYNAMIC)
+			dyn = ph.p_vaddr;
+	}
+	if (!dyn)
+		return -ENOENT;
+	for (i = 0; i < 512; i++) {
+		Elf64_Dyn d;
+
+		if (utrace_mem__read(pid, base + dyn + i * sizeof(d), &d, sizeof(d)) != sizeof(d))
+			return -EFAULT;
+		if (d.d_tag == DT_NULL)
+			break;
+		if (d.d_tag == DT_DEBUG) {
+			if (!d.d_un.d_ptr)
+				return -ENOENT;
+			*ret = d.d_un.d_ptr;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/*
+ * Wait (up to ~1 s, the target running) until no dlopen/dlclose is half
+ * done: r_debug.r_state == RT_CONSISTENT. A thread inside the loader holds
+ * its lock; calling dlopen in that very thread would re-enter it, which is
+ * what produces "Inconsistency detected by ld.so: ... r_state ==
+ * RT_CONSISTENT" (kubo/injector#5). Without DT_DEBUG, nothing to check.
+ * Return: 0; -EAGAIN if the loader stayed busy.
+ */
+static int wait_loader_idle(struct inject_ctx *c)
+{
+	uint64_t r_debug = 0;
+	int32_t state = 0;
+	int i;
+
+	if (find_r_debug(c->pid, &r_debug) < 0)
+		return 0;
+	pr_debug("pid %d: r_debug at 0x%lx\n", c->pid, (unsigned long)r_debug);
+	for (i = 0; i < 100; i++) {
+		if (utrace_mem__read(c->pid, r_debug + R_DEBUG_STATE, &state, sizeof(state)) !=
+		    sizeof(state))
+			return 0;
+		if (state == 0 /* RT_CONSISTENT */)
+			return 0;
+		usleep(10000);
+	}
+	return fail(c, -EAGAIN, "its dynamic loader stays busy (r_debug.r_state %d)", state);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -787,7 +880,15 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 	if (r < 0)
 		return fail(&c, r, "%s", why);
 
-	/* 1. Seize. */
+	/* 1. Symbols and the loader's state, before we hold anything. */
+	t[0] = now_us();
+	r = resolve_dl(&c);
+	if (r == 0)
+		r = wait_loader_idle(&c);
+	t[1] = now_us();
+	if (r < 0)
+		return r;
+	/* 2. Seize. */
 	if (utrace_session__threads(s, pid, NULL, 0) < 0) {
 		r = utrace_session__attach(s, pid);
 		if (r < 0) {
@@ -797,10 +898,7 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 		}
 		attached = true;
 	}
-	/* 2, 3. */
-	t[0] = now_us();
-	r = resolve_dl(&c);
-	t[1] = now_us();
+	/* 3. */
 	if (r == 0)
 		r = choose_thread(&c);
 	t[2] = now_us();

@@ -11,6 +11,8 @@
  * patch is left behind.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -624,6 +626,55 @@ TEST(inject_refuses_writable_paths)
 TEST(inject_relative_path_refused)
 {
 	inject_fails("libinject-test.so", "inject_test_init", -EINVAL, "not an absolute path");
+}
+
+/* The target's _r_debug: ours, moved from our ld.so base to its ld.so base. */
+static uint64_t target_r_debug(pid_t pid)
+{
+	void *mine = dlsym(RTLD_DEFAULT, "_r_debug");
+	struct utrace_maps *m = utrace_maps__read(pid);
+	uint64_t base = 0;
+	Dl_info info;
+	size_t i;
+
+	CHECK(mine && m);
+	CHECK(dladdr(mine, &info) && info.dli_fbase);
+	for (i = 0; i < m->nr && !base; i++)
+		if (m->maps[i].path && strstr(m->maps[i].path, "/ld-linux") && !m->maps[i].offset)
+			base = m->maps[i].start;
+	utrace_maps__free(m);
+	CHECK(base);
+	return base + ((uint64_t)mine - (uint64_t)info.dli_fbase);
+}
+
+/* While a dlopen is half done (r_state != RT_CONSISTENT), wait, then give up. */
+TEST(inject_waits_for_busy_loader)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection inj;
+	char err[512] = "";
+	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = 4,
+		    .arena_size = 4096, .errbuf = err, .errlen = sizeof(err));
+	uint64_t r_debug;
+	int32_t state;
+
+	target_wait_ready(&t);
+	r_debug = target_r_debug(t.pid);
+	CHECK_EQ(utrace_mem__read(t.pid, r_debug + 24, &state, 4), 4);
+	CHECK_EQ(state, 0);
+	state = 1; /* RT_ADD */
+	CHECK_EQ(utrace_mem__write(t.pid, r_debug + 24, &state, 4), 4);
+	CHECK_EQ(utrace_inject(t.pid, so_path(), &o, &inj), -EAGAIN);
+	CHECK_MSG(strstr(err, "dynamic loader stays busy"), "%s", err);
+	CHECK(!maps_contain(t.pid, "libinject-test"));
+	state = 0;
+	CHECK_EQ(utrace_mem__write(t.pid, r_debug + 24, &state, 4), 4);
+	CHECK_EQ(utrace_inject(t.pid, so_path(), &o, &inj), 0);
+	check_marker(&inj, t.pid, 4);
+	utrace_injection__clear(&inj);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
 /* ---- repetition ---- */
