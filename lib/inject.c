@@ -937,10 +937,12 @@ void utrace_injection__clear(struct utrace_injection *inj)
 {
 	if (!inj)
 		return;
-	if (inj->arena && inj->arena_size)
+	/* The fd exists only with the mapping: a zeroed struct closes nothing. */
+	if (inj->arena) {
 		munmap(inj->arena, inj->arena_size);
-	if (inj->arena_fd > 0)
-		close(inj->arena_fd);
+		if (inj->arena_fd >= 0)
+			close(inj->arena_fd);
+	}
 	inj->arena = NULL;
 	inj->arena_size = 0;
 	inj->arena_fd = -1;

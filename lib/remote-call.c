@@ -157,6 +157,7 @@ static int call_wait(struct utrace_thread *th, long deadline, int *status)
 	int fd = utrace_session__fd(s);
 
 	for (;;) {
+		siginfo_t si;
 		int st;
 		pid_t r = waitpid(th->tid, &st, __WALL | __WNOTHREAD | WNOHANG);
 
@@ -171,21 +172,23 @@ static int call_wait(struct utrace_thread *th, long deadline, int *status)
 			*status = st;
 			return 0;
 		}
-		/* Someone else's event: the session deals with it. */
-		r = waitpid(-1, &st, __WALL | __WNOTHREAD | WNOHANG);
-		if (r == th->tid) {
-			if (WIFEXITED(st) || WIFSIGNALED(st)) {
-				session_handle_status(s, th->tid, st);
-				return -ESRCH;
-			}
-			th->interrupted = false;
-			*status = st;
-			return 0;
-		}
-		if (r > 0) {
-			session_handle_status(s, r, st);
+		/*
+		 * Someone else's ptrace stop (a thread the callee created, say):
+		 * the session deals with it. Only stops: waitid(WSTOPPED) never
+		 * returns exits, so a plain child of the caller that exits now is
+		 * not reaped behind the caller's back. Exits of other tracees
+		 * wait for the session's loop, and so does a plain child in a
+		 * group-stop (CLD_STOPPED, not a ptrace stop).
+		 */
+		memset(&si, 0, sizeof(si));
+		r = waitid(P_ALL, 0, &si, WSTOPPED | WNOHANG | WNOWAIT | __WALL | __WNOTHREAD);
+		if (r == 0 && si.si_pid > 0 && si.si_pid != th->tid && si.si_code == CLD_TRAPPED) {
+			if (waitpid(si.si_pid, &st, __WALL | __WNOTHREAD | WNOHANG) == si.si_pid)
+				session_handle_status(s, si.si_pid, st);
 			continue;
 		}
+		if (r == 0 && si.si_pid == th->tid)
+			continue; /* ours, just now */
 		if (deadline) {
 			long left = deadline - now_ms();
 			struct pollfd pfd = { .fd = fd, .events = POLLIN };

@@ -278,6 +278,44 @@ TEST(remote_call_values)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+/*
+ * During a long remote call (usleep in the target) a child of ours that is
+ * not traced exits: its status is still ours to collect afterwards.
+ */
+TEST(remote_call_leaves_plain_children_alone)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	uint64_t a[6] = { 200000 }, ret = 1;
+	bool ifunc;
+	uint64_t fn_usleep;
+	int status;
+	pid_t child;
+
+	target_wait_ready(&t);
+	fn_usleep = libc_fn(t.pid, "usleep", &ifunc);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	child = fork();
+	if (child == 0) {
+		msleep(30);
+		_exit(7);
+	}
+	CHECK_EQ(utrace_thread__remote_call(th, fn_usleep, a, NULL, &ret), 0);
+	CHECK_EQ(ret, 0);
+	CHECK_EQ(waitpid(child, &status, WNOHANG), child);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
 struct exit_state {
 	pid_t pid;
 	uint64_t fn;
@@ -478,6 +516,25 @@ TEST(inject_init_starts_thread)
 		msleep(5);
 	CHECK(__atomic_load_n(&m->thread_ticks, __ATOMIC_RELAXED) > ticks);
 	CHECK_EQ(write(t.in, "quit\n", 5), 5);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	utrace_injection__clear(&inj);
+}
+
+/* A stopped process (SIGSTOP) is injected and stays stopped until SIGCONT. */
+TEST(inject_group_stopped)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_injection inj;
+
+	target_wait_ready(&t);
+	CHECK_EQ(kill(t.pid, SIGSTOP), 0);
+	CHECK(wait_state(t.pid, "T", 5000));
+	inject_ok(t.pid, 11, &inj);
+	msleep(50);
+	CHECK_MSG(proc_state(t.pid) == 'T', "state %c", proc_state(t.pid));
+	CHECK_EQ(kill(t.pid, SIGCONT), 0);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 	utrace_injection__clear(&inj);
 }
