@@ -29,6 +29,13 @@
 
 #include "utrace/utrace.h"
 
+/* The test object's init wants this cookie (tests/targets/inject-test.h). */
+static int prepare(void *arena, size_t size, void *ctx)
+{
+	((uint64_t *)arena)[1] = 0xc00c1eULL;
+	return 0;
+}
+
 static double now_us(void)
 {
 	struct timespec ts;
@@ -108,9 +115,9 @@ int main(int argc, char **argv)
 		struct utrace_session *s = utrace_session__new(NULL);
 		struct utrace_injection inj;
 		char err[512] = "";
-		UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init",
-			    .init_arg = (uint64_t)i, .arena_size = 1 << 20, .errbuf = err,
-			    .errlen = sizeof(err));
+		UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare,
+			    .init_symbol = "inject_test_init", .init_arg = (uint64_t)i,
+			    .arena_size = 1 << 20, .errbuf = err, .errlen = sizeof(err));
 		int in, out, r;
 		pid_t pid = start(exe, mt ? "8" : "read", &in, &out);
 		double t0, t1, t2, t3;

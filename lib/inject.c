@@ -50,8 +50,9 @@
  *     an unmapped address, timeout). NULL: remote dlerror(), its text read
  *     from the target, reported as "dlopen failed: <text>".
  *  7. dlsym(handle, init_symbol); NULL: dlerror() again, dlclose(handle).
- *  8. init(arena_fd, arena_size, arg). A negative result: dlclose(handle),
- *     the arena fd closed in the target.
+ *  8. init(arena_fd, flags, arg), after the caller's prepare_arena() has
+ *     filled the arena. A negative int: dlclose(handle), the arena fd
+ *     closed in the target.
  *  9. munmap the scratch page; resume the thread: its registers come back
  *     and the syscall it was blocked in restarts (remote.c's essay).
  * 10. Detach if we attached: while traced, every signal the target gets
@@ -708,6 +709,7 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	const struct utrace_inject_opts *o = c->opts;
 	size_t arena_size = o ? o->arena_size : 0, off = 0;
 	uint64_t path_addr, sym_addr = 0, name_addr = 0, handle = 0, init = 0, ret = 0;
+	int iret = 0;
 	long sret = 0, tfd = -1;
 	int fd = -1, r;
 	void *arena = NULL;
@@ -778,6 +780,14 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 		}
 	}
 
+	if (arena && o->prepare_arena) {
+		r = o->prepare_arena(arena, arena_size, o->prepare_ctx);
+		if (r < 0) {
+			r = fail(c, r, "preparing the arena: %s", errstr(r, eb, sizeof(eb)));
+			goto out_fd;
+		}
+	}
+
 	/* 6. dlopen. */
 	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, &handle);
 	if (r < 0) {
@@ -802,15 +812,17 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 			r = fail(c, -UTRACE_ERRNO__INJECT, "dlsym failed: %s", msg);
 			goto out_dlclose;
 		}
-		r = rcall(c, init, (uint64_t)tfd, arena_size, o->init_arg, &ret);
+		r = rcall(c, init, (uint64_t)(int64_t)tfd, o->init_flags, o->init_arg, &ret);
 		if (r < 0) {
 			r = fail(c, r, "remote call of %s: %s", o->init_symbol,
 				 errstr(r, eb, sizeof(eb)));
 			goto out_dlclose;
 		}
-		if ((long)ret < 0) {
+		/* An int: only eax is defined (mov $-1, %eax zero-extends). */
+		iret = (int)(uint32_t)ret;
+		if (iret < 0) {
 			r = fail(c, -UTRACE_ERRNO__INJECT, "%s() failed: %s", o->init_symbol,
-				 errstr((int)(long)ret, eb, sizeof(eb)));
+				 errstr(iret, eb, sizeof(eb)));
 			goto out_dlclose;
 		}
 	}
@@ -821,7 +833,7 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	out->pid = c->pid;
 	out->tid = utrace_thread__tid(c->th);
 	out->handle = handle;
-	out->init_ret = (long)ret;
+	out->init_ret = iret;
 	out->arena = arena;
 	out->arena_size = arena ? arena_size : 0;
 	out->arena_fd = fd;

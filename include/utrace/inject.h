@@ -80,28 +80,40 @@ UTRACE_API int utrace_thread__remote_call(struct utrace_thread *th, uint64_t add
 /**
  * typedef utrace_inject_init_fn_t - the init function of an injected
  * object, called once in the target by utrace_session__inject() after
- * dlopen(). It runs in a hijacked application thread whose signals are
- * blocked: it must return quickly (start a thread for long work and set
- * that thread's signal mask explicitly) and must not wait for threads it
- * creates. On failure it undoes its own work before returning, since the
- * object is then dlclose()d.
+ * dlopen(); the agent's is __utrace_agent_init(arena_fd, flags), which
+ * ignores the third argument. It runs in a hijacked application thread
+ * whose signals are blocked: it must return quickly (start a thread for
+ * long work) and must not wait for threads it creates for longer than the
+ * call timeout. On failure it undoes its own work before returning, since
+ * the object is then dlclose()d. The result is read as an int (eax).
  * @arena_fd: a memfd shared with the tracer (0600, sealed against
- *	shrinking and growing, close-on-exec), or -1 without an arena; the
- *	object owns it (mmap MAP_SHARED, keep or close it)
- * @arena_size: its size in bytes
- * @arg: the caller's opaque argument (utrace_inject_opts.init_arg)
+ *	shrinking and growing, close-on-exec; fstat() gives its size), or -1
+ *	without an arena; the object owns it (mmap MAP_SHARED, keep or close)
+ * @flags: utrace_inject_opts.init_flags
+ * @arg: utrace_inject_opts.init_arg
  * Return: >= 0 on success; negative errno on failure.
  */
-typedef long (*utrace_inject_init_fn_t)(int arena_fd, uint64_t arena_size, uint64_t arg);
+typedef int (*utrace_inject_init_fn_t)(int arena_fd, unsigned int flags, uint64_t arg);
+
+/**
+ * typedef utrace_inject_arena_fn_t - called in the tracer once the arena is
+ * mapped on both sides, before dlopen: write what init expects to find
+ * there (the agent checks its header). Return 0, or a negative errno to
+ * abandon the injection (the target is left as it was).
+ */
+typedef int (*utrace_inject_arena_fn_t)(void *arena, size_t size, void *ctx);
 
 /**
  * struct utrace_inject_opts - options of utrace_session__inject().
  * @sz: size of this struct
  * @init_symbol: function to call after dlopen (see utrace_inject_init_fn_t);
  *	NULL = do not call anything
+ * @init_flags: its second argument
  * @init_arg: its third argument
  * @arena_size: size of the shared memfd arena (rounded up to pages);
  *	0 = no arena
+ * @prepare_arena: optional, see utrace_inject_arena_fn_t
+ * @prepare_ctx: its @ctx
  * @timeout_ms: limit of each remote function call; 0 = 5000 ms
  * @tid: thread to hijack; 0 = choose one (see lib/inject.c)
  * @allow_unsafe_path: skip the check that nobody else can write the
@@ -115,8 +127,11 @@ typedef long (*utrace_inject_init_fn_t)(int arena_fd, uint64_t arena_size, uint6
 struct utrace_inject_opts {
 	size_t sz;
 	const char *init_symbol;
+	unsigned int init_flags;
 	uint64_t init_arg;
 	size_t arena_size;
+	utrace_inject_arena_fn_t prepare_arena;
+	void *prepare_ctx;
 	int timeout_ms;
 	pid_t tid;
 	bool allow_unsafe_path;
@@ -132,7 +147,7 @@ struct utrace_inject_opts {
  * @pid: the target
  * @tid: the thread that ran the calls
  * @handle: dlopen()'s handle in the target
- * @init_ret: the init function's return value (0 without init)
+ * @init_ret: the init function's return value (>= 0; 0 without init)
  * @arena: the arena mapped in the tracer (MAP_SHARED), or NULL
  * @arena_size: its size
  * @arena_fd: the tracer's fd of the arena, or -1
@@ -142,7 +157,7 @@ struct utrace_injection {
 	pid_t pid;
 	pid_t tid;
 	uint64_t handle;
-	long init_ret;
+	int init_ret;
 	void *arena;
 	size_t arena_size;
 	int arena_fd;
@@ -158,7 +173,7 @@ struct utrace_injection {
  * thread (blocked in a syscall and outside the loader if possible), maps a
  * scratch page, creates the arena (memfd_create("utrace-arena"),
  * ftruncate, seals; the tracer maps the same pages), calls dlopen(path,
- * RTLD_NOW), dlsym() and init(arena_fd, arena_size, arg), unmaps the scratch
+ * RTLD_NOW), dlsym() and init(arena_fd, flags, arg), unmaps the scratch
  * page and lets the thread go on. If @pid is not in @s yet it is attached
  * first and detached at the end (staying attached would turn every signal
  * into a tracer stop); otherwise it stays traced. On failure the target is

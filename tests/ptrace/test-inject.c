@@ -137,6 +137,17 @@ static void check_no_scratch_left(pid_t pid, const struct utrace_maps *before)
 
 /* ---- injection with the checks every case shares ---- */
 
+/* The tracer's part of the arena protocol: the init refuses an arena without it. */
+static int prepare(void *arena, size_t size, void *ctx)
+{
+	struct inject_test_marker *m = arena;
+
+	if (size < sizeof(*m))
+		return -EINVAL;
+	m->host_cookie = INJECT_TEST_COOKIE;
+	return 0;
+}
+
 static void check_marker(const struct utrace_injection *inj, pid_t pid, uint64_t arg)
 {
 	const struct inject_test_marker *m = inj->arena;
@@ -144,6 +155,7 @@ static void check_marker(const struct utrace_injection *inj, pid_t pid, uint64_t
 	CHECK(m);
 	CHECK(inj->arena_size >= 4096);
 	CHECK_EQ(m->magic, INJECT_TEST_MAGIC);
+	CHECK_EQ(m->flags, 0x5a);
 	CHECK_EQ(m->arg, arg);
 	CHECK_EQ(m->pid, pid);
 	CHECK_EQ(m->tid, inj->tid);
@@ -159,8 +171,9 @@ static void inject_ok(pid_t pid, uint64_t arg, struct utrace_injection *inj)
 {
 	char err[512] = "";
 	struct code_snap snap;
-	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = arg,
-		    .arena_size = 8192, .errbuf = err, .errlen = sizeof(err));
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = "inject_test_init", .init_arg = arg, .arena_size = 8192,
+		    .errbuf = err, .errlen = sizeof(err));
 	int r;
 
 	code_snap_take(pid, &snap);
@@ -497,8 +510,9 @@ TEST(inject_init_starts_thread)
 	char err[512] = "";
 	uint64_t ticks;
 	int i;
-	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init_thread", .init_arg = 3,
-		    .arena_size = 4096, .errbuf = err, .errlen = sizeof(err));
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = "inject_test_init_thread", .init_arg = 3, .arena_size = 4096,
+		    .errbuf = err, .errlen = sizeof(err));
 
 	target_wait_ready(&t);
 	CHECK_MSG(utrace_inject(t.pid, so_path(), &o, &inj) == 0, "%s", err);
@@ -549,8 +563,9 @@ static void inject_fails(const char *path, const char *init, int want, const cha
 	struct utrace_injection inj;
 	struct code_snap snap;
 	char err[512] = "", prefix[64];
-	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = init, .init_arg = 1, .arena_size = 4096,
-		    .errbuf = err, .errlen = sizeof(err));
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = init, .init_arg = 1, .arena_size = 4096, .errbuf = err,
+		    .errlen = sizeof(err));
 	struct utrace_maps *maps_before;
 	int fds, r;
 
@@ -666,8 +681,8 @@ TEST(inject_refuses_writable_paths)
 		const char *args[] = { "read", NULL };
 		struct target t = target_start("s-blocked", args, -1);
 		struct utrace_injection inj;
-		UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = 5,
-			    .arena_size = 4096);
+		UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+			    .init_symbol = "inject_test_init", .init_arg = 5, .arena_size = 4096);
 
 		target_wait_ready(&t);
 		CHECK_EQ(utrace_inject(t.pid, path, &o, &inj), 0);
@@ -711,8 +726,9 @@ TEST(inject_waits_for_busy_loader)
 	struct target t = target_start("s-blocked", args, -1);
 	struct utrace_injection inj;
 	char err[512] = "";
-	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = 4,
-		    .arena_size = 4096, .errbuf = err, .errlen = sizeof(err));
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = "inject_test_init", .init_arg = 4, .arena_size = 4096,
+		    .errbuf = err, .errlen = sizeof(err));
 	uint64_t r_debug;
 	int32_t state;
 
@@ -744,8 +760,9 @@ TEST_TIMEOUT(inject_50_fresh_targets, 180)
 		const char *args[] = { "read", NULL };
 		struct target t = target_start("s-blocked", args, -1);
 		struct utrace_injection inj;
-		UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init",
-			    .init_arg = (uint64_t)i, .arena_size = 4096);
+		UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+			    .init_symbol = "inject_test_init", .init_arg = (uint64_t)i,
+			    .arena_size = 4096);
 		int r;
 
 		target_wait_ready(&t);
@@ -764,8 +781,8 @@ TEST(inject_twice_same_target)
 	const char *args[] = { "read", NULL };
 	struct target t = target_start("s-blocked", args, -1);
 	struct utrace_injection a, b;
-	UTRACE_OPTS(utrace_inject_opts, o, .init_symbol = "inject_test_init", .init_arg = 1,
-		    .arena_size = 4096);
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = "inject_test_init", .init_arg = 1, .arena_size = 4096);
 
 	target_wait_ready(&t);
 	CHECK_EQ(utrace_inject(t.pid, so_path(), &o, &a), 0);

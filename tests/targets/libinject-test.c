@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "inject-test.h"
@@ -32,24 +33,30 @@ __attribute__((constructor)) static void ctor(void)
 }
 
 /* The init function (utrace_inject_init_fn_t). */
-EXPORT long inject_test_init(int arena_fd, uint64_t arena_size, uint64_t arg)
+EXPORT int inject_test_init(int arena_fd, unsigned int flags, uint64_t arg)
 {
 	struct inject_test_marker *m;
 	volatile double d = 1.0;
+	uint64_t arena_size;
+	struct stat st;
 	char *heap;
 	void *p;
 	int i;
 
 	init_calls++;
 	inject_test_arg = arg;
-	if (arena_fd < 0 || arena_size < sizeof(*m))
+	if (arena_fd < 0 || fstat(arena_fd, &st) < 0 || (size_t)st.st_size < sizeof(*m))
 		return -EINVAL;
+	arena_size = (uint64_t)st.st_size;
 	p = mmap(NULL, arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, arena_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	close(arena_fd);
 	m = p;
 	last_arena = m;
+	if (m->host_cookie != INJECT_TEST_COOKIE)
+		return -EPROTO; /* prepare_arena() did not run first */
+	m->flags = flags;
 	heap = malloc(100000); /* large: the arena lock, not the tcache */
 	if (!heap)
 		return -ENOMEM;
@@ -95,14 +102,14 @@ static void *agent_thread(void *arg)
  * would, and waits until it runs: the thread must be able to start while
  * the tracer is still inside the remote call.
  */
-EXPORT long inject_test_init_thread(int arena_fd, uint64_t arena_size, uint64_t arg)
+EXPORT int inject_test_init_thread(int arena_fd, unsigned int flags, uint64_t arg)
 {
 	struct inject_test_marker *m;
 	pthread_t th;
-	long r;
+	int r;
 	int i;
 
-	r = inject_test_init(arena_fd, arena_size, arg);
+	r = inject_test_init(arena_fd, flags, arg);
 	if (r < 0)
 		return r;
 	m = last_arena;
@@ -118,7 +125,7 @@ EXPORT long inject_test_init_thread(int arena_fd, uint64_t arena_size, uint64_t 
 }
 
 /* An init that fails: the injection must undo everything. */
-EXPORT long inject_test_init_fail(int arena_fd, uint64_t arena_size, uint64_t arg)
+EXPORT int inject_test_init_fail(int arena_fd, unsigned int flags, uint64_t arg)
 {
 	init_calls++;
 	return -EPERM;
@@ -127,7 +134,7 @@ EXPORT long inject_test_init_fail(int arena_fd, uint64_t arena_size, uint64_t ar
 /* An init that crashes (reads address 16). */
 static volatile uintptr_t crash_addr = 16;
 
-EXPORT long inject_test_init_crash(int arena_fd, uint64_t arena_size, uint64_t arg)
+EXPORT int inject_test_init_crash(int arena_fd, unsigned int flags, uint64_t arg)
 {
-	return *(volatile long *)crash_addr;
+	return (int)*(volatile long *)crash_addr;
 }
