@@ -534,6 +534,51 @@ TEST(inject_init_starts_thread)
 	utrace_injection__clear(&inj);
 }
 
+static int cb_count_entry(struct utrace_engine *e, struct utrace_thread *th,
+			  struct utrace_syscall *sc)
+{
+	(*(long *)utrace_engine__ctx(e))++;
+	return UTRACE_RESUME;
+}
+
+/*
+ * Into a process a session already traces, with a syscall engine: eight
+ * threads keep making syscalls (each one a stop handled by the session)
+ * while one thread runs dlopen. The process stays traced afterwards.
+ */
+TEST(inject_in_existing_session)
+{
+	const char *args[] = { "8", NULL };
+	struct target t = target_start("s-inject-mt", args, -1);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .syscall_entry = cb_count_entry };
+	struct utrace_injection inj;
+	struct utrace_session *s;
+	char err[512] = "";
+	long entries = 0, before;
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = "inject_test_init", .init_arg = 77, .arena_size = 4096,
+		    .errbuf = err, .errlen = sizeof(err));
+
+	target_wait_ready(&t);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_ENTRY, &entries));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK(entries > 0);
+	CHECK_MSG(utrace_session__inject(s, t.pid, so_path(), &o, &inj) == 0, "%s", err);
+	check_marker(&inj, t.pid, 77);
+	CHECK(utrace_proc__tracer(t.pid) > 0); /* still ours */
+	before = entries;
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK(entries > before);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(write(t.in, "quit\n", 5), 5);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	utrace_injection__clear(&inj);
+}
+
 /* A stopped process (SIGSTOP) is injected and stays stopped until SIGCONT. */
 TEST(inject_group_stopped)
 {
