@@ -736,6 +736,29 @@ TEST(inject_refuses_writable_paths)
 		CHECK_EQ(write(t.in, "hello\n", 6), 6);
 		CHECK_EQ(target_reap(&t, 10000), 0);
 	}
+	/* A file of another user (its owner can rewrite it): refused. */
+	if (geteuid() == 0 && chown(path, 65534, 65534) == 0) {
+		inject_fails(path, "inject_test_init", -UTRACE_ERRNO__UNSAFE_PATH,
+			     "belongs to uid 65534, neither us nor root");
+		CHECK_EQ(chown(path, 0, 0), 0);
+	}
+	/* The tests-only override. */
+	CHECK_EQ(chmod(dir, 0777), 0);
+	{
+		const char *args[] = { "read", NULL };
+		struct target t = target_start("s-blocked", args, -1);
+		struct utrace_injection inj;
+		UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+			    .init_symbol = "inject_test_init", .init_arg = 6, .arena_size = 4096,
+			    .allow_unsafe_path = true);
+
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_inject(t.pid, path, &o, &inj), 0);
+		check_marker(&inj, t.pid, 6);
+		utrace_injection__clear(&inj);
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+		CHECK_EQ(target_reap(&t, 10000), 0);
+	}
 	unlink(path);
 	rmdir(dir);
 }
