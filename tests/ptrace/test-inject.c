@@ -329,6 +329,120 @@ TEST(remote_call_leaves_plain_children_alone)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+/*
+ * 300 remote calls (getpid, and strlen, whose SSE/AVX2 code clobbers
+ * vector registers) spread over the nine threads of a busy s-inject-mt
+ * (computing with integer and SSE registers, sleeping, blocked in read):
+ * general registers identical, each thread's invariants hold afterwards.
+ */
+TEST(remote_call_stress_threads)
+{
+	const char *args[] = { "8", NULL };
+	struct target t = target_start("s-inject-mt", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *ths[16];
+	uint64_t a[6] = { 0 }, ret, fn_getpid, fn_strlen;
+	char text[1000];
+	bool ifunc;
+	long sret = 0;
+	int n, i;
+
+	target_wait_ready(&t);
+	fn_getpid = libc_fn(t.pid, "getpid", &ifunc);
+	fn_strlen = libc_fn(t.pid, "strlen", &ifunc);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	n = utrace_session__threads(s, t.pid, ths, 16);
+	CHECK_EQ(n, 9);
+	/* A string for strlen, whose SSE/AVX2 code clobbers vector registers. */
+	CHECK_EQ(utrace_thread__quiesce(ths[0], true), 0);
+	a[1] = 4096;
+	a[2] = PROT_READ | PROT_WRITE;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	a[4] = (uint64_t)-1;
+	CHECK_EQ(utrace_thread__remote_syscall(ths[0], SYS_mmap, a, &sret), 0);
+	CHECK(sret > 0);
+	memset(text, 'x', sizeof(text) - 1);
+	text[sizeof(text) - 1] = 0;
+	CHECK_EQ(utrace_mem__write(t.pid, (uint64_t)sret, text, sizeof(text)),
+		 (ssize_t)sizeof(text));
+	memset(a, 0, sizeof(a));
+	if (ifunc) {
+		CHECK_EQ(utrace_thread__remote_call(ths[0], fn_strlen, a, NULL, &ret), 0);
+		fn_strlen = ret;
+	}
+	for (i = 0; i < 300; i++) {
+		struct utrace_thread *th = ths[(i * 7) % n];
+		struct user_regs_struct before, after;
+		bool use_strlen = i % 2;
+
+		CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+		CHECK_EQ(utrace_thread__get_regs(th, &before), 0);
+		ret = 0;
+		a[0] = use_strlen ? (uint64_t)sret : 0;
+		CHECK_EQ(utrace_thread__remote_call(th, use_strlen ? fn_strlen : fn_getpid, a, NULL,
+						    &ret),
+			 0);
+		CHECK_EQ(ret, use_strlen ? (uint64_t)sizeof(text) - 1 : (uint64_t)t.pid);
+		CHECK_EQ(utrace_thread__get_regs(th, &after), 0);
+		CHECK_MEMEQ(&before, &after, sizeof(before));
+		CHECK_EQ(utrace_thread__resume(th), 0);
+		if (i % 50 == 0)
+			CHECK(utrace_session__run(s, 5) >= 0);
+	}
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(write(t.in, "quit\n", 5), 5);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+/*
+ * atof() returns its double in xmm0 and computes with the low xmm
+ * registers (string functions do not do: on AVX-512 machines glibc picks
+ * their EVEX versions, which use only ymm16-31). Called 100 times in a
+ * thread whose loop keeps doubles in xmm0-5 (s-blocked spin): the loop's
+ * result is still right, so NT_X86_XSTATE came back each time.
+ */
+TEST(remote_call_keeps_vector_state)
+{
+	const char *args[] = { "spin", "4000", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	uint64_t a[6] = { 0 }, ret, fn_atof;
+	bool ifunc;
+	long sret = 0;
+	int i;
+
+	target_wait_ready(&t);
+	fn_atof = libc_fn(t.pid, "atof", &ifunc);
+	CHECK(!ifunc);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	a[1] = 4096;
+	a[2] = PROT_READ | PROT_WRITE;
+	a[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	a[4] = (uint64_t)-1;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_mmap, a, &sret), 0);
+	CHECK(sret > 0);
+	CHECK_EQ(utrace_mem__write(t.pid, (uint64_t)sret, "12345.678e-3", 13), 13);
+	memset(a, 0, sizeof(a));
+	a[0] = (uint64_t)sret;
+	for (i = 0; i < 100; i++) {
+		CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+		CHECK_EQ(utrace_thread__remote_call(th, fn_atof, a, NULL, &ret), 0);
+		CHECK_EQ(utrace_thread__resume(th), 0);
+		CHECK(utrace_session__run(s, 1) >= 0);
+	}
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 20000), 0);
+}
+
 struct exit_state {
 	pid_t pid;
 	uint64_t fn;
