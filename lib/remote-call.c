@@ -51,7 +51,12 @@
  * per-CPU guarantee. So the abort is done here: rip = abort_ip and
  * rseq_cs = 0, exactly what the kernel would have done.
  *
- * Not handled: CET shadow stacks (the fake return would raise #CP; the
+ * Not handled: the per-thread restart_block. If the call times out while
+ * the callee sleeps (nanosleep, poll or futex with a timeout), the interrupt
+ * overwrites it, and a thread that was itself interrupted in such a sleep
+ * (-ERESTART_RESTARTBLOCK) would restart the callee's sleep instead of its
+ * own; ptrace cannot save it (prior-art.md §1, pitfall 1). Calls that
+ * return normally leave it alone. Also not handled: CET shadow stacks (the fake return would raise #CP; the
  * kernel on the development machines does not enable them), and a thread
  * stopped on a small sigaltstack (the call uses whatever stack rsp is on).
  */
