@@ -56,9 +56,10 @@
  * overwrites it, and a thread that was itself interrupted in such a sleep
  * (-ERESTART_RESTARTBLOCK) would restart the callee's sleep instead of its
  * own; ptrace cannot save it (prior-art.md §1, pitfall 1). Calls that
- * return normally leave it alone. Also not handled: CET shadow stacks (the fake return would raise #CP; the
- * kernel on the development machines does not enable them), and a thread
- * stopped on a small sigaltstack (the call uses whatever stack rsp is on).
+ * return normally leave it alone. Also not handled: CET shadow stacks
+ * (the fake return would raise #CP; the kernel on the development machines
+ * does not enable them), and a thread stopped on a small sigaltstack (the
+ * call uses whatever stack rsp is on).
  */
 #include <elf.h>
 #include <errno.h>
