@@ -234,9 +234,7 @@ static int inject_check_path(const char *path, char *real, char *why, size_t siz
 		char c = slash[1];
 		const char *dir = real;
 
-		slash[slash == real ? 1 : 0] = 0;
-		if (slash == real)
-			slash[1] = 0;
+		slash[slash == real ? 1 : 0] = 0; /* "/a/b/x.so" -> "/a/b", ... "/" */
 		if (stat(dir, &st) < 0) {
 			r = -errno;
 			snprintf(why, size, "%s: %s", dir, strerror(errno));
