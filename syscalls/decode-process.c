@@ -547,3 +547,52 @@ SYS_FUNC(clock_gettime)
 		sb_timespec(arg_sb(c, 1, &sb), c, c->args[1]);
 	}
 }
+
+static const struct xlat xlat_itimers[] = {
+	XLAT_PAIR(0, "ITIMER_REAL"),
+	XLAT_PAIR(1, "ITIMER_VIRTUAL"),
+	XLAT_PAIR(2, "ITIMER_PROF"),
+	XLAT_END,
+};
+
+/* {it_interval={tv_sec=0, tv_usec=0}, it_value={tv_sec=0, tv_usec=150000}} */
+static void print_itimerval(struct sysdec_call *c, int i)
+{
+	int64_t v[4];
+	struct sbuf sb;
+
+	if (!c->args[i]) {
+		arg_printf(c, i, "NULL");
+		return;
+	}
+	if ((c->exiting && c->failed) || umove(c, c->args[i], v, sizeof(v))) {
+		arg_ptr(c, i);
+		return;
+	}
+	arg_sb(c, i, &sb);
+	sb_printf(&sb,
+		  "{it_interval={tv_sec=%lld, tv_usec=%lld}, it_value={tv_sec=%lld, "
+		  "tv_usec=%lld}}",
+		  (long long)v[0], (long long)v[1], (long long)v[2], (long long)v[3]);
+}
+
+SYS_FUNC(getitimer)
+{
+	if (!c->exiting) {
+		arg_xval(c, 0, xlat_itimers, NULL); /* which */
+		at_exit(c, 1); /* curr_value */
+	} else {
+		print_itimerval(c, 1);
+	}
+}
+
+SYS_FUNC(setitimer)
+{
+	if (!c->exiting) {
+		arg_xval(c, 0, xlat_itimers, NULL); /* which */
+		print_itimerval(c, 1); /* new_value */
+		at_exit(c, 2); /* old_value */
+	} else {
+		print_itimerval(c, 2);
+	}
+}
