@@ -24,7 +24,9 @@
  *     --seccomp-bpf (which implies --kill-on-exit).
  * When the user asks for a detach that must leave the command running
  * (launch mode with -d SEC), utrace does not install the filter and traces
- * with PTRACE_SYSCALL stops instead, which it can leave cleanly.
+ * with PTRACE_SYSCALL stops instead, which it can leave cleanly. Nor does
+ * it when every syscall is selected (plain -s): the filter would stop the
+ * same syscalls as PTRACE_SYSCALL does, and only add its own cost to each.
  *
  * Attach mode (-p PID) always uses PTRACE_SYSCALL stops (a filter can only
  * be installed by the task itself); the -s SET then only filters what is
@@ -53,6 +55,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,7 +106,7 @@ struct tracer {
 };
 
 static struct tracer *the_tracer; /* for the signal handlers */
-static volatile sig_atomic_t last_signal; /* SIGINT/SIGTERM/SIGHUP received */
+static volatile sig_atomic_t last_signal; /* SIGINT/SIGTERM/SIGHUP/SIGALRM received */
 
 static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create)
 {
@@ -444,6 +447,16 @@ static int install_filter(void *ctx)
 	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &f->prog) ? -1 : 0;
 }
 
+static bool set_is_full(const struct sysdec_set *set)
+{
+	long nr;
+
+	for (nr = 0; nr < SYSDEC_NR_MAX; nr++)
+		if (sysdec_name(nr) && !sysdec_set_has(set, nr))
+			return false;
+	return true;
+}
+
 static void on_interrupt(int sig)
 {
 	last_signal = sig;
@@ -585,16 +598,50 @@ static int attach_all(struct tracer *t)
 	return 0;
 }
 
-static int timeout_left(uint64_t deadline_ns)
+/*
+ * The event loop. utrace_session__run() sleeps in poll() on a pipe that
+ * the library's SIGCHLD handler writes, which costs a signal delivery, a
+ * write and an rt_sigreturn for every ptrace stop: more than the stop
+ * itself. Instead SIGCHLD is kept blocked (after the launch, so the
+ * command does not inherit the mask) and the loop sleeps in sigtimedwait()
+ * only when utrace_session__poll() has nothing left to do; a SIGCHLD that
+ * arrives in between stays pending, so no stop is missed. SIGINT, SIGTERM,
+ * SIGHUP and the -d timer (SIGALRM) are not blocked: their handler calls
+ * utrace_session__interrupt(), which poll() reports even when events never
+ * stop coming.
+ * Return: 0 when done or interrupted (*interrupted says which); negative
+ * error code from the session otherwise.
+ */
+static int event_loop(struct tracer *t, bool *interrupted)
 {
-	uint64_t now;
+	sigset_t chld;
 
-	if (!deadline_ns)
-		return -1;
-	now = now_mono_ns();
-	if (now >= deadline_ns)
-		return 0;
-	return (int)((deadline_ns - now + 999999) / 1000000);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	for (;;) {
+		int r = utrace_session__poll(t->s);
+
+		switch (r) {
+		case UTRACE_RUN_IDLE: {
+			struct timespec ts = { 1, 0 }; /* a safety net, never needed */
+
+			if (sigtimedwait(&chld, NULL, &ts) < 0 && errno != EAGAIN && errno != EINTR)
+				return -errno;
+			break;
+		}
+		case UTRACE_RUN_BREAK:
+			break;
+		case UTRACE_RUN_DONE:
+			return 0;
+		case UTRACE_RUN_INTERRUPTED:
+		case UTRACE_RUN_TIMEOUT:
+			*interrupted = true;
+			return 0;
+		default:
+			return r < 0 ? r : -EINVAL;
+		}
+	}
 }
 
 int cmd_syscalls(struct cli_opts *opts)
@@ -615,7 +662,6 @@ int cmd_syscalls(struct cli_opts *opts)
 	struct filter *filter = NULL;
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	char errbuf[256];
-	uint64_t deadline = 0;
 	bool launched = opts->argc > 0, interrupted = false;
 	int ret = EXIT_TRACE, err, r;
 
@@ -634,8 +680,13 @@ int cmd_syscalls(struct cli_opts *opts)
 		return EXIT_USAGE;
 	}
 
-	/* seccomp only where it can never leave a filtered process untraced */
-	t->seccomp = launched && opts->duration == 0 && !getenv("UTRACE_NO_SECCOMP");
+	/*
+	 * seccomp only where it can never leave a filtered process untraced
+	 * (not with -d), and where it saves stops: with every syscall
+	 * selected it would only add the filter's cost to each one.
+	 */
+	t->seccomp = launched && opts->duration == 0 && !set_is_full(&t->set) &&
+		     !getenv("UTRACE_NO_SECCOMP");
 	sopts.follow_forks = opts->follow_forks;
 	sopts.syscall_mode = t->seccomp ? UTRACE_SYSCALLS_SECCOMP : UTRACE_SYSCALLS_PTRACE;
 	t->s = utrace_session__new(&sopts);
@@ -682,19 +733,20 @@ int cmd_syscalls(struct cli_opts *opts)
 	} else if (attach_all(t)) {
 		goto out;
 	}
-	if (opts->duration > 0)
-		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
+	if (opts->duration > 0) {
+		struct itimerval it = {
+			.it_value = { (time_t)opts->duration,
+				      (suseconds_t)((opts->duration - (time_t)opts->duration) *
+						    1e6) }
+		};
 
-	for (;;) {
-		r = utrace_session__run(t->s, timeout_left(deadline));
-		if (r == UTRACE_RUN_BREAK)
-			continue;
-		if (r == UTRACE_RUN_DONE)
-			break;
-		if (r == UTRACE_RUN_TIMEOUT || r == UTRACE_RUN_INTERRUPTED) {
-			interrupted = true;
-			break;
-		}
+		if (!it.it_value.tv_sec && !it.it_value.tv_usec)
+			it.it_value.tv_usec = 1;
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	r = event_loop(t, &interrupted);
+	if (r < 0) {
 		print_lib_error("tracing failed", r);
 		goto out;
 	}
@@ -712,7 +764,9 @@ int cmd_syscalls(struct cli_opts *opts)
 		 * killed by utrace_session__close() below: report the signal
 		 * that ended the trace, as a shell would for the command.
 		 */
-		ret = t->seccomp ? 128 + (last_signal ? last_signal : SIGKILL) : 0;
+		ret = t->seccomp ? 128 + (last_signal && last_signal != SIGALRM ? last_signal :
+										  SIGKILL) :
+				   0;
 	}
 	if (opts->summary)
 		print_summary(t);

@@ -537,7 +537,14 @@ TEST_TIMEOUT(attach_detach_100, 600)
 			_exit(127);
 		}
 		if (round % 2) {
-			sleep_ms(40 + round % 7 * 5);
+			int waited;
+
+			/* SIGINT once utrace holds the target (before, it would kill utrace) */
+			for (waited = 0; tracer_pid(target) != u && waited < 10000; waited++)
+				sleep_ms(1);
+			CHECK_MSG(tracer_pid(target) == u, "round %d: utrace never attached",
+				  round);
+			sleep_ms(20 + round % 7 * 5);
 			kill(u, SIGINT);
 		}
 		CHECK(waitpid(u, &ust, 0) == u);
