@@ -92,7 +92,7 @@ struct tracer {
 	struct output out;
 	struct sysdec_set set;
 	bool seccomp;
-	int nr_tasks; /* live traced threads, for the [pid] prefix */
+	int nr_tasks; /* live threads in tasks[], for the [pid] prefix */
 	struct task *tasks[TASK_HASH];
 	struct sc_stats stats[SYSDEC_NR_MAX];
 	pid_t main_pid; /* launched command, or the first -p pid */
@@ -126,6 +126,7 @@ static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create
 	tk->call.strsize = t->opts->strsize;
 	tk->next = *pp;
 	*pp = tk;
+	t->nr_tasks++;
 	return tk;
 }
 
@@ -139,6 +140,7 @@ static void task_free(struct tracer *t, pid_t tid)
 			*pp = tk->next;
 			sysdec_call_clear(&tk->call);
 			free(tk);
+			t->nr_tasks--;
 			return;
 		}
 	}
@@ -151,7 +153,7 @@ static ssize_t read_tracee(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static bool show_pid(struct tracer *t)
 {
-	return t->nr_tasks > 1 || t->opts->follow_forks;
+	return t->nr_tasks > 1;
 }
 
 /* -1 for failures (errno says which), the raw value otherwise. */
@@ -248,10 +250,9 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	struct task *tk;
 	int i;
 
-	if (!sysdec_set_has(&t->set, sc->nr))
-		return UTRACE_RESUME;
+	/* created at first sight: the count of live tasks drives the [pid] prefix */
 	tk = task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
-	if (!tk)
+	if (!tk || !sysdec_set_has(&t->set, sc->nr))
 		return UTRACE_RESUME;
 	tk->in_syscall = true;
 	tk->call.nr = sc->nr;
@@ -305,7 +306,6 @@ static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
 {
 	struct tracer *t = utrace_engine__ctx(e);
 
-	t->nr_tasks++;
 	task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
 	return UTRACE_RESUME;
 }
@@ -329,7 +329,6 @@ static int on_task_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t
 		tk->call = old->call;
 		memset(&old->call, 0, sizeof(old->call));
 		task_free(t, former_tid);
-		t->nr_tasks--;
 	}
 	return UTRACE_RESUME;
 }
@@ -355,7 +354,6 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 			fprintf(o->f, "+++ exited with %d +++\n", WEXITSTATUS(status));
 	}
 	task_free(t, tid);
-	t->nr_tasks--;
 	return UTRACE_RESUME;
 }
 
@@ -375,7 +373,29 @@ static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=%s, si_pid=%d, si_uid=%u} ---\n", name,
 			name, si->si_code == SI_USER ? "SI_USER" : "SI_TKILL", (int)si->si_pid,
 			(unsigned int)si->si_uid);
-	else if (si->si_code == SI_KERNEL)
+	else if (si->si_signo == SIGCHLD && si->si_code >= CLD_EXITED &&
+		 si->si_code <= CLD_CONTINUED) {
+		static const char *const cld[] = { "",
+						   "CLD_EXITED",
+						   "CLD_KILLED",
+						   "CLD_DUMPED",
+						   "CLD_TRAPPED",
+						   "CLD_STOPPED",
+						   "CLD_CONTINUED" };
+		const char *st =
+			si->si_code == CLD_EXITED ? NULL : sysdec_signal_name(si->si_status);
+		char num[16];
+
+		if (!st) {
+			snprintf(num, sizeof(num), "%d", si->si_status);
+			st = num;
+		}
+		fprintf(o->f,
+			"--- %s {si_signo=%s, si_code=%s, si_pid=%d, si_uid=%u, si_status=%s, "
+			"si_utime=%ld, si_stime=%ld} ---\n",
+			name, name, cld[si->si_code], (int)si->si_pid, (unsigned int)si->si_uid, st,
+			(long)si->si_utime, (long)si->si_stime);
+	} else if (si->si_code == SI_KERNEL)
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=SI_KERNEL} ---\n", name, name);
 	else
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=%d} ---\n", name, name, si->si_code);
