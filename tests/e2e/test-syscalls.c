@@ -131,10 +131,13 @@ static bool ignored(const char *name, const char *const *ignore)
 
 /*
  * Run @cmd under `strace -f -c` and `utrace -F -c -s`, and compare the
- * tables row by row (both ways), except the @ignore'd syscalls.
+ * tables row by row (both ways), except the @ignore'd syscalls. With a
+ * @set, both trace only it (strace -e trace=SET, utrace -s SET): utrace
+ * then uses its seccomp filter, plain -s uses PTRACE_SYSCALL stops.
  */
-static void compare_counts(char *const cmd[], const char *const *ignore)
+static void compare_counts(char *const cmd[], const char *const *ignore, const char *set)
 {
+	char trace_set[256];
 	char sfile[] = "/tmp/utrace-e2e-strace-XXXXXX", ufile[] = "/tmp/utrace-e2e-utrace-XXXXXX";
 	char *sargv[32], *uargv[32], *sout = NULL, *uout = NULL, *stab, *utab;
 	struct table *st = calloc(1, sizeof(*st)), *ut = calloc(1, sizeof(*ut));
@@ -148,10 +151,17 @@ static void compare_counts(char *const cmd[], const char *const *ignore)
 	sargv[n++] = "-c";
 	sargv[n++] = "-o";
 	sargv[n++] = sfile;
+	if (set) {
+		snprintf(trace_set, sizeof(trace_set), "trace=%s", set);
+		sargv[n++] = "-e";
+		sargv[n++] = trace_set;
+	}
 	uargv[m++] = (char *)utrace();
 	uargv[m++] = "-F";
 	uargv[m++] = "-c";
 	uargv[m++] = "-s";
+	if (set)
+		uargv[m++] = (char *)set;
 	uargv[m++] = "-o";
 	uargv[m++] = ufile;
 	uargv[m++] = "--";
@@ -217,7 +227,17 @@ TEST_TIMEOUT(counts_threads, 240)
 			NULL };
 
 	need_strace();
-	compare_counts(cmd, IGNORE_THREADS);
+	compare_counts(cmd, IGNORE_THREADS, NULL);
+}
+
+/* The same through the seccomp filter: everything but futex. */
+TEST_TIMEOUT(counts_threads_seccomp, 240)
+{
+	char *cmd[] = { (char *)harness_build_path("tests/targets/s-threads-write"), "8", "2000",
+			NULL };
+
+	need_strace();
+	compare_counts(cmd, IGNORE_THREADS, "!futex");
 }
 
 /*
@@ -234,7 +254,16 @@ TEST_TIMEOUT(counts_fork_exec_pipe, 240)
 	char *cmd[] = { "sh", "-c", "ls -la / | wc -l", NULL };
 
 	need_strace();
-	compare_counts(cmd, IGNORE_SH);
+	compare_counts(cmd, IGNORE_SH, NULL);
+}
+
+/* Forks inherit the filter: their syscalls must still all be seen. */
+TEST_TIMEOUT(counts_fork_exec_pipe_seccomp, 240)
+{
+	char *cmd[] = { "sh", "-c", "ls -la / | wc -l", NULL };
+
+	need_strace();
+	compare_counts(cmd, IGNORE_SH, "%file,%desc,%process");
 }
 
 /* s-sigrestart orders its signals after the blocking calls: nothing ignored. */
@@ -243,7 +272,16 @@ TEST_TIMEOUT(counts_signal_restarts, 240)
 	char *cmd[] = { (char *)harness_build_path("tests/targets/s-sigrestart"), "150", NULL };
 
 	need_strace();
-	compare_counts(cmd, NULL);
+	compare_counts(cmd, NULL, NULL);
+}
+
+/* A class, names and the restart of a filtered read through seccomp stops. */
+TEST_TIMEOUT(counts_signal_restarts_seccomp, 240)
+{
+	char *cmd[] = { (char *)harness_build_path("tests/targets/s-sigrestart"), "150", NULL };
+
+	need_strace();
+	compare_counts(cmd, NULL, "%signal,read,write,clock_nanosleep,setitimer");
 }
 
 /*
