@@ -779,10 +779,9 @@ int cmd_syscalls(struct cli_opts *opts)
 				print_lib_error("detach failed", err);
 		}
 		/*
-		 * Attach mode, or a launched command left running by -d: a
-		 * clean detach is a success. In seccomp mode the command is
-		 * killed by utrace_session__close() below: report the signal
-		 * that ended the trace, as a shell would for the command.
+		 * Attach mode: a clean detach is a success. In seccomp mode
+		 * the command is killed by utrace_session__close() below:
+		 * report the signal that ended the trace, as a shell would.
 		 */
 		ret = t->seccomp ? 128 + (last_signal && last_signal != SIGALRM ? last_signal :
 										  SIGKILL) :
@@ -795,6 +794,16 @@ int cmd_syscalls(struct cli_opts *opts)
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)
 			ret = EXIT_TRACE;
+	} else if (launched && !t->seccomp) {
+		/*
+		 * A launched command detached by -d or a signal runs on as
+		 * our child: wait for it, as strace does, so that its exit
+		 * status is ours (the library would wait for it anyway).
+		 */
+		int st;
+
+		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
+			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	} else if (!launched) {
 		ret = 0;
 	}

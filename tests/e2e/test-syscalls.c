@@ -599,3 +599,34 @@ TEST_TIMEOUT(attach_detach_100, 600)
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x: %s", st, buf);
 	CHECK_MSG(!strncmp(buf, "ok threads=8", 12), "%s", buf);
 }
+
+/*
+ * Launch mode with -d: no seccomp filter, so the detached command runs on
+ * untraced and unharmed; utrace waits for it and exits with its status.
+ */
+TEST_TIMEOUT(launch_detach, 60)
+{
+	char file[] = "/tmp/utrace-e2e-detach-XXXXXX";
+	char *argv[] = { (char *)utrace(),
+			 "-s",
+			 "-d",
+			 "0.3",
+			 "-o",
+			 file,
+			 "--",
+			 "sh",
+			 "-c",
+			 "sleep 1; echo done; exit 3",
+			 NULL };
+	char *out = NULL, *text;
+
+	close(mkstemp(file));
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 3);
+	CHECK_MSG(out && !strcmp(out, "done\n"), "%s", out ? out : "(null)");
+	text = slurp(file);
+	CHECK(text && strstr(text, "execve(\""));
+	CHECK(!strstr(text, "+++ exited")); /* detached before the end */
+	unlink(file);
+	free(text);
+	free(out);
+}
