@@ -135,6 +135,7 @@
 
 #include "utrace/proc.h"
 #include "utrace/session.h"
+#include "arch.h"
 #include "internal.h"
 
 #define OPTS_OK(opts, type)                                                        \
@@ -678,20 +679,6 @@ static struct utrace_thread *adopt(struct utrace_session *s, pid_t tid, struct t
 	return th;
 }
 
-static void fill_syscall_from_regs(struct utrace_syscall *sc, const struct user_regs_struct *r)
-{
-	sc->nr = (long)r->orig_rax;
-	sc->args[0] = r->rdi;
-	sc->args[1] = r->rsi;
-	sc->args[2] = r->rdx;
-	sc->args[3] = r->r10;
-	sc->args[4] = r->r8;
-	sc->args[5] = r->r9;
-	sc->ret = (long)r->rax;
-	sc->instruction_pointer = r->rip;
-	sc->stack_pointer = r->rsp;
-}
-
 /* Write back what an entry callback changed in @sc. */
 static void syscall_entry_writeback(struct utrace_thread *th, const struct utrace_syscall *old,
 				    const struct utrace_syscall *sc)
@@ -702,13 +689,7 @@ static void syscall_entry_writeback(struct utrace_thread *th, const struct utrac
 		return;
 	if (utrace_thread__get_regs(th, &regs) < 0)
 		return;
-	regs.orig_rax = (unsigned long long)sc->nr;
-	regs.rdi = sc->args[0];
-	regs.rsi = sc->args[1];
-	regs.rdx = sc->args[2];
-	regs.r10 = sc->args[3];
-	regs.r8 = sc->args[4];
-	regs.r9 = sc->args[5];
+	arch_set_syscall(&regs, sc->nr, sc->args);
 	utrace_thread__set_regs(th, &regs);
 	th->cur_nr = sc->nr;
 	memcpy(th->cur_args, sc->args, sizeof(sc->args));
@@ -757,8 +738,9 @@ static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *
 		struct user_regs_struct regs;
 
 		th->skip = false;
-		if (utrace_thread__get_regs(th, &regs) == 0 && (long)regs.rax != th->skip_ret) {
-			regs.rax = (unsigned long long)th->skip_ret;
+		if (utrace_thread__get_regs(th, &regs) == 0 &&
+		    arch_syscall_ret(&regs) != th->skip_ret) {
+			arch_set_syscall_ret(&regs, th->skip_ret);
 			utrace_thread__set_regs(th, &regs);
 		}
 		sc->ret = th->skip_ret;
@@ -769,7 +751,7 @@ static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *
 		struct user_regs_struct regs;
 
 		if (utrace_thread__get_regs(th, &regs) == 0) {
-			regs.rax = (unsigned long long)sc->ret;
+			arch_set_syscall_ret(&regs, sc->ret);
 			utrace_thread__set_regs(th, &regs);
 		}
 	}
@@ -814,7 +796,7 @@ static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *
 		/* No PTRACE_GET_SYSCALL_INFO: registers and a toggle. */
 		if (utrace_thread__get_regs(th, &regs) < 0)
 			return;
-		fill_syscall_from_regs(&sc, &regs);
+		arch_regs_to_syscall(&regs, &sc);
 		if (seccomp) {
 			unsigned long msg = 0;
 
@@ -981,6 +963,7 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_t tid, int status)
 {
 	struct evargs a = { .ev = UTRACE_EV_EXIT, .status = status };
+	bool launched_leader;
 	struct tproc *p;
 
 	if (!th) {
@@ -990,14 +973,13 @@ static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_
 		return;
 	}
 	p = th->proc;
+	launched_leader = tid == p->pid && p->launched;
 	th->stop = TSTOP_RUNNING;
 	th->regs_valid = false;
 	dispatch(s, th, &a);
-	if (tid != p->pid || !p->launched) {
-		thread_free(s, th);
-		return;
-	}
 	thread_free(s, th);
+	if (!launched_leader)
+		return;
 launched:
 	s->launch_reaped = true;
 	if (WIFEXITED(status))
@@ -1201,6 +1183,7 @@ int utrace_session__poll(struct utrace_session *s)
 
 int utrace_session__run(struct utrace_session *s, int timeout_ms)
 {
+	bool reliable;
 	long deadline;
 	int r;
 
@@ -1210,6 +1193,7 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 	if (r)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	reliable = sigchld_reliable();
 	for (;;) {
 		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		int wait_ms = -1;
@@ -1224,7 +1208,7 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 				return UTRACE_RUN_TIMEOUT;
 			wait_ms = (int)left;
 		}
-		if (!sigchld_reliable() && (wait_ms < 0 || wait_ms > POLL_FALLBACK_MS))
+		if (!reliable && (wait_ms < 0 || wait_ms > POLL_FALLBACK_MS))
 			wait_ms = POLL_FALLBACK_MS;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 			return -errno;
@@ -1611,7 +1595,8 @@ static int seize_eperm(struct utrace_session *s, struct tproc *p, pid_t pid, pid
 	tracer = proc_task_tracer(pid, tid);
 	if (tracer < 0)
 		return -ESRCH; /* gone meanwhile */
-	if (tracer > 0 && tracer != getpid())
+	/* TracerPid names the tracing thread. Ours: auto-attached by a clone. */
+	if (tracer > 0 && tracer != s->tracer_tid)
 		return -UTRACE_ERRNO__TRACED;
 	/* Permission is per process: if a sibling was seized, this one is exiting. */
 	if (p->nr_threads > 1)
@@ -1681,7 +1666,10 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 				break;
 			th = thread_new(s, p, tids[i]);
 			if (!th) {
-				ptrace_interrupt(tids[i]);
+				/*
+				 * Seized but untracked: it runs on, and is adopted if
+				 * it ever reports a stop. Cannot be detached unstopped.
+				 */
 				r = -ENOMEM;
 				break;
 			}
@@ -2101,8 +2089,7 @@ int utrace_thread__skip_syscall(struct utrace_thread *th, long ret)
 	r = utrace_thread__get_regs(th, &regs);
 	if (r < 0)
 		return r;
-	regs.orig_rax = (unsigned long long)-1;
-	regs.rax = (unsigned long long)ret;
+	arch_skip_syscall(&regs, ret);
 	r = utrace_thread__set_regs(th, &regs);
 	if (r < 0)
 		return r;

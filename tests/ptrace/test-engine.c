@@ -576,7 +576,7 @@ TEST(signals_passed_while_traced)
 
 TEST(detach_leaves_stopped_process_stopped)
 {
-	const char *args[] = { "300", "0", "0", NULL };
+	const char *args[] = { "1500", "0", "0", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { .break_on_stop = 1 };
@@ -1034,4 +1034,47 @@ TEST(run_without_sigchld_wakeups)
 	CHECK_EQ(utrace_session__exit_status(s), 7);
 	CHECK(rec.entries > 10);
 	utrace_session__close(s);
+}
+
+static void *session_thread(void *arg)
+{
+	char *argv[] = { "sh", "-c", "exit 4", NULL };
+	pid_t target = *(pid_t *)arg;
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	long ok = 0;
+
+	if (utrace_session__launch(s, argv, NULL) > 0 &&
+	    utrace_session__run(s, 10000) == UTRACE_RUN_DONE &&
+	    utrace_session__exit_status(s) == 4 && utrace_session__attach(s, target) == 0 &&
+	    utrace_session__run(s, 50) == UTRACE_RUN_TIMEOUT && utrace_session__detach(s) == 0)
+		ok = 1;
+	utrace_session__close(s);
+	return (void *)ok;
+}
+
+static void *poll_thread(void *s)
+{
+	return (void *)(long)utrace_session__poll(s);
+}
+
+TEST(session_in_another_thread)
+{
+	const char *args[] = { "2", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	pthread_t th;
+	void *ok = NULL;
+
+	target_wait_ready(&t);
+	CHECK(pthread_create(&th, NULL, session_thread, &t.pid) == 0);
+	CHECK(pthread_join(th, &ok) == 0);
+	CHECK(ok == (void *)1);
+	/* A session is bound to its thread. */
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(pthread_create(&th, NULL, poll_thread, s) == 0);
+	CHECK(pthread_join(th, &ok) == 0);
+	CHECK_EQ((long)ok, -EINVAL);
+	utrace_session__close(s);
+	kill(t.pid, SIGTERM);
+	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
 }
