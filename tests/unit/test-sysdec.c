@@ -92,7 +92,7 @@ TEST(file_open_read_write)
 	EXPECT(D(SYS_openat, -ENOENT, -100, path, O_RDONLY),
 	       "openat(AT_FDCWD, \"/etc/hosts\", O_RDONLY) = -1 ENOENT (No such file or directory)");
 	EXPECT(D(SYS_open, 3, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC),
-	       "open(\"/etc/hosts\", O_RDONLY|O_NONBLOCK|O_DIRECTORY|O_CLOEXEC) = 3");
+	       "open(\"/etc/hosts\", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY) = 3");
 	EXPECT(D(SYS_read, 20, 3, data, 4096), "read(3, \"127.0.0.1 localhost\\n\", 4096) = 20");
 	EXPECT(D(SYS_read, 40, 3, elf, 832),
 	       "read(3, \"\\177ELF\\2\\1\\1\\3\\0\\0\\0\\0\\0\\0\\0\\0\\3\\0>\\0\\1\\0\\0\\0\\20t\\2\\0\\0\\0\\0\\0\"..., "
@@ -338,7 +338,7 @@ TEST(network)
 	       "poll([{fd=3, events=POLLIN}], 1, 1000) = 1 ([{fd=3, revents=POLLIN}])");
 	EXPECT(D(SYS_epoll_create1, 5, 02000000), "epoll_create1(EPOLL_CLOEXEC) = 5");
 	EXPECT(D(SYS_eventfd2, 3, 0, 02000000 | 04000),
-	       "eventfd2(0, EFD_NONBLOCK|EFD_CLOEXEC) = 3");
+	       "eventfd2(0, EFD_CLOEXEC|EFD_NONBLOCK) = 3");
 }
 
 TEST(unknown_and_raw)
