@@ -259,6 +259,15 @@ TEST(process_limits_random)
 	EXPECT(D(SYS_getrandom, 8, rnd, 8, 1),
 	       "getrandom(\"\\x8c\\x48\\x29\\x0f\\x64\\x2b\\x57\\xff\", 8, GRND_NONBLOCK) = 8");
 	EXPECT(D(SYS_sched_getaffinity, 8, 0, 128, cp), "sched_getaffinity(0, 128, [0 1 2 3]) = 8");
+	{
+		uint32_t gids[3] = { 0, 4, 27 };
+		uint64_t gp = put(gids, sizeof(gids));
+
+		EXPECT(D(SYS_getgroups, 0, 0, 0), "getgroups(0, NULL) = 0");
+		EXPECT(D(SYS_getgroups, 3, 0, gp), "getgroups(0, []) = 3");
+		EXPECT(D(SYS_getgroups, 3, 3, gp), "getgroups(3, [0, 4, 27]) = 3");
+		EXPECT(D(SYS_setgroups, 0, 2, gp), "setgroups(2, [0, 4]) = 0");
+	}
 }
 
 TEST(signals_and_time)
