@@ -85,7 +85,11 @@ typedef ssize_t (*sysdec_read_fn)(void *ctx, uint64_t addr, void *buf, size_t le
 
 /**
  * struct sysdec_call - one syscall being decoded; the caller fills nr, args,
- * read, ctx, strsize; the decoder fills the rest.
+ * read, ctx, strsize; the decoder fills the rest. Zero it before its first
+ * use; it can then be reused call after call (sysdec_decode_entry() frees
+ * what the previous call left). @read and @ctx must still be valid at
+ * sysdec_decode_exit(), which reads the output arguments. Not thread-safe:
+ * one struct per traced thread.
  */
 struct sysdec_call {
 	long nr;
