@@ -97,6 +97,7 @@ struct sysdec_call {
 	sysdec_read_fn read;
 	void *ctx;
 	int strsize; /* -S: bytes of strings to show */
+	uint64_t sp; /* stack pointer at the syscall (rt_sigreturn's frame); 0 = unknown */
 	/* filled by the decoder */
 	int nr_out; /* number of arguments shown */
 	struct sysdec_arg out[6];
