@@ -8,5 +8,6 @@
 #include "utrace/proc.h"
 #include "utrace/elf.h"
 #include "utrace/spec.h"
+#include "utrace/session.h"
 
 #endif /* __UTRACE_UTRACE_H */
