@@ -320,16 +320,30 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 	return 0;
 }
 
+static void opts_clear(struct cli_opts *o)
+{
+	free(o->probes);
+	free(o->injects);
+	free(o->modules);
+	free(o->pids);
+}
+
 int main(int argc, char **argv)
 {
 	struct cli_opts opts = { 0 };
+	int ret;
 
 	utrace_set_print(cli_print);
-	if (parse_args(argc, argv, &opts))
+	if (parse_args(argc, argv, &opts)) {
+		opts_clear(&opts);
 		return EXIT_USAGE;
+	}
 	if (opts.list_spec)
-		return cmd_list(&opts);
-	if (opts.nr_probes || opts.nr_injects || opts.nr_modules)
-		return cmd_trace(&opts);
-	return cmd_syscalls(&opts);
+		ret = cmd_list(&opts);
+	else if (opts.nr_probes || opts.nr_injects || opts.nr_modules)
+		ret = cmd_trace(&opts);
+	else
+		ret = cmd_syscalls(&opts);
+	opts_clear(&opts);
+	return ret;
 }

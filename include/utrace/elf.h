@@ -29,6 +29,14 @@ enum utrace_sym_flags {
 	UTRACE_SYM_GLOBAL = 1U << 3,
 	UTRACE_SYM_WEAK = 1U << 4,
 	UTRACE_SYM_IFUNC = 1U << 5, /* STT_GNU_IFUNC: addr is the resolver */
+	/*
+	 * Another name at the same address is the primary one (exported
+	 * before local, then fewer leading underscores, then global before
+	 * weak, then shorter: memalign, not __libc_memalign). Every address
+	 * with function symbols has exactly one primary name; placing one
+	 * probe per address means skipping the aliases.
+	 */
+	UTRACE_SYM_ALIAS = 1U << 6,
 };
 
 /** struct utrace_sym - one function symbol (or PLT stub). */
@@ -41,8 +49,10 @@ struct utrace_sym {
 
 /**
  * @brief **utrace_elf__open()** opens an ELF file and reads its function
- * symbols from .symtab and .dynsym (merged: one entry per address and name),
- * and its PLT stubs (.plt and .plt.sec) named after the functions they call.
+ * symbols from .symtab and .dynsym (merged: one entry per address and name,
+ * "@VERSION" suffixes cut off), and its PLT stubs (.plt, .plt.sec and
+ * .plt.got) named after the functions they call. The file is mmap()ed and
+ * stays mapped until utrace_elf__close().
  * @param path file path
  * @return new object to close with utrace_elf__close(); NULL with errno set
  * on failure (ENOENT, EACCES, or UTRACE_ERRNO__ELF for a non-ELF file)
@@ -61,13 +71,16 @@ UTRACE_API bool utrace_elf__is_dyn(const struct utrace_elf *elf);
 /** @return the number of symbols; symbols are sorted by address, then name. */
 UTRACE_API size_t utrace_elf__sym_count(const struct utrace_elf *elf);
 
-/** @return symbol @i (borrowed), or NULL if out of range. */
+/**
+ * @return symbol @i (borrowed), or NULL if out of range. PLT stubs
+ * (UTRACE_SYM_PLT) are in the same array; aliases carry UTRACE_SYM_ALIAS.
+ */
 UTRACE_API const struct utrace_sym *utrace_elf__sym(const struct utrace_elf *elf, size_t i);
 
 /**
  * @brief **utrace_elf__find_sym()** finds the function containing @addr
  * (addr in [sym.addr, sym.addr + size), or the closest preceding symbol of
- * unknown size).
+ * unknown size); of several names at that address, the primary one.
  * @return borrowed pointer, or NULL if none
  */
 UTRACE_API const struct utrace_sym *utrace_elf__find_sym(const struct utrace_elf *elf,

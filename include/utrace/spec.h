@@ -5,6 +5,16 @@
  *
  *   SPEC    := [OBJECT ':'] TARGET
  *   TARGET  := PATTERN ['+' OFFSET] | '0x' HEXADDR | PATTERN '@plt'
+ *
+ * OBJECT: absent = the main executable; '*' = every object; with a '/' =
+ * a path (compared by device and inode, then real path); with a glob
+ * character = a glob on basenames; otherwise a name matched against
+ * basenames: equal, or followed by ".so", "-<digit>" or (for a name ending
+ * in ".so") ".<digit>": 'libc' matches libc.so.6 and libc-2.31.so, not
+ * libcrypt.so.1. OBJECT cannot contain ':'.
+ * OFFSET: decimal or 0x-hex. HEXADDR: a file address in OBJECT ('*' is
+ * refused). PATTERN@plt: stubs of OBJECT's PLT (the main executable's when
+ * OBJECT is absent). '@' is allowed only in the '@plt' suffix.
  */
 #ifndef __UTRACE_SPEC_H
 #define __UTRACE_SPEC_H
@@ -31,7 +41,7 @@ enum utrace_spec_flags {
 /** struct utrace_spec - a parsed SPEC. Strings are owned (utrace_spec__clear). */
 struct utrace_spec {
 	char *text;	/* the SPEC as given */
-	char *object;	/* NULL: the main executable; "*": every object */
+	char *object;	/* NULL: the main executable; "*": every object; else path/name/glob */
 	char *pattern;	/* symbol name or glob; NULL with UTRACE_SPEC_ADDR */
 	uint64_t offset; /* with UTRACE_SPEC_OFFSET */
 	uint64_t addr;	/* with UTRACE_SPEC_ADDR */
@@ -41,7 +51,8 @@ struct utrace_spec {
 /**
  * @brief **utrace_spec__parse()** parses @text into @ret.
  * @param errbuf on failure, one line saying what is wrong, e.g.
- * "bad spec 'libc:': missing symbol after ':'" (may be NULL)
+ * "bad spec 'libc:': missing symbol after ':'" (may be NULL); control
+ * bytes of @text are shown escaped (\x0a); emptied on success
  * @return 0 on success; -UTRACE_ERRNO__SPEC on a malformed spec (@ret
  * untouched); -ENOMEM
  */
@@ -101,23 +112,34 @@ UTRACE_API struct utrace_elf *utrace_image__elf(struct utrace_image *img, size_t
 /** struct utrace_match - one probe point a spec resolved to. */
 struct utrace_match {
 	size_t object;	    /* index into the image */
-	const char *symbol; /* borrowed from the ELF; NULL for a raw address */
+	/*
+	 * @symbol: borrowed from the ELF. For 0xHEXADDR, the function that
+	 * contains the address (@offset into it), or NULL if none does.
+	 */
+	const char *symbol;
 	uint64_t file_addr; /* file address of the probe point */
 	uint64_t addr;	    /* runtime address (file_addr + bias) */
 	uint64_t sym_size;  /* size of the symbol, 0 if unknown */
 	uint64_t offset;    /* offset of the probe point in the symbol */
-	uint32_t sym_flags; /* enum utrace_sym_flags */
+	uint32_t sym_flags; /* enum utrace_sym_flags (UTRACE_SYM_ALIAS, _PLT ...) */
 };
 
 /**
- * @brief **utrace_image__resolve()** resolves @spec against @img.
+ * @brief **utrace_image__resolve()** resolves @spec against @img. Every
+ * name is a match, aliases included (they share an address; the primary
+ * name comes first). With '+OFFSET', symbols whose known size is not
+ * larger than OFFSET are skipped.
  * @param ret_matches on success, a malloc'ed array (free() it), sorted by
  * object then address; NULL when there is no match
  * @param ret_nr on success, number of matches
  * @param ret_pending on success, set to true if the spec names an object that
  * is not in the image (it may still be loaded with dlopen); may be NULL
  * @return 0 on success (even with no match); negative errno on failure:
- * -ENOENT for an object path that does not exist, -UTRACE_ERRNO__ELF
+ * -ENOENT for an object path that does not exist; -ERANGE when PATTERN is
+ * not a glob and OFFSET is past the end of every symbol of that name;
+ * -UTRACE_ERRNO__ELF (or the errno of open()) when the one selected object
+ * cannot be read (with several, unreadable ones are skipped with a
+ * warning); ret_* are untouched on failure
  */
 UTRACE_API int utrace_image__resolve(struct utrace_image *img, const struct utrace_spec *spec,
 				     struct utrace_match **ret_matches, size_t *ret_nr,
