@@ -11,9 +11,12 @@
  * ADDRESS is the runtime address with -p, the file address otherwise; SIZE
  * is the symbol's size in bytes ('-' if unknown). Several names at one
  * address (aliases) are all listed, primary name first; with -v, each alias
- * line ends with "(alias of PRIMARY)". With several pids,
- * each line starts with "[PID]". A "plan" column (jmp / int3 / refused)
- * will be appended after SIZE by the site planner.
+ * line ends with "(alias of PRIMARY)". With several pids, each line starts
+ * with "[PID]". The column after SIZE is the site planner's decision
+ * (include/utrace/plan.h): "jmp" (a 5-byte jmp to a trampoline), "int3" (a
+ * breakpoint, the instruction run out of line) or "refused: WHY". With
+ * --why, jmp says how many bytes it displaces (and where the probe moved
+ * past endbr64), and int3 says why it is not a jmp.
  *
  * Exit status: 0 with matches, or when the SPEC is pending on an object
  * that is not loaded (a warning on stderr); 2 for a malformed SPEC or one
@@ -30,19 +33,22 @@
 #include "utrace/utrace.h"
 #include "cli.h"
 
+#define NR_COLS 6
+
 struct row {
-	char *col[5];
+	char *col[NR_COLS];
 	char *note; /* -v: "(alias of NAME)", printed last */
 };
 
 struct table {
 	struct row *rows;
 	size_t nr;
+	bool why; /* --why: explain every plan */
 	bool verbose;
 };
 
 static int table_add(struct table *t, const char *pid, const char *obj, const char *sym,
-		     uint64_t addr, uint64_t size, const char *alias_of)
+		     uint64_t addr, uint64_t size, const char *plan, const char *alias_of)
 {
 	struct row *nr = realloc(t->rows, (t->nr + 1) * sizeof(*nr));
 	struct row *r;
@@ -55,6 +61,7 @@ static int table_add(struct table *t, const char *pid, const char *obj, const ch
 	if (asprintf(&r->col[0], "%s", pid) < 0 || asprintf(&r->col[1], "%s", obj) < 0 ||
 	    asprintf(&r->col[2], "%s", sym) < 0 || asprintf(&r->col[3], "0x%" PRIx64, addr) < 0 ||
 	    (size ? asprintf(&r->col[4], "%" PRIu64, size) : asprintf(&r->col[4], "-")) < 0 ||
+	    asprintf(&r->col[5], "%s", plan) < 0 ||
 	    (alias_of && asprintf(&r->note, "(alias of %s)", alias_of) < 0))
 		return -ENOMEM;
 	return 0;
@@ -62,10 +69,10 @@ static int table_add(struct table *t, const char *pid, const char *obj, const ch
 
 static void table_print_free(struct table *t)
 {
-	size_t w[5] = { 0 }, i, c;
+	size_t w[NR_COLS] = { 0 }, i, c;
 
 	for (i = 0; i < t->nr; i++)
-		for (c = 0; c < 5; c++)
+		for (c = 0; c < NR_COLS; c++)
 			if (t->rows[i].col[c] && strlen(t->rows[i].col[c]) > w[c])
 				w[c] = strlen(t->rows[i].col[c]);
 	for (i = 0; i < t->nr; i++) {
@@ -73,14 +80,14 @@ static void table_print_free(struct table *t)
 
 		if (w[0])
 			printf("%-*s  ", (int)w[0], r->col[0]);
-		/* the last column is not padded: the plan column will follow it */
-		printf("%-*s  %-*s  %-*s  ", (int)w[1], r->col[1], (int)w[2], r->col[2], (int)w[3],
-		       r->col[3]);
+		printf("%-*s  %-*s  %-*s  %-*s  ", (int)w[1], r->col[1], (int)w[2], r->col[2],
+		       (int)w[3], r->col[3], (int)w[4], r->col[4]);
+		/* the last column is not padded: the plan, or the -v note after it */
 		if (r->note)
-			printf("%-*s  %s\n", (int)w[4], r->col[4], r->note);
+			printf("%-*s  %s\n", (int)w[5], r->col[5], r->note);
 		else
-			printf("%s\n", r->col[4]);
-		for (c = 0; c < 5; c++)
+			printf("%s\n", r->col[5]);
+		for (c = 0; c < NR_COLS; c++)
 			free(r->col[c]);
 		free(r->note);
 	}
@@ -124,6 +131,45 @@ static void report_range(struct utrace_image *img, const struct utrace_spec *spe
 	free(m);
 }
 
+/* The plan column for match @m: "jmp", "int3" or "refused: WHY". */
+static void plan_text(struct utrace_planner *pl, const struct utrace_match *m, bool why, char *buf,
+		      size_t size)
+{
+	struct utrace_plan p;
+	int err = pl ? utrace_planner__plan(pl, m, &p) : -ENOMEM;
+
+	if (err && err != -UTRACE_ERRNO__RELOC) {
+		snprintf(buf, size, "unknown: cannot plan: %s", strerror(-err));
+		return;
+	}
+	switch (p.mode) {
+	case UTRACE_PLAN_JMP:
+		if (!why)
+			snprintf(buf, size, "jmp");
+		else if (p.addr != m->addr)
+			snprintf(buf, size,
+				 "jmp: %u bytes displaced, at %#" PRIx64 " after endbr64", p.len,
+				 p.addr);
+		else
+			snprintf(buf, size, "jmp: %u bytes displaced", p.len);
+		break;
+	case UTRACE_PLAN_INT3:
+		if (why && p.detail)
+			snprintf(buf, size, "int3: not a jmp: %s (%s)", p.why, p.detail);
+		else if (why)
+			snprintf(buf, size, "int3: not a jmp: %s", p.why);
+		else
+			snprintf(buf, size, "int3");
+		break;
+	default:
+		if (why && p.detail)
+			snprintf(buf, size, "refused: %s (%s)", p.why, p.detail);
+		else
+			snprintf(buf, size, "refused: %s", p.why);
+		break;
+	}
+}
+
 /* With -v: the primary name of an alias (same address), else NULL. */
 static const char *alias_of(struct utrace_image *img, const struct utrace_match *m)
 {
@@ -146,6 +192,7 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 {
 	struct utrace_match *m = NULL;
 	char errbuf[256];
+	struct utrace_planner *pl;
 	bool pending = false;
 	size_t nr = 0, i;
 	int err;
@@ -191,9 +238,10 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 					  "; is it stripped? try OBJECT:SYMBOL for a library");
 		return EXIT_USAGE;
 	}
+	pl = utrace_planner__new(img);
 	for (i = 0; i < nr && !err; i++) {
 		const struct utrace_object *o = utrace_image__object(img, m[i].object);
-		char sym[1024];
+		char sym[1024], plan[256];
 
 		if (!m[i].symbol)
 			snprintf(sym, sizeof(sym), "%#" PRIx64, m[i].file_addr);
@@ -203,9 +251,11 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 			snprintf(sym, sizeof(sym), "%s+%#" PRIx64, m[i].symbol, m[i].offset);
 		else
 			snprintf(sym, sizeof(sym), "%s", m[i].symbol);
-		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size,
+		plan_text(pl, &m[i], t->why, plan, sizeof(plan));
+		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size, plan,
 				t->verbose ? alias_of(img, &m[i]) : NULL);
 	}
+	utrace_planner__free(pl);
 	free(m);
 	if (err) {
 		cli_error("out of memory");
@@ -285,7 +335,7 @@ static int list_exec(const struct utrace_spec *spec, const char *path, int bad_p
 int cmd_list(struct cli_opts *opts)
 {
 	struct utrace_spec spec;
-	struct table t = { .verbose = opts->verbose > 0 };
+	struct table t = { .why = opts->list_why, .verbose = opts->verbose > 0 };
 	char errbuf[512];
 	int err, rc = 0, i;
 

@@ -9,5 +9,6 @@
 #include "utrace/elf.h"
 #include "utrace/spec.h"
 #include "utrace/session.h"
+#include "utrace/plan.h"
 
 #endif /* __UTRACE_UTRACE_H */

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arch.h - the architecture layer of libutrace: site planning, the branch
+ * target index, out-of-line relocation of displaced instructions, a small
+ * machine-code writer and trampoline placement. Internal, not installed.
+ *
+ * Everything here runs in the tracer process ("decode on the host, patch in
+ * the target"): it works on copies of the target's bytes and on target
+ * addresses, and never touches the target itself. The x86-64 implementation
+ * lives in lib/arch/x86_64/; see the essay at the top of relocator.c.
+ */
+#ifndef __UTRACE_ARCH_H
+#define __UTRACE_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "utrace/elf.h"
+#include "utrace/proc.h"
+
+/*
+ * ---------------------------------------------------------------------------
+ * Failure reasons (uftrace's INSTRUMENT_FAIL_* style)
+ * ---------------------------------------------------------------------------
+ */
+
+/**
+ * enum site_fail - why a site is refused, or why it gets int3 instead of a
+ * jmp. site_fail_str() turns each value into text a user can read; most take
+ * the mnemonic of the offending instruction (%s).
+ */
+enum site_fail {
+	SITE_FAIL_NONE = 0,
+	/* Refusals: the site cannot be probed at all. */
+	SITE_FAIL_DECODE, /* bytes at the site are not a valid instruction */
+	SITE_FAIL_TRUNCATED, /* the instruction runs past the bytes we could read */
+	SITE_FAIL_UNSAFE_INSN, /* on the refuse list: cannot run out of line */
+	SITE_FAIL_PRIVILEGED, /* privileged instruction (faults in user space anyway) */
+	SITE_FAIL_FAR_BRANCH, /* far jmp/call/ret, iret: changes CS */
+	SITE_FAIL_BRANCH16, /* 0x66-prefixed branch: truncates RIP on AMD */
+	SITE_FAIL_CALL_RSP, /* indirect call through RSP: cannot be emulated by push+jmp */
+	SITE_FAIL_UNKNOWN_REL, /* position-relative operand of a kind we do not handle */
+	SITE_FAIL_RIPREL_FAR, /* RIP-relative operand out of ±2 GiB of the destination */
+	SITE_FAIL_NOSPACE, /* the destination buffer is too small */
+	/* Reasons for int3 rather than a 5-byte jmp (the site is still probed). */
+	SITE_FAIL_NOT_ENTRY, /* not a function entry and first instruction < 5 bytes */
+	SITE_FAIL_NO_SIZE, /* the symbol has no size: cannot prove bytes stay inside */
+	SITE_FAIL_TOO_SHORT, /* fewer than 5 bytes before the function ends */
+	SITE_FAIL_BLOCK_END, /* an unconditional jmp/ret ends the code before 5 bytes */
+	SITE_FAIL_STOP_INSN, /* call/syscall before 5 bytes (live process: ONLINE) */
+	SITE_FAIL_BRANCH_INTO, /* a direct branch targets the middle of the displaced bytes */
+	SITE_FAIL_INDIRECT_JMP, /* the function has an indirect jmp (jump table) */
+	SITE_FAIL_NO_INDEX, /* no branch-target index for the module */
+	SITE_FAIL_INSN_IN_JMP, /* this instruction cannot be among several displaced ones */
+	__SITE_FAIL_MAX,
+};
+
+/**
+ * site_fail_str - printf format describing @fail
+ * @fail: a failure reason
+ *
+ * Return: a static string; it contains one "%s" (the mnemonic) for the
+ * reasons that name an instruction (see site_fail_has_insn()).
+ */
+const char *site_fail_str(enum site_fail fail);
+
+/** site_fail_has_insn - true if site_fail_str(@fail) takes a mnemonic. */
+bool site_fail_has_insn(enum site_fail fail);
+
+/*
+ * ---------------------------------------------------------------------------
+ * Writer: emits x86-64 machine code into a host buffer that will live at a
+ * (possibly different) target address.
+ * ---------------------------------------------------------------------------
+ */
+
+/* Longest sequence writer_put_jmp() emits: jmp [rip+0]; dq target. */
+#define WRITER_JMP_ABS_SIZE 14
+
+struct writer {
+	uint8_t *buf; /* host buffer */
+	size_t cap; /* its size */
+	size_t len; /* bytes written */
+	uint64_t pc; /* target address of buf[0] */
+	int err; /* sticky: -ENOSPC once a write did not fit */
+};
+
+void writer_init(struct writer *w, void *buf, size_t cap, uint64_t pc);
+void writer_clear(struct writer *w);
+uint64_t writer_pc(const struct writer *w);
+void writer_put_bytes(struct writer *w, const void *p, size_t n);
+void writer_put_u8(struct writer *w, uint8_t v);
+void writer_put_u32(struct writer *w, uint32_t v);
+void writer_put_u64(struct writer *w, uint64_t v);
+void writer_put_jmp_abs(struct writer *w, uint64_t target);
+void writer_put_jmp(struct writer *w, uint64_t target);
+void writer_put_jcc(struct writer *w, unsigned int cc, uint64_t target);
+void writer_put_push_imm64(struct writer *w, uint64_t value);
+void writer_put_int3(struct writer *w);
+void writer_put_push_reg(struct writer *w, unsigned int reg);
+void writer_put_pop_reg(struct writer *w, unsigned int reg);
+void writer_put_mov_imm64(struct writer *w, unsigned int reg, uint64_t value);
+void writer_put_lea_rsp(struct writer *w, int32_t delta);
+bool writer_rel32_ok(uint64_t from_end, uint64_t target);
+
+/*
+ * ---------------------------------------------------------------------------
+ * Relocator
+ * ---------------------------------------------------------------------------
+ */
+
+/* At most this many instructions are displaced (5 bytes need at most 5). */
+#define RELOC_MAX_INSNS 8
+/*
+ * Upper bound of the code reloc_relocate() emits per displaced instruction:
+ * the scratch-register rewrite of a 15-byte instruction is the longest
+ * (lea 5 + push 1 + movabs 10 + 15 + pop 1 + lea 8 = 40); the final jump
+ * back adds WRITER_JMP_ABS_SIZE.
+ */
+#define RELOC_MAX_INSN_OUT 48
+#define RELOC_MAX_OUT(nr) ((nr)*RELOC_MAX_INSN_OUT + WRITER_JMP_ABS_SIZE)
+
+/**
+ * struct reloc - relocates whole instructions from a source (a host copy of
+ * target bytes) to a destination (a writer). Embedded object: reloc_init()
+ * and reloc_clear().
+ */
+struct reloc {
+	const uint8_t *src; /* host copy of the displaced bytes */
+	size_t src_len; /* number of bytes to relocate (whole instructions) */
+	uint64_t src_addr; /* target address of src[0] */
+	/* Filled by reloc_relocate(): */
+	unsigned int nr; /* instructions relocated */
+	uint8_t src_off[RELOC_MAX_INSNS]; /* offset of insn i in the source */
+	uint16_t dst_off[RELOC_MAX_INSNS]; /* offset of its copy in the writer */
+	/* On failure: */
+	enum site_fail fail;
+	uint64_t fail_addr; /* target address of the offending instruction */
+	char fail_insn[24]; /* its mnemonic */
+};
+
+void reloc_init(struct reloc *r, const void *src, size_t len, uint64_t src_addr);
+void reloc_clear(struct reloc *r);
+int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back);
+const char *reloc_refuse_detail(const char *mnemonic);
+int reloc_targets(const void *src, size_t len, uint64_t src_addr, uint64_t *out, size_t max);
+int reloc_find_slot(const struct utrace_maps *maps, const uint64_t *addrs, size_t nr, size_t size,
+		    uint64_t *ret_addr);
+
+/*
+ * ---------------------------------------------------------------------------
+ * Branch-target index: one per module
+ * ---------------------------------------------------------------------------
+ */
+
+struct branch_index;
+
+/** struct branch_index_stats - what a sweep saw, for notes and tests. */
+struct branch_index_stats {
+	size_t insns; /* instructions decoded */
+	size_t bad_bytes; /* bytes skipped because they did not decode */
+	size_t targets; /* distinct direct branch / code-lea targets */
+	size_t indirect_jmps; /* indirect jmps that are not tail calls through [rip+x] */
+};
+
+struct branch_index *branch_index__new(const struct utrace_elf_section *secs, size_t nr,
+				       const uint64_t *sync, size_t nr_sync);
+void branch_index__free(struct branch_index *bti);
+bool branch_index__any_target(const struct branch_index *bti, uint64_t lo, uint64_t hi);
+uint64_t branch_index__first_target(const struct branch_index *bti, uint64_t lo, uint64_t hi);
+bool branch_index__any_indirect(const struct branch_index *bti, uint64_t lo, uint64_t hi);
+void branch_index__stats(const struct branch_index *bti, struct branch_index_stats *st);
+
+/*
+ * ---------------------------------------------------------------------------
+ * Site planner
+ * ---------------------------------------------------------------------------
+ */
+
+/* A 5-byte jmp rel32 overwrites this many bytes. */
+#define SITE_JMP_SIZE 5
+
+enum site_mode {
+	SITE_REFUSED = 0,
+	SITE_INT3,
+	SITE_JMP,
+};
+
+/** struct site_input - what the planner knows about a probe address. */
+struct site_input {
+	uint64_t addr; /* requested probe address */
+	const uint8_t *bytes; /* host copy of the code at @addr */
+	size_t len; /* bytes available at @bytes (>= 16 if the code allows) */
+	uint64_t func_addr; /* start of the containing function; 0 if unknown */
+	uint64_t func_size; /* its size; 0 if unknown */
+	const struct branch_index *bti; /* module index (same address space); may be NULL */
+	bool live; /* ONLINE scenario: never steal across call/syscall */
+};
+
+/** struct site_plan - the planner's decision. */
+struct site_plan {
+	enum site_mode mode;
+	uint64_t addr; /* probe address, moved past endbr64 at an entry */
+	uint8_t len; /* displaced bytes: >= 5 for jmp, one instruction for int3 */
+	uint8_t nr_insns; /* displaced instructions */
+	enum site_fail fail; /* REFUSED: why; INT3: why not jmp; JMP: NONE */
+	uint64_t fail_addr; /* the instruction @fail is about */
+	char fail_insn[24]; /* its mnemonic, for the "%s" in site_fail_str() */
+};
+
+int site_plan(const struct site_input *in, struct site_plan *out);
+int site_plan__why(const struct site_plan *plan, char *buf, size_t size);
+const char *site_mode_str(enum site_mode mode);
+
+#endif /* __UTRACE_ARCH_H */
