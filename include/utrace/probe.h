@@ -81,10 +81,14 @@ struct utrace_uprobes_opts {
 
 /**
  * @brief **utrace_uprobes__new()** creates the uprobes layer of session @s
- * (an engine on it). Create it before launching or attaching, so that the
- * probes are armed before the target runs.
+ * (an engine on it). Create it before launching, so that SPEC probes
+ * registered before utrace_session__launch() are armed at the exec, before
+ * the command runs its first instruction. A process taken with
+ * utrace_session__attach() is armed when a probe is registered after the
+ * attach, or by utrace_uprobes__sync() for the probes registered before.
  * @return new object, freed with utrace_uprobes__free(); NULL with errno set
- * on failure (EINVAL, ENOMEM, EOPNOTSUPP: backend unavailable)
+ * on failure (EINVAL, ENOMEM, EOPNOTSUPP: backend unavailable: only
+ * UTRACE_BACKEND_PTRACE (and AUTO, which picks it) exists today)
  */
 UTRACE_API struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 						      const struct utrace_uprobes_opts *opts);
@@ -98,6 +102,35 @@ UTRACE_API void utrace_uprobes__free(struct utrace_uprobes *up);
 
 /** @brief **utrace_uprobes__backend()** the backend in use (never AUTO). */
 UTRACE_API enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up);
+
+/**
+ * @brief **utrace_uprobes__sync()** arms every SPEC probe in every process
+ * of the session that is not known yet (attached after the probes were
+ * registered). Quiesces each such process while arming.
+ * @return number of processes armed (>= 0); negative error code otherwise
+ * (the first error; the other processes are still armed)
+ */
+UTRACE_API int utrace_uprobes__sync(struct utrace_uprobes *up);
+
+/** struct utrace_uprobes_stats - counters of the whole layer. */
+struct utrace_uprobes_stats {
+	uint64_t hits; /* entry hits handled */
+	uint64_t returns; /* return-trampoline hits handled */
+	uint64_t missed_returns; /* depth overflow or unwound past (longjmp) */
+	uint64_t foreign_traps; /* SIGTRAPs that were not ours (passed on) */
+	uint64_t late_traps; /* hits of a breakpoint removed meanwhile (re-executed) */
+	uint64_t dl_events; /* dynamic linker notifications (r_brk hits) */
+	uint64_t xol_areas; /* XOL areas mapped */
+	uint64_t points; /* probe points armed now */
+	uint64_t deferred; /* (un)registrations deferred from handlers */
+};
+
+/**
+ * @brief **utrace_uprobes__stats()** reads the layer's counters.
+ * @return 0 on success; -EINVAL on bad arguments
+ */
+UTRACE_API int utrace_uprobes__stats(const struct utrace_uprobes *up,
+				     struct utrace_uprobes_stats *st);
 
 /**
  * Handler return values. UTRACE_PROBE_OK: go on. UTRACE_PROBE_REMOVE:
@@ -117,12 +150,18 @@ enum utrace_drop_reason {
 	UTRACE_DROP_EXEC = 1,
 	UTRACE_DROP_EXIT,
 	UTRACE_DROP_DETACH,
+	UTRACE_DROP_UNLOAD, /* the object was unloaded (dlclose); a SPEC re-arms if reloaded */
+	UTRACE_DROP_UNREGISTER, /* the probe was unregistered */
 };
 typedef void (*utrace_probe_dropped_fn_t)(struct utrace_probe *p, pid_t pid,
 					  enum utrace_drop_reason why, void *data);
 
 /**
- * struct utrace_probe_opts - what a probe does.
+ * struct utrace_probe_opts - what a probe does. Handlers of the ptrace
+ * backend run in the tracing thread while the probed thread is stopped;
+ * they may call any utrace_probe_ctx__*() function, and register or
+ * unregister probes (deferred, see @done); they must not call
+ * utrace_session__run() or free the session or @up.
  * @sz: size of this struct
  * @handler: runs at each entry hit (or, with @retprobe, at each return)
  * @ret_handler: runs at each return of the probed function; setting both
@@ -130,8 +169,10 @@ typedef void (*utrace_probe_dropped_fn_t)(struct utrace_probe *p, pid_t pid,
  *	(-f), where the return context carries the entry timestamp
  * @retprobe: only a return probe: @handler runs at returns (-r)
  * @data: passed to every callback
- * @done: completion of a registration deferred because it was made from a
- *	handler (also called, with err = 0, for an immediate registration)
+ * @done: completion of a registration or unregistration deferred because
+ *	it was made from a handler (also called, with err = 0, for an
+ *	immediate registration). After a failed registration or an
+ *	unregistration, the probe is freed when @done returns
  * @dropped: a probe point of this probe was dropped (exec, exit, detach)
  */
 struct utrace_probe_opts {
@@ -148,11 +189,17 @@ struct utrace_probe_opts {
 
 /**
  * @brief **utrace_probe__register()** registers a probe at runtime address
- * @addr of process @pid (must be an instruction boundary; the site planner
- * decides int3 / jmp / refused).
+ * @addr of process @pid (must be an instruction boundary in a mapped ELF
+ * object; the site planner decides int3 / jmp / refused; at a function
+ * entry that starts with endbr64 the probe goes after it). The process is
+ * quiesced while the breakpoint is written. The probe is dropped (not
+ * re-armed) when @pid execs or exits; opts->dropped tells.
+ * Called from a handler: returns at once, the breakpoint is written after
+ * the hit's handlers have run, and opts->done reports the result.
  * @return new probe (owned by @up); NULL with errno set on failure:
  * ESRCH (pid not traced), UTRACE_ERRNO__NOT_PATCHABLE (site refused; the
- * reason is logged), EFAULT (address not mapped executable)
+ * planner's reason is logged), EFAULT (address not in a mapped ELF
+ * object's code), EEXIST (another tracer's breakpoint is already there)
  */
 UTRACE_API struct utrace_probe *utrace_probe__register(struct utrace_uprobes *up, pid_t pid,
 						       uint64_t addr,
@@ -178,6 +225,12 @@ UTRACE_API struct utrace_probe *utrace_probe__register_spec(struct utrace_uprobe
  * disabled but may still be armed)
  */
 UTRACE_API int utrace_probe__unregister(struct utrace_probe *p);
+
+/**
+ * @brief **utrace_probe__name()** the SPEC text, or "PID:0xADDR" for an
+ * address probe. @return a string owned by @p
+ */
+UTRACE_API const char *utrace_probe__name(const struct utrace_probe *p);
 
 /** struct utrace_probe_stats - per-probe counters. */
 struct utrace_probe_stats {
