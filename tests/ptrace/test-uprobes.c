@@ -427,6 +427,79 @@ static int stop_after(struct utrace_probe_ctx *ctx, void *data)
 	return ++*n >= 2000 ? UTRACE_PROBE_OK : UTRACE_PROBE_OK;
 }
 
+/* Runtime address of @sym in live process @pid. */
+static uint64_t sym_addr(pid_t pid, const char *sym)
+{
+	struct utrace_image *img = utrace_image__open_pid(pid);
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	size_t nr = 0;
+	uint64_t addr;
+
+	CHECK(img);
+	CHECK_EQ(utrace_spec__parse(sym, &spec, NULL, 0), 0);
+	CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+	CHECK(nr >= 1);
+	addr = m[0].addr;
+	free(m);
+	utrace_spec__clear(&spec);
+	utrace_image__close(img);
+	return addr;
+}
+
+/* The code bytes of @sym in @pid equal the file's. */
+static void check_code_restored(pid_t pid, const char *sym)
+{
+	char hex[40], mem[40];
+	uint8_t b[16];
+	size_t i;
+
+	CHECK_EQ(utrace_mem__read(pid, sym_addr(pid, sym), b, 16), 16);
+	for (i = 0; i < 16; i++)
+		sprintf(mem + 2 * i, "%02x", b[i]);
+	file_bytes_hex(sym, hex, 16);
+	CHECK_STREQ(mem, hex);
+}
+
+TEST(example_retval)
+{
+	char *argv[] = { strdup(harness_build_path("examples/retval")), "work",
+			 strdup(target_path("s-uprobes")), "mt", "5", "1", NULL };
+	char *out = NULL;
+	long v;
+
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	for (v = 1; v <= 9; v += 2) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "s-uprobes:work returned %ld ", v);
+		CHECK_MSG(strstr(out, line), "no '%s' in:\n%s", line, out);
+	}
+	free(out);
+}
+
+TEST(example_count_hits)
+{
+	const char *args[] = { "loop", "2", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], addr[32], line[128], *out = NULL;
+	char *argv[] = { strdup(harness_build_path("examples/count-hits")), pid, addr, "0.5", NULL };
+
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", t.pid);
+	snprintf(addr, sizeof(addr), "%llx", (unsigned long long)sym_addr(t.pid, "work"));
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	CHECK_MSG(out && strstr(out, "hits=") && atol(strstr(out, "hits=") + 5) > 0, "%s", out);
+	check_code_restored(t.pid, "work");
+	CHECK(write(t.in, "x\n", 2) == 2);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(out);
+}
+
 TEST(attach_probe_detach_restores_code)
 {
 	const char *args[] = { "loop", "4", NULL };
