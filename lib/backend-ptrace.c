@@ -400,8 +400,11 @@ static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp,
 		err = xol_prepare_slot(mp, th, pt);
 		if (err) {
 			/* cannot run out of line: give the site back, never harm the target */
+			char ebuf[128];
+
+			utrace_strerror(err, ebuf, sizeof(ebuf));
 			pr_warn("probe point %s: cannot run the instruction out of line: %s; removed\n",
-				pt->name, strerror(err < 0 && -err < 4000 ? -err : EINVAL));
+				pt->name, ebuf);
 			ptrace_backend_disarm(mp, pt, true);
 			regs->rip = pt->addr;
 		} else {

@@ -554,11 +554,14 @@ static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *
 		if (err) {
 			if (!first_err)
 				first_err = err;
-			if (!p->warned)
-				pr_warn("probe '%s': %s in process %d: %s%s%s\n", p->name,
-					m[i].symbol ? m[i].symbol : "address", pp->pid,
-					strerror(err < 0 && -err < 4000 ? -err : EINVAL),
-					why[0] ? ": " : "", why);
+			if (!p->warned) {
+				char ebuf[128];
+
+				utrace_strerror(err, ebuf, sizeof(ebuf));
+				pr_warn("probe '%s': cannot probe %s in process %d: %s%s%s\n",
+					p->name, m[i].symbol ? m[i].symbol : "address", pp->pid,
+					ebuf, why[0] ? ": " : "", why);
+			}
 			continue;
 		}
 		armed++;

@@ -13,7 +13,9 @@
  *                       first 8 code bytes of work(); the parent waits for it
  *   exec N M            N x work(), then execs "mt M 1"
  *   loop THREADS        THREADS threads call work() until stdin closes
- *   wait                ready, wait for a line on stdin, then N x work() (fault)
+ *   tail N              N x tail_a(), which tail-calls tail_b()
+ *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
+ *   value N             N x get_value() (fault injection makes it return 7)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -51,6 +53,38 @@ NOINLINE long jumper(long i)
 	if (i & 1)
 		longjmp(jb, 1);
 	return i + 100;
+}
+
+/*
+ * tail_a(x) tail-calls tail_b(x + 1): a probed function jumping into
+ * another probed one (chained return instances).
+ */
+NOINLINE long tail_b(long x)
+{
+	sink += x;
+	return x * 3;
+}
+long tail_a(long x);
+__asm__(".text\n"
+	".globl tail_a\n"
+	".type tail_a, @function\n"
+	"tail_a:\n"
+	"\tadd $1, %rdi\n" /* 48 83 c7 01 */
+	"\tjmp tail_b\n"
+	".size tail_a, .-tail_a\n");
+
+/* A site the planner refuses (ud2 cannot run out of line); never called. */
+__attribute__((naked)) void trap_fn(void)
+{
+	__asm__ volatile("ud2");
+}
+
+static volatile long traps;
+
+static void on_sigtrap(int sig)
+{
+	(void)sig;
+	traps++;
 }
 
 /* never called by the program except through fault injection tests */
@@ -233,6 +267,26 @@ int main(int argc, char **argv)
 		for (i = 0; i < nt && i < 64; i++)
 			pthread_join(th[i], NULL);
 		printf("calls=%ld ok\n", atomic_load(&loop_calls));
+	} else if (!strcmp(mode, "tail")) {
+		long n = atol(argv[2]);
+
+		for (i = 0; i < n; i++)
+			if (tail_a(i) != (i + 1) * 3)
+				return 1;
+		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "sigtrap")) {
+		long n = atol(argv[2]);
+
+		/* SIGTRAPs of the program's own: raise() and a literal int3 */
+		signal(SIGTRAP, on_sigtrap);
+		for (i = 0; i < n; i++) {
+			work(i);
+			raise(SIGTRAP);
+			__asm__ volatile("int3");
+		}
+		if (traps != 2 * n)
+			return 1;
+		printf("expect entries=%ld traps=%ld\n", n, traps);
 	} else if (!strcmp(mode, "value")) {
 		long n = atol(argv[2]), sum = 0;
 
