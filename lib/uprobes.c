@@ -1479,31 +1479,62 @@ enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up)
 	return up ? up->backend : UTRACE_BACKEND_AUTO;
 }
 
+/* Take every breakpoint, trampoline and XOL area out of @pp and forget it. */
+static int proc_release(struct uprobes_proc *pp)
+{
+	struct uprobes_proc *vp;
+	unsigned int i;
+	int ret = 0;
+
+	/* followed vfork children use these points: forget them first */
+	for (vp = pp->up->procs; vp; vp = vp->next)
+		if (vp->vfork_parent == pp->pid)
+			vp->vfork_parent = 0;
+	if (pid_armable(pp->up, pp->pid) && !pp->vfork_parent) {
+		ret = ptrace_backend_quiesce(pp);
+		for (i = 0; i < PROC_HASH; i++) {
+			struct probe_point *pt;
+
+			for (pt = pp->points[i]; pt; pt = pt->hnext) {
+				int r = pt->armed ? ptrace_backend_disarm(pp, pt, true) : 0;
+
+				if (r && !ret)
+					ret = r;
+				remember_removed(pp, pt->addr);
+			}
+		}
+		{
+			int r = ptrace_backend_release(pp);
+
+			if (r && !ret)
+				ret = r;
+		}
+		ptrace_backend_resume(pp);
+	}
+	proc_forget_points(pp, UTRACE_DROP_DETACH);
+	proc_free(pp);
+	return ret;
+}
+
+int utrace_uprobes__detach_pid(struct utrace_uprobes *up, pid_t pid)
+{
+	struct uprobes_proc *pp;
+
+	if (!up || up->hit_depth)
+		return -EINVAL;
+	pp = uprobes_proc_find(up, pid);
+	if (!pp)
+		return -ESRCH;
+	return proc_release(pp);
+}
+
 void utrace_uprobes__free(struct utrace_uprobes *up)
 {
 	if (!up)
 		return;
 	up->freeing = true;
-	while (up->procs) {
-		struct uprobes_proc *pp = up->procs;
-		unsigned int i;
-		bool alive = pid_armable(up, pp->pid) || pp->vfork_parent;
-
-		if (alive && !pp->vfork_parent) {
-			ptrace_backend_quiesce(pp);
-			for (i = 0; i < PROC_HASH; i++) {
-				struct probe_point *pt;
-
-				for (pt = pp->points[i]; pt; pt = pt->hnext)
-					if (pt->armed)
-						ptrace_backend_disarm(pp, pt, true);
-			}
-			ptrace_backend_release(pp);
-			ptrace_backend_resume(pp);
-		}
-		proc_forget_points(pp, UTRACE_DROP_DETACH);
-		proc_free(pp);
-	}
+	while (up->procs)
+		proc_release(up->procs);
 	while (up->deferred) {
 		struct uprobes_deferred *d = up->deferred;
 

@@ -95,13 +95,27 @@ UTRACE_API struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 
 /**
  * @brief **utrace_uprobes__free()** unregisters every probe (quiescing each
- * process, removing every breakpoint: code bytes identical to before) and
- * frees @up. Accepts NULL.
+ * process, removing every breakpoint: code bytes identical to before;
+ * putting back every return address replaced by a trampoline; unmapping
+ * the XOL areas) and frees @up. Call it before utrace_session__close() or
+ * utrace_session__detach(): a process left with breakpoints would die of
+ * its next hit once untraced. Accepts NULL.
  */
 UTRACE_API void utrace_uprobes__free(struct utrace_uprobes *up);
 
 /** @brief **utrace_uprobes__backend()** the backend in use (never AUTO). */
 UTRACE_API enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up);
+
+/**
+ * @brief **utrace_uprobes__detach_pid()** takes every breakpoint, return
+ * trampoline and XOL area out of process @pid (as utrace_uprobes__free()
+ * does for all) and forgets it; the probes stay registered. Call it before
+ * utrace_session__detach_pid(). Not from a handler.
+ * @return 0 on success; -ESRCH if @pid has no probe point; -EINVAL from a
+ * handler; another negative error code if something could not be undone
+ * (logged; the process keeps running correctly)
+ */
+UTRACE_API int utrace_uprobes__detach_pid(struct utrace_uprobes *up, pid_t pid);
 
 /**
  * @brief **utrace_uprobes__sync()** arms every SPEC probe in every process

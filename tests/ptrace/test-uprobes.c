@@ -734,3 +734,43 @@ TEST(unregister_while_running)
 	CHECK_MSG(strstr(line, " ok"), "%s", line);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
+
+TEST(register_before_attach_then_sync)
+{
+	const char *args[] = { "loop", "2", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	struct counts c = { 0 };
+	char line[128];
+	long before;
+	int k;
+
+	target_wait_ready(&t);
+	s = utrace_session__new(NULL);
+	up = utrace_uprobes__new(s, NULL);
+	CHECK(s && up);
+	/* no process yet: the SPEC waits */
+	probe_spec(up, "work", &c, true, true);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_uprobes__sync(up), 1);
+	CHECK_EQ(utrace_uprobes__sync(up), 0);
+	for (k = 0; k < 100 && c.entries < 1000; k++)
+		utrace_session__run(s, 20);
+	CHECK(c.entries >= 1000);
+	/* release this process only, then detach it from the session */
+	CHECK_EQ(utrace_uprobes__detach_pid(up, t.pid), 0);
+	CHECK_EQ(c.dropped_other, 1);
+	check_code_restored(t.pid, "work");
+	CHECK_EQ(utrace_session__detach_pid(s, t.pid), 0);
+	before = c.entries;
+	msleep(100);
+	CHECK_EQ(c.entries, before);
+	utrace_uprobes__free(up);
+	utrace_session__close(s);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
