@@ -60,10 +60,14 @@
  *    syscall.
  *
  * Quiescing. want_stop marks a thread that must stay stopped; a running
- * one gets PTRACE_INTERRUPT. Any stop satisfies the request (the thread
- * may report a syscall or signal stop before the EVENT_STOP); the pending
- * interrupt then produces a stale EVENT_STOP later, which is recognised
- * (interrupted flag or no reason to stay) and resumed silently. A vfork
+ * one gets PTRACE_INTERRUPT. Any stop satisfies the request: the thread
+ * may report a syscall, signal or clone stop before reaching get_signal(),
+ * and that stop *consumes* the interrupt: ptrace_stop() clears
+ * JOBCTL_TRAP_STOP on every trap ("any trap clears pending STOP trap",
+ * kernel/signal.c), so no PTRACE_EVENT_STOP follows. The interrupted flag
+ * therefore means "sent, and no stop of any kind seen since"; believing
+ * that an EVENT_STOP is still due after another stop leaves a quiesce
+ * waiting forever (our first stress runs did exactly that). A vfork
  * parent cannot stop until its child execs or exits (it waits in
  * TASK_KILLABLE, which PTRACE_INTERRUPT's wake-up does not interrupt):
  * PTRACE_O_TRACEVFORKDONE tells when it can again, and quiesce/detach do
@@ -131,7 +135,8 @@
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
 
-#define __WALL_FLAGS __WALL
+/* How long attach waits for a thread's first stop before moving on. */
+#define ATTACH_GRACE_MS 300
 
 extern char **environ;
 
@@ -276,20 +281,48 @@ static struct utrace_thread *thread_new(struct utrace_session *s, struct tproc *
 	return th;
 }
 
-/* Unlink and free @th; frees its process when it was the last thread. */
+/*
+ * Unlink and free @th; frees its process when it was the last thread. A
+ * thread whose event is being handled further up the stack (a callback
+ * quiesced the process and the thread's own death was reaped meanwhile) is
+ * only unlinked and marked dead; the outermost handler frees it.
+ */
 static void thread_free(struct utrace_session *s, struct utrace_thread *th)
 {
 	struct tproc *p = th->proc;
 
+	if (th->dead)
+		return;
 	if (th->prev)
 		th->prev->next = th->next;
 	else
 		s->threads = th->next;
 	if (th->next)
 		th->next->prev = th->prev;
-	free(th);
+	th->prev = th->next = NULL;
+	th->proc = NULL;
+	th->stop = TSTOP_RUNNING;
+	if (th->busy)
+		th->dead = true;
+	else
+		free(th);
 	if (--p->nr_threads == 0)
 		proc_free(s, p);
+}
+
+static void thread_get(struct utrace_thread *th)
+{
+	th->busy++;
+}
+
+/* Drop a reference; returns false if @th died meanwhile (and frees it). */
+static bool thread_put(struct utrace_thread *th)
+{
+	if (--th->busy == 0 && th->dead) {
+		free(th);
+		return false;
+	}
+	return !th->dead;
 }
 
 /**
@@ -449,13 +482,16 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 	int action = UTRACE_RESUME, flags = 0;
 	struct utrace_thread *saved_th = s->dispatch_th;
 
-	if (th->proc->hidden || th->proc->hide_pre_exec)
+	if (th->dead || th->proc->hidden || th->proc->hide_pre_exec)
 		return 0;
 	s->dispatch_depth++;
 	s->dispatch_th = th;
+	thread_get(th);
 	for (e = s->engines; e; e = e->next) {
 		int r;
 
+		if (th->dead)
+			break;
 		if (e->dead || e->gen > gen || !(e->events & a->ev))
 			continue;
 		r = call_one(e, th, a);
@@ -467,6 +503,7 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 		if (r & UTRACE_DETACH)
 			utrace_engine__detach(e);
 	}
+	th->busy--; /* the caller holds a reference too: never freed here */
 	s->dispatch_depth--;
 	s->dispatch_th = saved_th;
 	engines_reap(s);
@@ -528,7 +565,7 @@ static int thread_release(struct utrace_thread *th)
 /* After an event: stay stopped if anybody wants it, else resume. */
 static void thread_settle(struct utrace_thread *th)
 {
-	if (th->want_stop || th->engine_stop)
+	if (th->dead || th->want_stop || th->engine_stop)
 		return;
 	thread_release(th);
 }
@@ -660,6 +697,8 @@ static void handle_syscall_entry(struct utrace_session *s, struct utrace_thread 
 	}
 	a.ev = UTRACE_EV_SYSCALL_ENTRY;
 	action |= dispatch(s, th, &a);
+	if (th->dead)
+		return;
 	if (!th->skip)
 		syscall_entry_writeback(th, &old, sc);
 	if (sc->seccomp && !th->proc->hidden)
@@ -709,6 +748,9 @@ static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *
 	int op = -1;
 
 	memset(&sc, 0, sizeof(sc));
+	/* Test knob: exercise the fallback used on kernels < 5.3. */
+	if (!syscall_info_state && getenv("UTRACE_NO_SYSCALL_INFO"))
+		syscall_info_state = -1;
 	if (syscall_info_state >= 0) {
 		int r = ptrace_get_syscall_info(th->tid, &info);
 
@@ -920,8 +962,11 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 			th->cur_nr = old->cur_nr;
 			memcpy(th->cur_args, old->cur_args, sizeof(th->cur_args));
 			th->exit_wanted = old->exit_wanted;
+			th->want_stop |= old->want_stop;
+			th->notify_quiesce |= old->notify_quiesce;
 			th->engine_stop = false;
 			th->stepping = false;
+			th->in_vfork = false;
 			thread_free(s, old);
 		}
 	}
@@ -960,6 +1005,8 @@ launched:
 		s->launch_status = 128 + WTERMSIG(status);
 }
 
+static void handle_stop(struct utrace_session *s, struct utrace_thread *th, int sig, int event);
+
 /**
  * session_handle_status - process one waitpid() result.
  * @s: session
@@ -972,7 +1019,6 @@ launched:
 void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 {
 	struct utrace_thread *th = utrace_session__find_thread(s, tid);
-	int sig, event;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		handle_exit(s, th, tid, status);
@@ -988,11 +1034,23 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 			return;
 		}
 	}
-	sig = WSTOPSIG(status);
-	event = (unsigned int)status >> 16;
+	thread_get(th);
+	handle_stop(s, th, WSTOPSIG(status), (unsigned int)status >> 16);
+	if (!thread_put(th))
+		return;
+	thread_settle(th);
+}
+
+/* The body of session_handle_status() for a stop; @th is referenced. */
+static void handle_stop(struct utrace_session *s, struct utrace_thread *th, int sig, int event)
+{
+	pid_t tid = th->tid;
+
 	th->regs_valid = false;
 	th->listening = false;
 	th->override_resume = false;
+	/* Any ptrace stop consumes a pending PTRACE_INTERRUPT (see the essay). */
+	th->interrupted = false;
 
 	if (th->proc->detach_new) {
 		/* A fork that is not followed: let it go at its first stop. */
@@ -1016,6 +1074,8 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 
 		th->seen = true;
 		apply_action(th, dispatch(s, th, &a));
+		if (th->dead)
+			return;
 	}
 
 	if (sig == (SIGTRAP | 0x80)) {
@@ -1051,13 +1111,11 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 		th->notify_quiesce = false;
 		apply_action(th, dispatch(s, th, &a));
 	}
-	/* The handlers may have freed other threads, never @th itself. */
 	if (th->override_resume) {
 		th->override_resume = false;
 		th->engine_stop = false;
 		th->want_stop = false;
 	}
-	thread_settle(th);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1219,9 +1277,40 @@ static bool thread_settled(const struct utrace_thread *th)
 	return th->stop != TSTOP_RUNNING || th->in_vfork;
 }
 
-/* Stop every thread of @pid (0: all); wait until all are stopped. */
-static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
+/*
+ * Wait for one event for at most @ms milliseconds (< 0: no limit).
+ * Return: as wait_one(); -ETIMEDOUT when the time ran out.
+ */
+static int wait_one_timeout(struct utrace_session *s, int ms)
 {
+	long deadline = now_ms() + ms;
+	int r;
+
+	if (ms < 0)
+		return wait_one(s, true);
+	for (;;) {
+		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+		long left;
+
+		sigchld_drain();
+		r = wait_one(s, false);
+		if (r != 0)
+			return r;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		poll(&pfd, 1, (int)left);
+	}
+}
+
+/*
+ * Stop every thread of @pid (0: all); wait until all are stopped, at most
+ * @timeout_ms (< 0: no limit). Return: 0; -ETIMEDOUT if some thread did not
+ * stop in time (it still has the interrupt pending); negative errno.
+ */
+static int quiesce(struct utrace_session *s, pid_t pid, bool notify, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
 	struct utrace_thread *th;
 	int r;
 
@@ -1244,7 +1333,13 @@ static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
 		}
 		if (!pending)
 			return 0;
-		r = wait_one(s, true);
+		if (timeout_ms >= 0) {
+			long left = deadline - now_ms();
+
+			r = left > 0 ? wait_one_timeout(s, (int)left) : -ETIMEDOUT;
+		} else {
+			r = wait_one(s, true);
+		}
 		if (r == -ECHILD)
 			return 0;
 		if (r < 0 && r != -EINTR)
@@ -1263,7 +1358,7 @@ int utrace_session__quiesce(struct utrace_session *s, pid_t pid)
 		return r;
 	if (pid && !find_proc(s, pid))
 		return -ESRCH;
-	return quiesce(s, pid, true);
+	return quiesce(s, pid, true, -1);
 }
 
 int utrace_session__resume(struct utrace_session *s, pid_t pid)
@@ -1343,7 +1438,7 @@ static int detach_proc(struct utrace_session *s, pid_t pid)
 	for (;;) {
 		bool left = false;
 
-		r = quiesce(s, pid, false);
+		r = quiesce(s, pid, false, -1);
 		if (r < 0 && !ret)
 			ret = r;
 		if (!find_proc(s, pid))
@@ -1467,7 +1562,8 @@ static int proc_task_tracer(pid_t pid, pid_t tid)
 	return tracer;
 }
 
-static bool is_zombie(pid_t pid, pid_t tid)
+/* The state letter of /proc/@pid/task/@tid/stat, '?' if unknown. */
+static char task_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256];
 	char *p;
@@ -1477,14 +1573,21 @@ static bool is_zombie(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return '?';
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return '?';
 	buf[n] = 0;
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char c = task_state(pid, tid);
+
+	return c == 'Z' || c == 'X';
 }
 
 /*
@@ -1595,9 +1698,27 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		proc_free(s, p);
 		return -ESRCH;
 	}
-	/* Wait for every thread's first stop (new threads included). */
-	if (r == 0)
-		r = quiesce(s, pid, false);
+	/*
+	 * Wait for every thread's first stop (new threads included). A thread
+	 * that cannot stop now (a vfork parent waiting for its child, which
+	 * PTRACE_INTERRUPT does not wake; an uninterruptible sleep) is not
+	 * waited for forever: it keeps its interrupt pending, and its stop is
+	 * handled by the event loop when it comes.
+	 */
+	if (r == 0) {
+		r = quiesce(s, pid, false, ATTACH_GRACE_MS);
+		if (r == -ETIMEDOUT) {
+			for (th = s->threads; th; th = th->next) {
+				if (th->proc->pid != pid || th->stop != TSTOP_RUNNING)
+					continue;
+				pr_info("thread %d: does not stop now (state %c); traced from its next stop\n",
+					th->tid, task_state(pid, th->tid));
+				if (task_state(pid, th->tid) == 'D')
+					th->in_vfork = true;
+			}
+			r = 0;
+		}
+	}
 	p = find_proc(s, pid);
 	if (!p)
 		return r < 0 ? r : -ESRCH;

@@ -572,9 +572,13 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
  * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; from a signal-delivery stop only once
- * its signal has been suppressed (as uprobes does with the SIGTRAP of its
- * breakpoints) and outside a syscall.
+ * syscall-entry/exit/seccomp stops; not from a clone/fork/exec event stop,
+ * nor from a signal-delivery stop unless its signal has been suppressed
+ * (stop_sig cleared, as uprobes does with the SIGTRAP of its breakpoints)
+ * outside a syscall. From a syscall-exit stop (or such a signal stop) the
+ * thread ends up stopped just after it (in the kernel's signal path, where
+ * a restart of the interrupted syscall is decided), which is equivalent for
+ * the program.
  * @param th a stopped thread
  * @param nr syscall number
  * @param args six arguments (unused ones ignored)
