@@ -43,6 +43,7 @@ enum site_fail {
 	SITE_FAIL_UNKNOWN_REL, /* position-relative operand of a kind we do not handle */
 	SITE_FAIL_RIPREL_FAR, /* RIP-relative operand out of ±2 GiB of the destination */
 	SITE_FAIL_NOSPACE, /* the destination buffer is too small */
+	SITE_FAIL_MID_INSN, /* the address is inside an instruction of the function */
 	/* Reasons for int3 rather than a 5-byte jmp (the site is still probed). */
 	SITE_FAIL_NOT_ENTRY, /* not a function entry and first instruction < 5 bytes */
 	SITE_FAIL_NO_SIZE, /* the symbol has no size: cannot prove bytes stay inside */
@@ -145,6 +146,7 @@ void reloc_clear(struct reloc *r);
 int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back);
 const char *reloc_refuse_detail(const char *mnemonic);
 int reloc_insn_len(const void *src, size_t len);
+int reloc_map_addr(const struct reloc *r, uint64_t dst, uint64_t addr, uint64_t *ret_addr);
 int reloc_targets(const void *src, size_t len, uint64_t src_addr, uint64_t *out, size_t max);
 int reloc_find_slot(const struct utrace_maps *maps, const uint64_t *addrs, size_t nr, size_t size,
 		    uint64_t *ret_addr);
@@ -195,6 +197,8 @@ struct site_input {
 	size_t len; /* bytes available at @bytes (>= 16 if the code allows) */
 	uint64_t func_addr; /* start of the containing function; 0 if unknown */
 	uint64_t func_size; /* its size; 0 if unknown */
+	const uint8_t *func_bytes; /* host copy of the function from @func_addr, to check
+				    * that @addr is an instruction boundary; may be NULL */
 	const struct branch_index *bti; /* module index (same address space); may be NULL */
 	bool live; /* ONLINE scenario: never steal across call/syscall */
 };

@@ -145,6 +145,8 @@ int utrace_planner__plan(struct utrace_planner *pl, const struct utrace_match *m
 			in.func_size = s->size;
 		}
 	}
+	if (in.func_addr >= sec->addr && in.func_addr <= m->file_addr)
+		in.func_bytes = sec->data + (in.func_addr - sec->addr);
 	err = site_plan(&in, &p);
 	if (err && err != -UTRACE_ERRNO__RELOC)
 		return err;

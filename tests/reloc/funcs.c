@@ -187,11 +187,34 @@ __asm__(".intel_syntax noprefix\n"
 	"1:	lea rax, [rsi + rcx + 200]\n"
 	"	ret\n"
 	".size f_asm_loop, . - f_asm_loop\n"
+	/* RIP-relative SSE and VEX loads in the displaced bytes (xmm state) */
+	".globl f_asm_sse\n"
+	".type f_asm_sse, @function\n"
+	"f_asm_sse:\n"
+	"	movsd xmm0, [rip + 2f]\n" /* f2 0f 10 05 disp32 */
+	"	cvtsi2sd xmm1, rdi\n"
+	"	addsd xmm0, xmm1\n"
+	"	cvttsd2si rax, xmm0\n"
+	"	ret\n"
+	".size f_asm_sse, . - f_asm_sse\n"
+	".globl f_asm_vex\n"
+	".type f_asm_vex, @function\n"
+	"f_asm_vex:\n"
+	"	vmovsd xmm2, [rip + 2f]\n" /* c5 fb 10 15 disp32: needs a near trampoline */
+	"	vcvtsi2sd xmm3, xmm3, rsi\n"
+	"	vmulsd xmm2, xmm2, xmm3\n"
+	"	vcvttsd2si rax, xmm2\n"
+	"	ret\n"
+	".size f_asm_vex, . - f_asm_vex\n"
+	".section .rodata\n"
+	".balign 8\n"
+	"2:	.double 2.5\n"
+	".text\n"
 	".att_syntax prefix\n");
 
 __attribute__((visibility("default"))) const char *const func_names[] = {
 	"f_add",       "f_global",   "f_local",	   "f_early_jcc",  "f_loop",   "f_call",
 	"f_call_plt",  "f_tail",     "f_switch",   "f_fib",	   "f_string", "f_stack",
 	"f_float",     "f_regs",     "f_do_while", "f_cmp_global", "f_min",    "f_ext",
-	"f_asm_jrcxz", "f_asm_loop", NULL,
+	"f_asm_jrcxz", "f_asm_loop", "f_asm_sse",  "f_asm_vex",	   NULL,
 };

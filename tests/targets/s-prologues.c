@@ -2,8 +2,12 @@
 /*
  * s-prologues - functions whose prologues exercise each planner decision,
  * for `utrace -l ... --why` (tests/unit/test-planner.c). Hand-written so the
- * bytes do not depend on the compiler. Running it calls none of them.
+ * bytes do not depend on the compiler. Running it calls none of them; with
+ * an argument it prints "ready" and waits to be killed.
  */
+#include <stdio.h>
+#include <unistd.h>
+
 __asm__(".intel_syntax noprefix\n"
 	".text\n"
 	/* jmp: push rbp; mov rbp, rsp; sub rsp, 16 */
@@ -36,7 +40,12 @@ __asm__(".intel_syntax noprefix\n"
 	".size p_short, . - p_short\n"
 	".att_syntax prefix\n");
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1) { /* "wait": stay alive for utrace -l -p */
+		printf("ready\n");
+		fflush(stdout);
+		pause();
+	}
 	return 0;
 }

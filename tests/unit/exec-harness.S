@@ -9,7 +9,9 @@
  *   long exec_call(void *fn, long a, long b);
  *
  * Returns fn's return value, or the value of rax at the snapshot if
- * exec_snapshot was reached (exec_snap.taken is then 1). Not reentrant.
+ * exec_snapshot was reached (exec_snap.taken is then 1). The snapshot holds
+ * the 16 general registers, rflags, the stack below the caller and
+ * xmm0..xmm15. Not reentrant.
  */
 	.intel_syntax noprefix
 	.text
@@ -48,6 +50,23 @@ exec_call:
 	movabs r13, 0xb0b0b0b0b0b0b0b0
 	movabs r14, 0xc0c0c0c0c0c0c0c0
 	movabs r15, 0xd0d0d0d0d0d0d0d0
+	/* xmm0..15: patterns too, so both runs start from the same vector state */
+	movq xmm0, rax
+	movq xmm1, rbx
+	movq xmm2, rcx
+	movq xmm3, rdx
+	movq xmm4, rbp
+	movq xmm5, r8
+	movq xmm6, r9
+	movq xmm7, r10
+	movq xmm8, r11
+	movq xmm9, r12
+	movq xmm10, r13
+	movq xmm11, r14
+	movq xmm12, r15
+	movq xmm13, rdi
+	movq xmm14, rsi
+	pxor xmm15, xmm15
 	push 0x247			/* CF PF ZF IF: a flags pattern */
 	popfq
 	call [rip + exec_fn]
@@ -82,6 +101,22 @@ exec_snapshot:
 	pushfq
 	pop rax
 	mov [rip + exec_snap + 16 * 8], rax
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 0 * 16], xmm0
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 1 * 16], xmm1
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 2 * 16], xmm2
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 3 * 16], xmm3
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 4 * 16], xmm4
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 5 * 16], xmm5
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 6 * 16], xmm6
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 7 * 16], xmm7
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 8 * 16], xmm8
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 9 * 16], xmm9
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 10 * 16], xmm10
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 11 * 16], xmm11
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 12 * 16], xmm12
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 13 * 16], xmm13
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 14 * 16], xmm14
+	movdqu [rip + exec_snap + 19 * 8 + 512 + 15 * 16], xmm15
 	/* the stack the function built: [rsp, exec_saved_rsp), at most 512 bytes */
 	mov rsi, [rip + exec_snap + 7 * 8]
 	mov rcx, [rip + exec_saved_rsp]
@@ -109,7 +144,7 @@ exec_snapshot:
 	.align 16
 	.globl exec_snap
 exec_snap:
-	.skip 19 * 8 + 512
+	.skip 19 * 8 + 512 + 16 * 16
 	.size exec_snap, . - exec_snap
 exec_saved_rsp:
 	.skip 8

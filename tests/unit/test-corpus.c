@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <Zydis/Zydis.h>
+
 #include "utrace/utrace.h"
 #include "arch.h"
 #include "harness.h"
@@ -20,7 +22,7 @@
 
 struct corpus_stats {
 	size_t sites, modes[3], reasons[3][__SITE_FAIL_MAX];
-	size_t decode_errors, far_ok, far_riprel;
+	size_t decode_errors, far_ok, far_riprel, checked;
 	double sweep_ms, plan_ms;
 };
 
@@ -43,6 +45,154 @@ static const struct utrace_elf_section *find_sec(const struct utrace_elf_section
 	return NULL;
 }
 
+/*
+ * Semantic check of a relocation: the set of absolute addresses the code
+ * refers to (branch targets, RIP-relative effective addresses, pushed
+ * return addresses, the jump back) must be the same before and after.
+ * The relocated side understands the writer's idioms: jmp [rip+0]; dq X,
+ * push imm32 + mov dword [rsp+4], imm32, and movabs reg, X before [reg+d].
+ * Branches inside the emitted code itself (the label dance) are skipped.
+ */
+struct refs {
+	uint64_t v[64];
+	int n;
+};
+
+static void refs_add(struct refs *r, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++)
+		if (r->v[i] == v)
+			return;
+	if (r->n < 64)
+		r->v[r->n++] = v;
+}
+
+static ZydisDecoder dec;
+
+static bool mem_riprel(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *ops,
+		       uint64_t pc, uint64_t *ea)
+{
+	int i;
+
+	for (i = 0; i < in->operand_count; i++)
+		if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+		    ops[i].mem.base == ZYDIS_REGISTER_RIP)
+			return ZYAN_SUCCESS(ZydisCalcAbsoluteAddress(in, &ops[i], pc, ea));
+	return false;
+}
+
+static void orig_refs(const uint8_t *b, size_t len, uint64_t addr, struct refs *r)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	size_t off = 0;
+	bool falls = true;
+	uint64_t ea;
+
+	while (off < len) {
+		CHECK(ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, b + off, len - off, &in, ops)));
+		if (in.raw.imm[0].is_relative)
+			refs_add(r, addr + off + in.length + in.raw.imm[0].value.s);
+		if (mem_riprel(&in, ops, addr + off, &ea))
+			refs_add(r, ea);
+		falls = true;
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL)
+			refs_add(r, addr + off + in.length); /* the return address */
+		if (in.mnemonic == ZYDIS_MNEMONIC_CALL || in.mnemonic == ZYDIS_MNEMONIC_JMP ||
+		    in.mnemonic == ZYDIS_MNEMONIC_RET)
+			falls = false;
+		off += in.length;
+	}
+	if (falls)
+		refs_add(r, addr + len); /* the jump back */
+}
+
+static void out_refs(const uint8_t *b, size_t len, uint64_t pc, struct refs *r)
+{
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+	uint64_t push = 0, ea, base_val = 0;
+	ZydisRegister base_reg = ZYDIS_REGISTER_NONE;
+	bool pushed = false;
+	size_t off = 0;
+	int i;
+
+	while (off < len) {
+		const uint8_t *p = b + off;
+		uint64_t at = pc + off;
+
+		CHECK_MSG(ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, p, len - off, &in, ops)),
+			  "relocated code does not decode at +%zu", off);
+		if (in.length == 6 && p[0] == 0xff && p[1] == 0x25 && !memcmp(p + 2, "\0\0\0", 4)) {
+			uint64_t lit;
+
+			memcpy(&lit, p + 6, 8); /* jmp [rip+0]; dq lit */
+			refs_add(r, lit);
+			off += 14;
+			continue;
+		}
+		if (pushed && !(p[0] == 0xc7 && p[1] == 0x44 && p[2] == 0x24 && p[3] == 0x04)) {
+			refs_add(r, push); /* push imm32 alone: sign-extended */
+			pushed = false;
+		}
+		if (p[0] == 0x68) { /* push imm32 */
+			push = (uint64_t)(int64_t)in.raw.imm[0].value.s;
+			pushed = true;
+		} else if (p[0] == 0xc7 && p[1] == 0x44 && p[2] == 0x24 && p[3] == 0x04 && pushed) {
+			push = (push & 0xffffffffULL) | ((uint64_t)in.raw.imm[0].value.u << 32);
+			refs_add(r, push);
+			pushed = false;
+		} else if (in.mnemonic == ZYDIS_MNEMONIC_MOV && in.raw.imm[0].size == 64) {
+			base_reg = ops[0].reg.value; /* movabs scratch, next */
+			base_val = in.raw.imm[0].value.u;
+		} else if (in.raw.imm[0].is_relative) {
+			uint64_t t = at + in.length + in.raw.imm[0].value.s;
+
+			if (t < pc || t > pc + len) /* not the label dance */
+				refs_add(r, t);
+		} else if (mem_riprel(&in, ops, at, &ea)) {
+			refs_add(r, ea);
+		} else if (base_reg != ZYDIS_REGISTER_NONE) {
+			for (i = 0; i < in.operand_count; i++)
+				if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+				    ops[i].mem.base == base_reg &&
+				    ops[i].visibility == ZYDIS_OPERAND_VISIBILITY_EXPLICIT) {
+					refs_add(r, base_val + ops[i].mem.disp.value);
+					base_reg = ZYDIS_REGISTER_NONE;
+				}
+		}
+		off += in.length;
+	}
+	if (pushed)
+		refs_add(r, push);
+}
+
+static void refs_check(const struct site_plan *p, const uint8_t *bytes, const uint8_t *out, int n,
+		       uint64_t dst)
+{
+	struct refs a = { .n = 0 }, b = { .n = 0 };
+	int i, j;
+
+	orig_refs(bytes, p->len, p->addr, &a);
+	out_refs(out, n, dst, &b);
+	for (i = 0; i < a.n; i++) {
+		for (j = 0; j < b.n && b.v[j] != a.v[i]; j++)
+			;
+		CHECK_MSG(j < b.n, "relocating %#llx to %#llx loses a reference to %#llx",
+			  (unsigned long long)p->addr, (unsigned long long)dst,
+			  (unsigned long long)a.v[i]);
+	}
+	for (j = 0; j < b.n; j++) {
+		for (i = 0; i < a.n && a.v[i] != b.v[j]; i++)
+			;
+		CHECK_MSG(i < a.n, "relocating %#llx to %#llx adds a reference to %#llx",
+			  (unsigned long long)p->addr, (unsigned long long)dst,
+			  (unsigned long long)b.v[j]);
+	}
+}
+
 /* Relocate the plan's bytes to @dst; only a far RIP-relative operand may fail. */
 static void relocate_check(const struct site_plan *p, const uint8_t *bytes, uint64_t dst,
 			   struct corpus_stats *st, bool far)
@@ -56,7 +206,9 @@ static void relocate_check(const struct site_plan *p, const uint8_t *bytes, uint
 	reloc_init(&r, bytes, p->len, p->addr);
 	n = reloc_relocate(&r, &w, true);
 	if (n > 0) {
+		refs_check(p, bytes, out, n, dst);
 		st->far_ok += far;
+		st->checked++;
 		return;
 	}
 	CHECK_MSG(far && r.fail == SITE_FAIL_RIPREL_FAR,
@@ -180,6 +332,8 @@ static void report(const char *name, const struct corpus_stats *st)
 		     st->sweep_ms, st->plan_ms);
 	top_reasons("int3 because", st->reasons[SITE_INT3], n);
 	top_reasons("refused because", st->reasons[SITE_REFUSED], n);
+	harness_note("  %zu relocations checked: same absolute references as the original",
+		     st->checked);
 	if (st->far_riprel)
 		harness_note("  16 GiB away: %zu plans need a nearer trampoline (rip-relative)",
 			     st->far_riprel);
@@ -191,6 +345,7 @@ static void corpus_test(const char *name, const char *path)
 
 	if (access(path, R_OK))
 		SKIP("%s not found", path);
+	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	run_corpus(path, &st);
 	report(name, &st);
 	CHECK(st.sites > 0);

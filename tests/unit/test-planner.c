@@ -216,6 +216,28 @@ TEST(plan_branch_into_prologue)
 	module_clear(&m);
 }
 
+/* A second symbol inside the first one's prologue (an asm alternate entry). */
+TEST(plan_symbol_inside_prologue)
+{
+	static const uint8_t code[] = {
+		0x48, 0x89, 0xf8, /* f: mov rax, rdi */
+		0x48, 0x01, 0xf0, /* g = f + 3: add rax, rsi */
+		0xc3, /* ret */
+	};
+	const uint64_t syms[] = { BASE, BASE + 3 };
+	struct utrace_elf_section sec = { ".text", BASE, sizeof(code), code };
+	struct branch_index *bti = branch_index__new(&sec, 1, syms, 2);
+	struct site_input in = { BASE, code, sizeof(code), BASE, sizeof(code), code, bti, true };
+	struct site_plan p;
+
+	CHECK(bti);
+	CHECK_EQ(site_plan(&in, &p), 0);
+	CHECK_EQ(p.mode, SITE_INT3);
+	CHECK_EQ(p.fail, SITE_FAIL_BRANCH_INTO);
+	CHECK_EQ(p.fail_addr, BASE + 3);
+	branch_index__free(bti);
+}
+
 TEST(plan_branch_to_first_byte_ok)
 {
 	static const uint8_t code[] = {
@@ -281,6 +303,35 @@ TEST(plan_not_entry)
 	module_clear(&m);
 }
 
+/* An address inside an instruction is refused, when the function's bytes are known. */
+TEST(plan_mid_instruction)
+{
+	static const uint8_t code[] = {
+		0x55, /* push rbp */
+		0x48, 0x89, 0xe5, /* mov rbp, rsp */
+		0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00, /* mov rax, [rip + 0x1000] */
+		0x5d, /* pop rbp */
+		0xc3, /* ret */
+	};
+	struct module m;
+	struct site_input in = { 0 };
+	struct site_plan p;
+	char why[128];
+
+	module_init(&m, code, sizeof(code));
+	in = (struct site_input){ BASE + 2, code + 2, sizeof(code) - 2, BASE, sizeof(code), code,
+				  m.bti,    true };
+	CHECK_EQ(site_plan(&in, &p), -UTRACE_ERRNO__RELOC);
+	CHECK_EQ(p.fail, SITE_FAIL_MID_INSN);
+	site_plan__why(&p, why, sizeof(why));
+	CHECK_STREQ(why, "not an instruction boundary: inside 'mov' (at 0x401001)");
+	in = (struct site_input){ BASE + 4, code + 4, sizeof(code) - 4, BASE, sizeof(code), code,
+				  m.bti,    true };
+	CHECK_EQ(site_plan(&in, &p), 0);
+	CHECK_EQ(p.mode, SITE_JMP);
+	module_clear(&m);
+}
+
 TEST(plan_indirect_jmp)
 {
 	static const uint8_t code[] = {
@@ -336,7 +387,7 @@ TEST(plan_no_index)
 		0x5d, /* pop rbp */
 		0xc3, /* ret */
 	};
-	struct site_input in = { BASE, code, sizeof(code), BASE, sizeof(code), NULL, true };
+	struct site_input in = { BASE, code, sizeof(code), BASE, sizeof(code), NULL, NULL, true };
 	struct site_plan p;
 
 	CHECK_EQ(site_plan(&in, &p), 0);
@@ -355,7 +406,9 @@ TEST(plan_branch16_and_garbage)
 		0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
 		0x90, 0x90, 0x90, 0x90, 0x90, 0x90, 0x90,
 	};
-	struct site_input in = { BASE, jmp16, sizeof(jmp16), BASE, sizeof(jmp16), NULL, true };
+	struct site_input in = {
+		BASE, jmp16, sizeof(jmp16), BASE, sizeof(jmp16), NULL, NULL, true
+	};
 	struct site_plan p;
 
 	CHECK_EQ(site_plan(&in, &p), -UTRACE_ERRNO__RELOC);
@@ -404,73 +457,6 @@ TEST(branch_index_lookup)
 	CHECK(!branch_index__any_target(m.bti, BASE + 6, BASE + 100));
 	CHECK(branch_index__any_indirect(m.bti, BASE, BASE + sizeof(code)));
 	module_clear(&m);
-}
-
-/* The public API and the `utrace -l` plan column on the real libc. */
-TEST(cli_list_plan_column)
-{
-	char *argv[] = { (char *)getenv("UTRACE"),
-			 "-l",
-			 "libc:__read_nocancel",
-			 "--why",
-			 "--",
-			 "/bin/true",
-			 NULL };
-	char *out = NULL;
-	int rc;
-
-	if (!argv[0])
-		SKIP("UTRACE not set");
-	rc = harness_run(argv, &out, NULL, 30);
-	CHECK_EQ(rc, 0);
-	CHECK(out);
-	harness_note("%s", out);
-	if (!strstr(out, "__read_nocancel"))
-		SKIP("this libc has no __read_nocancel");
-	CHECK(strstr(out, "int3: not a jmp: 'syscall' within 5 bytes cannot be displaced"));
-	free(out);
-}
-
-/* The plan column on hand-written prologues: every decision and its reason. */
-TEST(cli_list_why_prologues)
-{
-	static const char *const want[] = {
-		"p_classic  ",
-		"jmp: 8 bytes displaced\n",
-		"p_endbr  ",
-		" after endbr64\n",
-		"p_syscall  ",
-		"refused: instruction 'syscall' cannot run out of line (a thread blocked",
-		"p_pre_syscall  ",
-		"int3: not a jmp: 'syscall' within 5 bytes cannot be displaced in a "
-		"live process\n",
-		"p_loop_head  ",
-		"int3: not a jmp: a branch targets the middle of the displaced bytes",
-		"p_ud2  ",
-		"refused: instruction 'ud2' cannot run out of line (deliberate #UD",
-		"p_short  ",
-		"int3: not a jmp: 'ret' ends the code within 5 bytes\n",
-	};
-	char spec[4096];
-	char *argv[] = { (char *)getenv("UTRACE"), "-l", spec, "--why", NULL };
-	char *out = NULL;
-	size_t i;
-
-	if (!argv[0])
-		SKIP("UTRACE not set");
-	snprintf(spec, sizeof(spec), "%s:p_*", harness_build_path("tests/targets/s-prologues"));
-	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
-	harness_note("%s", out);
-	for (i = 0; i < ARRAY_SIZE(want); i += 2) {
-		const char *line = strstr(out, want[i]);
-
-		CHECK_MSG(line, "no line for %s", want[i]);
-		line = strstr(line, "  ");
-		CHECK_MSG(line && strstr(line, want[i + 1]) &&
-				  strstr(line, want[i + 1]) < strchr(line, '\n') + 1,
-			  "%s: want '%s'", want[i], want[i + 1]);
-	}
-	free(out);
 }
 
 TEST(public_planner)

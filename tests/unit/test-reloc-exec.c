@@ -35,6 +35,7 @@ struct snap {
 	uint64_t stack_len;
 	uint64_t taken;
 	uint8_t stack[512];
+	uint8_t xmm[16][16];
 };
 
 extern struct snap exec_snap;
@@ -45,10 +46,10 @@ extern char exec_snapshot[];
 #define PAGE 4096ULL
 
 static const char *const funcs[] = {
-	"f_add",	"f_global",   "f_local", "f_early_jcc", "f_loop",
-	"f_call",	"f_call_plt", "f_tail",	 "f_switch",	"f_fib",
-	"f_string",	"f_stack",    "f_float", "f_regs",	"f_do_while",
-	"f_cmp_global", "f_min",      "f_ext",	 "f_asm_jrcxz", "f_asm_loop",
+	"f_add",       "f_global",   "f_local",	   "f_early_jcc",  "f_loop",   "f_call",
+	"f_call_plt",  "f_tail",     "f_switch",   "f_fib",	   "f_string", "f_stack",
+	"f_float",     "f_regs",     "f_do_while", "f_cmp_global", "f_min",    "f_ext",
+	"f_asm_jrcxz", "f_asm_loop", "f_asm_sse",  "f_asm_vex",
 };
 
 static const long args[][2] = { { 0, 0 }, { 1, 2 }, { 5, -3 }, { 100, 7 }, { -9, 40 } };
@@ -153,6 +154,9 @@ static void snap_compare(const struct snap *a, const struct snap *b, const char 
 	CHECK_MSG((a->flags & FLAGS_ARITH) == (b->flags & FLAGS_ARITH),
 		  "%s(%ld, %ld): flags %#llx vs %#llx", fn, x, y, (unsigned long long)a->flags,
 		  (unsigned long long)b->flags);
+	for (i = 0; i < 16; i++)
+		CHECK_MSG(!memcmp(a->xmm[i], b->xmm[i], 16), "%s(%ld, %ld): xmm%d differs", fn, x,
+			  y, i);
 	CHECK_EQ(a->stack_len, b->stack_len);
 	CHECK_MSG(!memcmp(a->stack, b->stack, a->stack_len), "%s(%ld, %ld): stack differs", fn, x,
 		  y);

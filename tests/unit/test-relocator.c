@@ -881,6 +881,14 @@ TEST(reloc_offset_map)
 	CHECK_EQ(r.dst_off[0], 0);
 	CHECK_EQ(r.src_off[1], 1); /* call */
 	CHECK_EQ(r.dst_off[1], 1); /* push imm32 of the emulation */
+	{
+		uint64_t to = 0;
+
+		CHECK_EQ(reloc_map_addr(&r, N, S + 1, &to), 0);
+		CHECK_EQ(to, N + 1);
+		CHECK_EQ(reloc_map_addr(&r, N, S + 2, &to), -EINVAL); /* inside the call */
+		CHECK_EQ(reloc_map_addr(&r, N, S + 6, &to), -ENOENT);
+	}
 }
 
 /* A full writer fails cleanly with -ENOSPC and writes nothing past the end. */

@@ -15,6 +15,8 @@
  *     multi-instruction jmp patches in functions whose jump tables it cannot
  *     read. jmp [rip + x] (PLT-style tail calls) is not counted.
  *
+ *   - the @sync points (symbol starts): entries that indirect calls reach.
+ *
  * Known limits, all of which make the planner more conservative, never less:
  * a linear sweep can mis-decode data or padding as a branch (a spurious
  * target only turns a jmp into an int3). It can also lose sync after data
@@ -166,7 +168,8 @@ static int sweep(struct branch_index *bti, const ZydisDecoder *dec,
  * one address space (file addresses, or runtime addresses of one mapping)
  * @nr: number of sections
  * @sync: optional sorted instruction starts known to be exact (function
- * symbols), where the sweep re-synchronises; may be NULL
+ * symbols), where the sweep re-synchronises; they are also recorded as
+ * targets (entry points); may be NULL
  * @nr_sync: number of @sync entries
  *
  * Tracer process; allocates.
@@ -187,6 +190,13 @@ struct branch_index *branch_index__new(const struct utrace_elf_section *secs, si
 	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
 	for (i = 0; i < nr && !err; i++)
 		err = sweep(bti, &dec, secs, nr, &secs[i], sync, nr_sync);
+	/*
+	 * Every symbol is an entry point that indirect calls (PLT, GOT, function
+	 * pointers) reach: asm functions with a second entry a few bytes in
+	 * (memcpy inside memmove) must not be displaced.
+	 */
+	for (i = 0; i < nr_sync && !err; i++)
+		err = vec_push(&bti->targets, sync[i]);
 	if (err) {
 		branch_index__free(bti);
 		errno = -err;

@@ -27,6 +27,12 @@
  *     A single instruction of 5 bytes or more needs none of d/e: nothing
  *     can jump into the middle of one instruction.
  *  4. Otherwise int3, and the plan says why not jmp (for `utrace -l --why`).
+ *
+ * Known limits: a jump table in a foo.cold part is not seen by rule 3e
+ * (only indirect jmps inside [foo, foo + size) are); the index does not
+ * read jump tables, so a function with a switch gets int3 even when its
+ * table cannot reach the prologue (the kernel's optprobes make the same
+ * choice). Both err on the side of int3.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +60,7 @@ static const struct {
 				   "trampoline",
 				   true },
 	[SITE_FAIL_NOSPACE] = { "trampoline buffer too small", false },
+	[SITE_FAIL_MID_INSN] = { "not an instruction boundary: inside '%s'", true },
 	[SITE_FAIL_NOT_ENTRY] = { "not a function entry, and '%s' is shorter than 5 bytes", true },
 	[SITE_FAIL_NO_SIZE] = { "function size unknown", false },
 	[SITE_FAIL_TOO_SHORT] = { "function ends within 5 bytes", false },
@@ -119,7 +126,8 @@ int site_plan__why(const struct site_plan *plan, char *buf, size_t size)
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 	n = snprintf(buf, size, fmt, plan->fail_insn);
 #pragma GCC diagnostic pop
-	if (plan->fail == SITE_FAIL_BRANCH_INTO && n >= 0 && (size_t)n < size)
+	if ((plan->fail == SITE_FAIL_BRANCH_INTO || plan->fail == SITE_FAIL_MID_INSN) && n >= 0 &&
+	    (size_t)n < size)
 		n += snprintf(buf + n, size - n, " (at %#llx)",
 			      (unsigned long long)plan->fail_addr);
 	return n;
@@ -239,6 +247,31 @@ static void plan_jmp(const struct site_input *in, const uint8_t *bytes, size_t a
 	p->nr_insns = nr;
 }
 
+/*
+ * An int3 or jmp written into the middle of an instruction corrupts it:
+ * decode the function from its start and refuse an address that is not
+ * where an instruction begins (bpftrace refuses these without --unsafe).
+ * Functions have no data inside them on x86-64, so the linear decode is
+ * exact. Returns 0, or -1 with @p set.
+ */
+static int check_boundary(const ZydisDecoder *dec, const struct site_input *in, struct site_plan *p)
+{
+	uint64_t off = 0, want = in->addr - in->func_addr;
+	ZydisDecodedInstruction insn;
+
+	while (off < want) {
+		if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(
+			    dec, NULL, in->func_bytes + off, want - off + MIN(15, in->len), &insn)))
+			return 0; /* undecodable on the way: leave it to the decoder below */
+		if (off + insn.length > want) {
+			set_fail(p, SITE_FAIL_MID_INSN, in->func_addr + off, &insn);
+			return -1;
+		}
+		off += insn.length;
+	}
+	return 0;
+}
+
 /**
  * site_plan - choose jmp, int3 or refusal for the probe address in @in
  * @in: the site: its bytes, containing function, module index, scenario
@@ -265,6 +298,11 @@ int site_plan(const struct site_input *in, struct site_plan *out)
 		return -EINVAL;
 	entry = in->func_addr && in->addr == in->func_addr;
 	ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+	if (!entry && in->func_bytes && in->addr > in->func_addr &&
+	    check_boundary(&dec, in, &p) < 0) {
+		*out = p;
+		return -UTRACE_ERRNO__RELOC;
+	}
 	st = ZydisDecoderDecodeFull(&dec, bytes, avail, &insn, ops);
 	if (ZYAN_SUCCESS(st) && entry && insn.mnemonic == ZYDIS_MNEMONIC_ENDBR64 &&
 	    (!in->func_size || in->func_size > insn.length)) {

@@ -32,8 +32,9 @@
  *   (mov/lea/cmp/push [rip+x], SSE,    absolute address. A RIP-relative operand
  *   VEX, EVEX)                         is always disp32 (never EVEX disp8*N),
  *                                      so the length does not change. Out of
- *                                      ±2 GiB: SITE_FAIL_RIPREL_FAR (the caller
- *                                      places the code with reloc_find_slot())
+ *                                      ±2 GiB: scratch-register rewrite, or
+ *                                      SITE_FAIL_RIPREL_FAR (see below)
+ *   [eip + x] (0x67 + RIP-relative)    refused (32-bit truncated address)
  *   jmp rel8/rel32                     jmp rel32 to the same target, or
  *                                      jmp [rip+0]; dq target when far
  *   jcc rel8/rel32                     jcc rel32, or the inverted jcc over an
@@ -66,8 +67,9 @@
  * Prefixes: segment overrides es/cs/ss/ds are ignored in 64-bit mode and
  * fs/gs (TLS, the stack protector's fs:0x28) are address-independent, so
  * copied instructions keep them. lock is a property of the instruction, not
- * of its address, so it is kept too (the kernel refuses lock only because of
- * single-stepping). Re-encoded branches drop branch hints, bnd and notrack,
+ * of its address: out of line the same memory operand is updated atomically,
+ * so it is kept (the kernel's uprobes refuse lock-prefixed instructions; we
+ * see no reason to for a copy that runs without single-stepping). Re-encoded branches drop branch hints, bnd and notrack,
  * none of which changes the architectural result (IBT is not enabled for
  * user space on our kernels; a direct jmp needs no endbr64 anyway). Any
  * 0x66-prefixed branch is refused: AMD truncates RIP to 16 bits.
@@ -121,7 +123,7 @@
 #include "util.h"
 
 /*
- * What to do with one instruction. RELOC_REFUSE carries a site_fail.
+ * What to do with one instruction. KIND_REFUSE carries a site_fail.
  */
 enum insn_kind {
 	KIND_COPY, /* copied verbatim */
@@ -647,6 +649,36 @@ int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back)
 	if (w->err)
 		return reloc_fail(r, SITE_FAIL_NOSPACE, r->src_addr, NULL);
 	return (int)(w->len - start);
+}
+
+/**
+ * reloc_map_addr - where a thread stopped at original address @addr must
+ * continue after the region was patched: the start of the copy of the
+ * instruction at @addr in the relocated code at @dst
+ * @r: relocator after a successful reloc_relocate()
+ * @dst: target address the relocated code was written for (writer pc)
+ * @addr: a thread's RIP inside [r->src_addr, r->src_addr + r->src_len)
+ * @ret_addr: receives the new RIP; untouched on failure
+ *
+ * Used by the patch protocol to move threads out of the displaced bytes
+ * (Orbit's MoveInstructionPointersOutOfOverwrittenCode). No allocation.
+ *
+ * Return: 0 on success; -ENOENT if @addr is outside the region; -EINVAL if
+ * it is not the start of a displaced instruction (a RIP cannot be there).
+ */
+int reloc_map_addr(const struct reloc *r, uint64_t dst, uint64_t addr, uint64_t *ret_addr)
+{
+	unsigned int i;
+
+	if (addr < r->src_addr || addr >= r->src_addr + r->src_len)
+		return -ENOENT;
+	for (i = 0; i < r->nr; i++) {
+		if (r->src_addr + r->src_off[i] == addr) {
+			*ret_addr = dst + r->dst_off[i];
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 /**
