@@ -774,3 +774,23 @@ TEST(register_before_attach_then_sync)
 	CHECK_MSG(strstr(line, " ok"), "%s", line);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
+
+TEST(riprel_slot_near_code)
+{
+	const char *args[] = { "riprel", "100", NULL };
+	struct counts c = { 0 };
+	struct utrace_uprobes_stats ust;
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "rip_push", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, 100);
+	CHECK_EQ(c.returns, 100);
+	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+	/* the dynamic linker's area, then one within reach of the executable */
+	CHECK_EQ(ust.xol_areas, 2);
+	free(out);
+	run_close(&r);
+}

@@ -15,6 +15,7 @@
  *   loop THREADS        THREADS threads call work() until stdin closes
  *   tail N              N x tail_a(), which tail-calls tail_b()
  *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
+ *   riprel N            N x rip_push() (push [rip + x] probed)
  *   value N             N x get_value() (fault injection makes it return 7)
  */
 #include <dlfcn.h>
@@ -72,6 +73,21 @@ __asm__(".text\n"
 	"\tadd $1, %rdi\n" /* 48 83 c7 01 */
 	"\tjmp tail_b\n"
 	".size tail_a, .-tail_a\n");
+
+/*
+ * rip_push() returns sink through "push [rip + sink]": an instruction that
+ * only runs out of line within ±2 GiB of sink (no scratch-register form),
+ * so its XOL slot must be placed near the executable.
+ */
+long rip_push(void);
+__asm__(".text\n"
+	".globl rip_push\n"
+	".type rip_push, @function\n"
+	"rip_push:\n"
+	"\tpushq sink(%rip)\n" /* ff 35 rel32 */
+	"\tpopq %rax\n"
+	"\tret\n"
+	".size rip_push, .-rip_push\n");
 
 /* A site the planner refuses (ud2 cannot run out of line); never called. */
 __attribute__((naked)) void trap_fn(void)
@@ -287,6 +303,15 @@ int main(int argc, char **argv)
 		if (traps != 2 * n)
 			return 1;
 		printf("expect entries=%ld traps=%ld\n", n, traps);
+	} else if (!strcmp(mode, "riprel")) {
+		long n = atol(argv[2]);
+
+		for (i = 0; i < n; i++) {
+			sink = i * 7;
+			if (rip_push() != i * 7)
+				return 1;
+		}
+		printf("expect entries=%ld returns=%ld\n", n, n);
 	} else if (!strcmp(mode, "value")) {
 		long n = atol(argv[2]), sum = 0;
 
