@@ -555,7 +555,12 @@ static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t chil
 {
 	struct utrace_uprobes *up = utrace_engine__ctx(e);
 
-	uprobes_proc_fork(up, utrace_thread__pid(th), child, vfork, followed);
+	pid_t pid = utrace_thread__pid(th);
+
+	/* clone(CLONE_VM) without CLONE_VFORK shares the memory too */
+	if (!vfork && syscall(SYS_kcmp, pid, child, KCMP_VM, 0, 0) == 0)
+		vfork = true;
+	uprobes_proc_fork(up, pid, child, vfork, followed);
 	return UTRACE_RESUME;
 }
 

@@ -15,6 +15,7 @@
  *   loop THREADS        THREADS threads call work() until stdin closes
  *   tail N              N x tail_a(), which tail-calls tail_b()
  *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
+ *   vfork N             N x work(), vfork + exec /bin/true, N x work()
  *   riprel N            N x rip_push() (push [rip + x] probed)
  *   value N             N x get_value() (fault injection makes it return 7)
  */
@@ -150,6 +151,26 @@ static void on_usr1(int sig)
 	handler_calls++;
 }
 
+static int run_longjmp(long n)
+{
+	volatile long jumps = 0, rets = 0, k;
+
+	for (k = 0; k < n; k++) {
+		if (setjmp(jb)) {
+			jumps++;
+			continue;
+		}
+		if (jumper(k) != k + 100)
+			return 1;
+		rets++;
+	}
+	/* a last call after the last longjmp, so the stale instance is seen */
+	if (work(1) != 3)
+		return 1;
+	printf("expect entries=%ld returns=%ld missed=%ld\n", n, (long)rets, (long)jumps);
+	return 0;
+}
+
 static long fib_calls(long n)
 {
 	return n < 2 ? 1 : 1 + fib_calls(n - 1) + fib_calls(n - 2);
@@ -189,21 +210,8 @@ int main(int argc, char **argv)
 			return 1;
 		printf("expect entries=%ld returns=%ld result=%ld\n", fib_calls(n), fib_calls(n), r);
 	} else if (!strcmp(mode, "longjmp")) {
-		long n = atol(argv[2]), jumps = 0, rets = 0;
-
-		for (i = 0; i < n; i++) {
-			if (setjmp(jb)) {
-				jumps++;
-				continue;
-			}
-			if (jumper(i) != i + 100)
-				return 1;
-			rets++;
-		}
-		/* a last call after the last longjmp, so the stale instance is seen */
-		if (work(1) != 3)
+		if (run_longjmp(atol(argv[2])))
 			return 1;
-		printf("expect entries=%ld returns=%ld missed=%ld\n", n, rets, jumps);
 	} else if (!strcmp(mode, "signal")) {
 		long n = atol(argv[2]);
 
@@ -303,6 +311,23 @@ int main(int argc, char **argv)
 		if (traps != 2 * n)
 			return 1;
 		printf("expect entries=%ld traps=%ld\n", n, traps);
+	} else if (!strcmp(mode, "vfork")) {
+		long n = atol(argv[2]);
+		int status;
+		pid_t pid;
+
+		for (i = 0; i < n; i++)
+			work(i);
+		pid = vfork();
+		if (pid == 0) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+		for (i = 0; i < n; i++)
+			work(i);
+		printf("expect entries=%ld returns=%ld\n", 2 * n, 2 * n);
 	} else if (!strcmp(mode, "riprel")) {
 		long n = atol(argv[2]);
 
