@@ -251,7 +251,8 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 
 		n = utrace_session__threads(up->s, pp->pid, ths, ARRAY_SIZE(ths));
 		for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)); t++) {
-			if (ths[t] != up->hit_th && sigtrap_pending(pp->pid, utrace_thread__tid(ths[t]))) {
+			if (ths[t] != up->hit_th &&
+			    sigtrap_pending(pp->pid, utrace_thread__tid(ths[t]))) {
 				utrace_thread__resume(ths[t]);
 				any = true;
 			}
@@ -300,7 +301,8 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 		}
 	}
 	if (busy) {
-		pr_warn("process %d: a thread is inside the XOL area; leaving it mapped\n", pp->pid);
+		pr_warn("process %d: a thread is inside the XOL area; leaving it mapped\n",
+			pp->pid);
 		xol_forget(pp);
 		return ret ? ret : -EBUSY;
 	}
@@ -373,8 +375,8 @@ static void ri_push(struct uprobes_proc *pp, struct probe_point *pt, pid_t tid,
 	ri->entry_ns = now;
 }
 
-static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp,
-			struct uprobes_proc *mp, struct probe_point *pt, struct utrace_thread *th,
+static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp, struct uprobes_proc *mp,
+			struct probe_point *pt, struct utrace_thread *th,
 			struct user_regs_struct *regs)
 {
 	struct user_regs_struct orig = *regs;
@@ -604,8 +606,8 @@ static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
  */
 int ptrace_backend_init(struct utrace_uprobes *up)
 {
-	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec, .exit = on_thread_exit,
-		    .fork = on_fork, .attach = on_attach);
+	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec,
+		    .exit = on_thread_exit, .fork = on_fork, .attach = on_attach);
 
 	up->engine = utrace_engine__attach(up->s, &ops,
 					   UTRACE_EV_SIGNAL | UTRACE_EV_EXEC | UTRACE_EV_EXIT |

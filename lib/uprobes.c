@@ -589,8 +589,9 @@ static void proc_arm_rbrk(struct uprobes_proc *pp)
 		size_t k, nsym;
 
 		base = base ? base + 1 : (o ? o->path : NULL);
-		if (!base || !o->live || (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) &&
-					  strncmp(base, "ld.so", 5)))
+		if (!base || !o->live ||
+		    (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) &&
+		     strncmp(base, "ld.so", 5)))
 			continue;
 		elf = utrace_image__elf(pp->img, i);
 		if (!elf)
@@ -1290,8 +1291,8 @@ static void clean_child(struct uprobes_proc *parent, pid_t child)
 				continue;
 			if (utrace_mem__read(child, pt->addr, &b, 1) == 1 && b == 0xcc &&
 			    utrace_mem__write(child, pt->addr, pt->orig, 1) != 1)
-				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n", child,
-					(unsigned long long)pt->addr);
+				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n",
+					child, (unsigned long long)pt->addr);
 		}
 	}
 	if (!tramp)
@@ -1417,8 +1418,7 @@ struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 	int err;
 
 	if (!s || !OPTS_VALID(opts, utrace_uprobes_opts) || backend < 0 ||
-	    backend >= __UTRACE_BACKEND_MAX ||
-	    (opts && opts->max_depth > UPROBES_MAX_DEPTH)) {
+	    backend >= __UTRACE_BACKEND_MAX || (opts && opts->max_depth > UPROBES_MAX_DEPTH)) {
 		errno = EINVAL;
 		return NULL;
 	}

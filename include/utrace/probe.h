@@ -270,11 +270,11 @@ UTRACE_API const char *utrace_probe__name(const struct utrace_probe *p);
 
 /** struct utrace_probe_stats - per-probe counters. */
 struct utrace_probe_stats {
-	uint64_t hits;		/* entry hits */
-	uint64_t returns;	/* return hits */
+	uint64_t hits; /* entry hits */
+	uint64_t returns; /* return hits */
 	uint64_t missed_returns; /* depth overflow or unwound past (longjmp) */
-	uint64_t points;	/* armed probe points now */
-	uint64_t pending;	/* pending SPEC objects */
+	uint64_t points; /* armed probe points now */
+	uint64_t pending; /* pending SPEC objects */
 };
 
 /** @brief **utrace_probe__stats()** reads @p's counters. @return 0 or negative error code */

@@ -470,8 +470,13 @@ static void check_code_restored(pid_t pid, const char *sym)
 
 TEST(example_retval)
 {
-	char *argv[] = { strdup(harness_build_path("examples/retval")), "work",
-			 strdup(target_path("s-uprobes")), "mt", "5", "1", NULL };
+	char *argv[] = { strdup(harness_build_path("examples/retval")),
+			 "work",
+			 strdup(target_path("s-uprobes")),
+			 "mt",
+			 "5",
+			 "1",
+			 NULL };
 	char *out = NULL;
 	long v;
 
@@ -490,7 +495,8 @@ TEST(example_count_hits)
 	const char *args[] = { "loop", "2", NULL };
 	struct target t = target_start("s-uprobes", args, -1);
 	char pid[16], addr[32], line[128], *out = NULL;
-	char *argv[] = { strdup(harness_build_path("examples/count-hits")), pid, addr, "0.5", NULL };
+	char *argv[] = { strdup(harness_build_path("examples/count-hits")), pid, addr, "0.5",
+			 NULL };
 
 	target_wait_ready(&t);
 	snprintf(pid, sizeof(pid), "%d", t.pid);

@@ -208,7 +208,8 @@ int main(int argc, char **argv)
 		}
 		if (r != a)
 			return 1;
-		printf("expect entries=%ld returns=%ld result=%ld\n", fib_calls(n), fib_calls(n), r);
+		printf("expect entries=%ld returns=%ld result=%ld\n", fib_calls(n), fib_calls(n),
+		       r);
 	} else if (!strcmp(mode, "longjmp")) {
 		if (run_longjmp(atol(argv[2])))
 			return 1;
