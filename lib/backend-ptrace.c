@@ -280,7 +280,17 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 					ret = -EFAULT;
 				}
 			}
+			/* dropped ones may live on another stack (coroutines) */
+			for (k = 0; k < MIN(task->nr_dropped, UPROBES_DROPPED_KEEP); k++) {
+				const struct utrace_return_instance *ri = &task->dropped[k];
+				uint64_t v;
+
+				if (!ri->chained && ri->orig_ret &&
+				    utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 && v == tramp)
+					utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8);
+			}
 			task->depth = 0;
+			task->nr_dropped = 0;
 		}
 	}
 	/* 3. threads inside a slot */
@@ -325,6 +335,16 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 /* Hits                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Pop the newest instance as unwound past; keep it in the graveyard. */
+static void ri_drop(struct uprobes_proc *pp, struct utrace_task *t)
+{
+	const struct utrace_return_instance *ri = &t->ri[t->depth - 1];
+
+	uprobes_missed_return(pp, ri->func);
+	t->dropped[t->nr_dropped++ % UPROBES_DROPPED_KEEP] = *ri;
+	t->depth--;
+}
+
 /* Drop instances unwound past without returning (longjmp, exceptions). */
 static void ri_cleanup(struct uprobes_proc *pp, struct utrace_task *t, uint64_t sp, bool chained)
 {
@@ -333,9 +353,30 @@ static void ri_cleanup(struct uprobes_proc *pp, struct utrace_task *t, uint64_t 
 
 		if (chained ? sp <= ri->sp : sp < ri->sp)
 			break;
-		uprobes_missed_return(pp, ri->func);
-		t->depth--;
+		ri_drop(pp, t);
 	}
+}
+
+/*
+ * The trampoline was reached with no live instance for this frame: look
+ * for one dropped as stale (a stack switch fooled the check). Return: the
+ * real return address, or 0.
+ */
+static uint64_t ri_resurrect(struct utrace_task *t, uint64_t slot_sp)
+{
+	unsigned int i, n = MIN(t->nr_dropped, UPROBES_DROPPED_KEEP);
+
+	for (i = 0; i < n; i++) {
+		struct utrace_return_instance *ri = &t->dropped[i];
+
+		if (ri->sp == slot_sp && ri->orig_ret) {
+			uint64_t ret = ri->orig_ret;
+
+			ri->orig_ret = 0; /* used once */
+			return ret;
+		}
+	}
+	return 0;
 }
 
 /* Entry of a return-probed function: hijack the return address. */
@@ -436,12 +477,29 @@ static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
 	struct utrace_task *t = uprobes_task_get(mp, ctx.tid, false);
 	uint64_t slot_sp = regs->rsp - 8;
 
-	/* frames below the returning one were unwound past */
-	while (t && t->depth && t->ri[t->depth - 1].sp < slot_sp) {
-		uprobes_missed_return(mp, t->ri[t->depth - 1].func);
-		t->depth--;
+	uint64_t ret;
+
+	if (t && t->depth && t->ri[t->depth - 1].sp > slot_sp) {
+		/* not this frame's: a stale instance of another stack? */
+		ret = ri_resurrect(t, slot_sp);
+		if (ret) {
+			pr_debug("thread %d: return through a dropped instance\n", ctx.tid);
+			regs->rip = ret;
+			utrace_thread__set_regs(th, regs);
+			return 0;
+		}
 	}
+	/* frames below the returning one were unwound past */
+	while (t && t->depth && t->ri[t->depth - 1].sp < slot_sp)
+		ri_drop(mp, t);
 	if (!t || !t->depth || t->ri[t->depth - 1].sp != slot_sp) {
+		ret = t ? ri_resurrect(t, slot_sp) : 0;
+		if (ret) {
+			pr_debug("thread %d: return through a dropped instance\n", ctx.tid);
+			regs->rip = ret;
+			utrace_thread__set_regs(th, regs);
+			return 0;
+		}
 		pr_warn("thread %d: return trampoline hit with no matching return instance "
 			"(rsp 0x%llx)\n",
 			ctx.tid, (unsigned long long)regs->rsp);

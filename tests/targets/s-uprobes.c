@@ -16,6 +16,7 @@
  *   tail N              N x tail_a(), which tail-calls tail_b()
  *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
  *   vfork N             N x work(), vfork + exec /bin/true, N x work()
+ *   coro                a coroutine (swapcontext) yields inside co_func()
  *   riprel N            N x rip_push() (push [rip + x] probed)
  *   value N             N x get_value() (fault injection makes it return 7)
  */
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -149,6 +151,43 @@ static void on_usr1(int sig)
 	if (work(7) != 15)
 		_exit(1);
 	handler_calls++;
+}
+
+/*
+ * Coroutines: co_func() is entered on a heap stack, yields to main, which
+ * calls work() on the (higher) main stack, then resumes it.
+ */
+static ucontext_t uc_main, uc_co;
+static volatile long co_result;
+
+NOINLINE long co_func(long x)
+{
+	swapcontext(&uc_co, &uc_main);
+	return x + 5;
+}
+
+static void co_body(void)
+{
+	co_result = co_func(10);
+}
+
+static int run_coro(void)
+{
+	static char stack[256 * 1024];
+
+	getcontext(&uc_co);
+	uc_co.uc_stack.ss_sp = stack;
+	uc_co.uc_stack.ss_size = sizeof(stack);
+	uc_co.uc_link = &uc_main;
+	makecontext(&uc_co, co_body, 0);
+	swapcontext(&uc_main, &uc_co); /* runs until co_func() yields */
+	if (work(1) != 3)
+		return 1;
+	swapcontext(&uc_main, &uc_co); /* co_func() returns, co_body() ends */
+	if (co_result != 15)
+		return 1;
+	printf("coro result=%ld\n", (long)co_result);
+	return 0;
 }
 
 static int run_longjmp(long n)
@@ -329,6 +368,9 @@ int main(int argc, char **argv)
 		for (i = 0; i < n; i++)
 			work(i);
 		printf("expect entries=%ld returns=%ld\n", 2 * n, 2 * n);
+	} else if (!strcmp(mode, "coro")) {
+		if (run_coro())
+			return 1;
 	} else if (!strcmp(mode, "riprel")) {
 		long n = atol(argv[2]);
 
