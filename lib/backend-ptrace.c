@@ -37,7 +37,11 @@
  * function into another finds the trampoline already at [rsp] and chains
  * (the kernel's "chained" instances: both return through one trap). The
  * depth is bounded (opts.max_depth): deeper calls are not hijacked and are
- * counted. A handler that called utrace_probe_ctx__set_return() at entry
+ * counted. A stack switch (swapcontext, coroutines) can fool the
+ * stack-pointer check into dropping a live instance; the last dropped
+ * instances are therefore kept per thread, and a trampoline hit that finds
+ * no live match looks there for the slot's real return address, so the
+ * thread always goes on (that return is not reported: counted as missed). A handler that called utrace_probe_ctx__set_return() at entry
  * skips the function: rax is set, the return address is popped into rip;
  * no instance is pushed.
  *
