@@ -733,8 +733,10 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 			pt->nr_probes--;
 			if (p->points)
 				p->points--;
-			if (pt->nr_probes || pt->internal)
+			if (pt->nr_probes || pt->internal || pt->addr == pp->r_brk) {
+				pt->internal = pt->internal || pt->addr == pp->r_brk;
 				continue;
+			}
 			if (quiesce && !stopped) {
 				int r = ptrace_backend_quiesce(pp);
 
