@@ -877,3 +877,29 @@ TEST(attach_detach_cycles)
 	CHECK_MSG(strstr(line, " ok"), "%s", line);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
+
+TEST(deferred_registration_multithreaded)
+{
+	const char *args[] = { "mt", "2000", "4", NULL };
+	struct deferred d = { 0 };
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = self_removing, .data = &d, .done = on_done);
+	struct utrace_probe_stats st;
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	d.up = r.up;
+	CHECK(utrace_probe__register_spec(r.up, "work", &o));
+	CHECK_EQ(run_finish(&r, &out), 0);
+	/* other threads hit while the deferred work quiesces: nested hits */
+	CHECK_EQ(d.hits, 10);
+	CHECK(d.added);
+	CHECK_EQ(utrace_probe__stats(d.added, &st), 0);
+	CHECK(d.later.entries > 0 && d.later.entries <= 8000);
+	CHECK_EQ((long)st.hits, d.later.entries);
+	CHECK_EQ(d.done_calls, 2);
+	CHECK_EQ(d.done_err, 0);
+	harness_note("added probe saw %ld of 8000 calls", d.later.entries);
+	free(out);
+	run_close(&r);
+}
