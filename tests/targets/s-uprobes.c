@@ -32,7 +32,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
 #define NOINLINE __attribute__((noinline, noclone))
+#endif
 
 static volatile long sink;
 
@@ -107,9 +111,11 @@ static void on_sigtrap(int sig)
 }
 
 /* never called by the program except through fault injection tests */
+static volatile long forty_two = 42; /* not a constant: the call must happen */
+
 NOINLINE long get_value(void)
 {
-	return 42;
+	return forty_two;
 }
 
 static long calls;
