@@ -64,6 +64,7 @@
 
 #include "utrace/proc.h"
 #include "utrace/session.h"
+#include "arch.h"
 #include "internal.h"
 
 #define XSTATE_MAX (64 * 1024)
@@ -82,8 +83,8 @@ static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
 
 		if (utrace_mem__read(pid, addr, buf, len) != (ssize_t)len)
 			break;
-		for (i = 0; i + 1 < len; i++) {
-			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+		for (i = 0; i + ARCH_SYSCALL_INSN_LEN <= len; i++) {
+			if (arch_syscall_insn_at(&buf[i])) {
 				found = addr + i;
 				break;
 			}
@@ -155,7 +156,7 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 
 	for (;;) {
 		int status, sig, event;
-		pid_t r = waitpid(tid, &status, __WALL);
+		pid_t r = waitpid(tid, &status, __WALL | __WNOTHREAD);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -200,8 +201,7 @@ static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struc
 		return info.op == PTRACE_SYSCALL_INFO_ENTRY ||
 		       info.op == PTRACE_SYSCALL_INFO_SECCOMP;
 	}
-	/* Fallback: at an entry stop the kernel has put -ENOSYS in rax. */
-	return (long)regs->rax == -ENOSYS;
+	return arch_at_entry_stop(regs);
 }
 
 /* Run the prepared registers @call to our syscall's exit stop; result in @ret. */
@@ -232,7 +232,7 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 		if (entered)
 			break;
 	}
-	*ret = (long)regs.rax;
+	*ret = arch_syscall_ret(&regs);
 	return 0;
 }
 
@@ -297,21 +297,12 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	thread_invalidate_regs(th);
 
 	call = saved;
-	call.rdi = args[0];
-	call.rsi = args[1];
-	call.rdx = args[2];
-	call.r10 = args[3];
-	call.r8 = args[4];
-	call.r9 = args[5];
-	call.eflags &= ~(0x100ULL | 0x400ULL); /* TF, DF */
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
 		/* Use the syscall slot we are in. */
-		call.orig_rax = (unsigned long long)nr;
+		arch_set_syscall(&call, nr, args);
 		r = run_to_exit(th, &call, true, &result, &requeue);
 	} else {
-		call.rip = gadget;
-		call.rax = (unsigned long long)nr;
-		call.orig_rax = (unsigned long long)-1;
+		arch_prepare_remote(&call, gadget, nr, args);
 		r = run_to_exit(th, &call, false, &result, &requeue);
 	}
 	if (r < 0)
@@ -319,11 +310,10 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
 		/* Re-execute the original syscall instruction up to its entry stop. */
-		struct user_regs_struct again = saved;
+		struct user_regs_struct again;
 		int req = kind == TSTOP_SECCOMP ? PTRACE_CONT : PTRACE_SYSCALL;
 
-		again.rip = saved.rip - 2;
-		again.rax = saved.orig_rax;
+		arch_rewind_syscall(&again, &saved);
 		r = ptrace_setregs(tid, &again);
 		if (r == 0)
 			r = ptrace_resume(tid, req, 0);

@@ -105,6 +105,12 @@
  * execve are hidden unless asked.
  *
  * Waiting. waitpid(-1, __WALL) is the only way to wait for many tracees.
+ * __WNOTHREAD restricts it to the tracees and children of the tracing
+ * thread (do_wait() otherwise scans every thread of the tracer's process),
+ * so sessions in different threads, or a tracer thread next to threads
+ * that fork their own children, do not steal each other's events; two
+ * sessions in the same thread would, which is why there must be at most
+ * one per thread.
  * run() with a timeout sleeps in poll() on a self-pipe written by a
  * SIGCHLD handler (ptrace stops send SIGCHLD to the tracer:
  * do_notify_parent_cldstop(), which is why SA_NOCLDSTOP must never be
@@ -116,6 +122,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,12 +135,18 @@
 
 #include "utrace/proc.h"
 #include "utrace/session.h"
+#include "arch.h"
 #include "internal.h"
 
 #define OPTS_OK(opts, type)                                                        \
 	(!(opts) || ((opts)->sz >= offsetofend(struct type, type##__last_field) && \
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
+
+#define POLL_FALLBACK_MS 10
+
+/* Only tracees and children of the calling (tracing) thread. */
+#define WAIT_FLAGS (__WALL | __WNOTHREAD)
 
 /* How long attach waits for a thread's first stop before moving on. */
 #define ATTACH_GRACE_MS 300
@@ -201,6 +214,30 @@ static int sigchld_setup(void)
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * Can poll() on the pipe be trusted to wake us? Not if the caller replaced
+ * our SIGCHLD handler or blocks SIGCHLD in this thread (e.g. to read it
+ * from a signalfd): then run() falls back to polling waitpid() every
+ * POLL_FALLBACK_MS, and says so once.
+ */
+static bool sigchld_reliable(void)
+{
+	static bool warned;
+	struct sigaction cur;
+	sigset_t mask;
+	bool ok;
+
+	ok = sigaction(SIGCHLD, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	     cur.sa_sigaction == sigchld_handler && pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0 &&
+	     !sigismember(&mask, SIGCHLD);
+	if (!ok && !warned) {
+		warned = true;
+		pr_info("SIGCHLD handler replaced or SIGCHLD blocked: polling every %d ms\n",
+			POLL_FALLBACK_MS);
+	}
+	return ok;
 }
 
 static void sigchld_drain(void)
@@ -642,20 +679,6 @@ static struct utrace_thread *adopt(struct utrace_session *s, pid_t tid, struct t
 	return th;
 }
 
-static void fill_syscall_from_regs(struct utrace_syscall *sc, const struct user_regs_struct *r)
-{
-	sc->nr = (long)r->orig_rax;
-	sc->args[0] = r->rdi;
-	sc->args[1] = r->rsi;
-	sc->args[2] = r->rdx;
-	sc->args[3] = r->r10;
-	sc->args[4] = r->r8;
-	sc->args[5] = r->r9;
-	sc->ret = (long)r->rax;
-	sc->instruction_pointer = r->rip;
-	sc->stack_pointer = r->rsp;
-}
-
 /* Write back what an entry callback changed in @sc. */
 static void syscall_entry_writeback(struct utrace_thread *th, const struct utrace_syscall *old,
 				    const struct utrace_syscall *sc)
@@ -666,13 +689,7 @@ static void syscall_entry_writeback(struct utrace_thread *th, const struct utrac
 		return;
 	if (utrace_thread__get_regs(th, &regs) < 0)
 		return;
-	regs.orig_rax = (unsigned long long)sc->nr;
-	regs.rdi = sc->args[0];
-	regs.rsi = sc->args[1];
-	regs.rdx = sc->args[2];
-	regs.r10 = sc->args[3];
-	regs.r8 = sc->args[4];
-	regs.r9 = sc->args[5];
+	arch_set_syscall(&regs, sc->nr, sc->args);
 	utrace_thread__set_regs(th, &regs);
 	th->cur_nr = sc->nr;
 	memcpy(th->cur_args, sc->args, sizeof(sc->args));
@@ -721,8 +738,9 @@ static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *
 		struct user_regs_struct regs;
 
 		th->skip = false;
-		if (utrace_thread__get_regs(th, &regs) == 0 && (long)regs.rax != th->skip_ret) {
-			regs.rax = (unsigned long long)th->skip_ret;
+		if (utrace_thread__get_regs(th, &regs) == 0 &&
+		    arch_syscall_ret(&regs) != th->skip_ret) {
+			arch_set_syscall_ret(&regs, th->skip_ret);
 			utrace_thread__set_regs(th, &regs);
 		}
 		sc->ret = th->skip_ret;
@@ -733,7 +751,7 @@ static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *
 		struct user_regs_struct regs;
 
 		if (utrace_thread__get_regs(th, &regs) == 0) {
-			regs.rax = (unsigned long long)sc->ret;
+			arch_set_syscall_ret(&regs, sc->ret);
 			utrace_thread__set_regs(th, &regs);
 		}
 	}
@@ -778,7 +796,7 @@ static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *
 		/* No PTRACE_GET_SYSCALL_INFO: registers and a toggle. */
 		if (utrace_thread__get_regs(th, &regs) < 0)
 			return;
-		fill_syscall_from_regs(&sc, &regs);
+		arch_regs_to_syscall(&regs, &sc);
 		if (seccomp) {
 			unsigned long msg = 0;
 
@@ -980,6 +998,7 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_t tid, int status)
 {
 	struct evargs a = { .ev = UTRACE_EV_EXIT, .status = status };
+	bool launched_leader;
 	struct tproc *p;
 
 	if (!th) {
@@ -989,14 +1008,13 @@ static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_
 		return;
 	}
 	p = th->proc;
+	launched_leader = tid == p->pid && p->launched;
 	th->stop = TSTOP_RUNNING;
 	th->regs_valid = false;
 	dispatch(s, th, &a);
-	if (tid != p->pid || !p->launched) {
-		thread_free(s, th);
-		return;
-	}
 	thread_free(s, th);
+	if (!launched_leader)
+		return;
 launched:
 	s->launch_reaped = true;
 	if (WIFEXITED(status))
@@ -1139,7 +1157,7 @@ static void drop_all(struct utrace_session *s)
 static int wait_one(struct utrace_session *s, bool block)
 {
 	int status;
-	pid_t pid = waitpid(-1, &status, __WALL | (block ? 0 : WNOHANG));
+	pid_t pid = waitpid(-1, &status, WAIT_FLAGS | (block ? 0 : WNOHANG));
 
 	if (pid == 0)
 		return 0;
@@ -1206,6 +1224,7 @@ int utrace_session__poll(struct utrace_session *s)
 
 int utrace_session__run(struct utrace_session *s, int timeout_ms)
 {
+	bool reliable;
 	long deadline;
 	int r;
 
@@ -1215,6 +1234,7 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 	if (r)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	reliable = sigchld_reliable();
 	for (;;) {
 		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		int wait_ms = -1;
@@ -1229,6 +1249,8 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 				return UTRACE_RUN_TIMEOUT;
 			wait_ms = (int)left;
 		}
+		if (!reliable && (wait_ms < 0 || wait_ms > POLL_FALLBACK_MS))
+			wait_ms = POLL_FALLBACK_MS;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 			return -errno;
 	}
@@ -1299,6 +1321,8 @@ static int wait_one_timeout(struct utrace_session *s, int ms)
 		left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
+		if (!sigchld_reliable() && left > POLL_FALLBACK_MS)
+			left = POLL_FALLBACK_MS;
 		poll(&pfd, 1, (int)left);
 	}
 }
@@ -1419,7 +1443,7 @@ static int detach_thread(struct utrace_session *s, struct utrace_thread *th)
 		int status;
 
 		/* Died while stopped: reap it if its exit is already there. */
-		if (waitpid(th->tid, &status, __WALL | WNOHANG) == th->tid) {
+		if (waitpid(th->tid, &status, WAIT_FLAGS | WNOHANG) == th->tid) {
 			session_handle_status(s, th->tid, status);
 			return 0;
 		}
@@ -1612,7 +1636,8 @@ static int seize_eperm(struct utrace_session *s, struct tproc *p, pid_t pid, pid
 	tracer = proc_task_tracer(pid, tid);
 	if (tracer < 0)
 		return -ESRCH; /* gone meanwhile */
-	if (tracer > 0 && tracer != getpid())
+	/* TracerPid names the tracing thread. Ours: auto-attached by a clone. */
+	if (tracer > 0 && tracer != s->tracer_tid)
 		return -UTRACE_ERRNO__TRACED;
 	/* Permission is per process: if a sibling was seized, this one is exiting. */
 	if (p->nr_threads > 1)
@@ -1682,7 +1707,10 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 				break;
 			th = thread_new(s, p, tids[i]);
 			if (!th) {
-				ptrace_interrupt(tids[i]);
+				/*
+				 * Seized but untracked: it runs on, and is adopted if
+				 * it ever reports a stop. Cannot be detached unstopped.
+				 */
 				r = -ENOMEM;
 				break;
 			}
@@ -2102,8 +2130,7 @@ int utrace_thread__skip_syscall(struct utrace_thread *th, long ret)
 	r = utrace_thread__get_regs(th, &regs);
 	if (r < 0)
 		return r;
-	regs.orig_rax = (unsigned long long)-1;
-	regs.rax = (unsigned long long)ret;
+	arch_skip_syscall(&regs, ret);
 	r = utrace_thread__set_regs(th, &regs);
 	if (r < 0)
 		return r;

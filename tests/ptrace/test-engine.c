@@ -7,6 +7,7 @@
  * stopped. Targets are tests/targets/s-*, which check themselves.
  */
 #include <linux/filter.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -263,12 +264,13 @@ TEST(attach_refuses_traced)
 
 TEST(attach_zombie)
 {
-	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	struct utrace_session *s;
 	pid_t pid = fork();
 	int status;
 
 	if (pid == 0)
 		_exit(0);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
 	CHECK(wait_state(pid, "Z", 5000));
 	CHECK_EQ(utrace_session__attach(s, pid), -ESRCH);
 	CHECK_EQ(utrace_session__attach(s, 999999), -ESRCH);
@@ -574,7 +576,7 @@ TEST(signals_passed_while_traced)
 
 TEST(detach_leaves_stopped_process_stopped)
 {
-	const char *args[] = { "300", "0", "0", NULL };
+	const char *args[] = { "1500", "0", "0", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { .break_on_stop = 1 };
@@ -1013,4 +1015,66 @@ TEST(close_seccomp_launch_keeps_servicing)
 	/* No ENOSYS for the traced writes: all output is there. */
 	CHECK_STREQ(out, "hello\nworld\n");
 	close(p[0]);
+}
+
+TEST(run_without_sigchld_wakeups)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.1; exit 7", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	struct rec rec = { 0 };
+	sigset_t set;
+
+	/* The caller takes SIGCHLD away (as with a signalfd): run() must still work. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &rec));
+	CHECK(utrace_session__launch(s, argv, NULL) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 7);
+	CHECK(rec.entries > 10);
+	utrace_session__close(s);
+}
+
+static void *session_thread(void *arg)
+{
+	char *argv[] = { "sh", "-c", "exit 4", NULL };
+	pid_t target = *(pid_t *)arg;
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	long ok = 0;
+
+	if (utrace_session__launch(s, argv, NULL) > 0 &&
+	    utrace_session__run(s, 10000) == UTRACE_RUN_DONE &&
+	    utrace_session__exit_status(s) == 4 && utrace_session__attach(s, target) == 0 &&
+	    utrace_session__run(s, 50) == UTRACE_RUN_TIMEOUT && utrace_session__detach(s) == 0)
+		ok = 1;
+	utrace_session__close(s);
+	return (void *)ok;
+}
+
+static void *poll_thread(void *s)
+{
+	return (void *)(long)utrace_session__poll(s);
+}
+
+TEST(session_in_another_thread)
+{
+	const char *args[] = { "2", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	pthread_t th;
+	void *ok = NULL;
+
+	target_wait_ready(&t);
+	CHECK(pthread_create(&th, NULL, session_thread, &t.pid) == 0);
+	CHECK(pthread_join(th, &ok) == 0);
+	CHECK(ok == (void *)1);
+	/* A session is bound to its thread. */
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(pthread_create(&th, NULL, poll_thread, s) == 0);
+	CHECK(pthread_join(th, &ok) == 0);
+	CHECK_EQ((long)ok, -EINVAL);
+	utrace_session__close(s);
+	kill(t.pid, SIGTERM);
+	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
 }
