@@ -68,7 +68,7 @@
  * stack-pointer checks assume one stack, as the kernel's do); a vfork
  * child that is not followed shares its parent's breakpoints until it
  * execs and would die of a hit; Go stacks and CET shadow stacks are not
- * handled (see docs/prior-art.md §4).
+ * handled (see docs/prior-art.md §4). Using the API: docs/uprobes.md.
  */
 #include <errno.h>
 #include <signal.h>
