@@ -653,8 +653,8 @@ static bool pid_armable(struct utrace_uprobes *up, pid_t pid)
 {
 	struct utrace_thread *th = utrace_session__find_thread(up->s, pid);
 
-	if (!th)
-		return false;
+	if (!th || utrace_thread__pid(th) != pid)
+		return false; /* not traced, or a thread id */
 	return !th->proc->hide_pre_exec && !th->proc->hidden && !th->proc->detach_new;
 }
 
