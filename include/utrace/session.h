@@ -386,7 +386,9 @@ struct utrace_syscall {
  * @clone: UTRACE_EV_CLONE: @th created the thread @child (already traced;
  *	it reports UTRACE_EV_ATTACH when it first stops)
  * @fork: UTRACE_EV_FORK: @th created the process @child_pid; @vfork is set
- *	for vfork/CLONE_VFORK; @followed tells whether the child is traced
+ *	for vfork/CLONE_VFORK; @followed tells whether the child is traced.
+ *	A child that is not followed has not run yet when this is called (it
+ *	is detached afterwards), so its memory can still be fixed up
  * @exec: UTRACE_EV_EXEC: @th (now the leader: tid == pid) completed an
  *	execve; @former_tid is the tid of the thread that called execve
  *	(differs from the pid when a non-leader thread exec'ed)
@@ -582,10 +584,13 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
  * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; not from a signal-delivery stop or a
- * clone/fork/exec event stop. From a syscall-exit stop the thread ends up
- * stopped just after it (in the kernel's signal path, where a restart of
- * the interrupted syscall is decided), which is equivalent for the program.
+ * syscall-entry/exit/seccomp stops; not from a clone/fork/exec event stop,
+ * nor from a signal-delivery stop unless its signal has been suppressed
+ * (stop_sig cleared, as uprobes does with the SIGTRAP of its breakpoints)
+ * outside a syscall. From a syscall-exit stop (or such a signal stop) the
+ * thread ends up stopped just after it (in the kernel's signal path, where
+ * a restart of the interrupted syscall is decided), which is equivalent for
+ * the program.
  * @param th a stopped thread
  * @param nr syscall number
  * @param args six arguments (unused ones ignored)

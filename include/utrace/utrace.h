@@ -10,5 +10,6 @@
 #include "utrace/spec.h"
 #include "utrace/plan.h"
 #include "utrace/session.h"
+#include "utrace/probe.h"
 
 #endif /* __UTRACE_UTRACE_H */
