@@ -46,6 +46,16 @@
  *    seccomp) stop, where the saved registers are written back: the
  *    thread is at the same entry stop as before.
  *
+ *  - at a signal-delivery stop: the signal was already dequeued, and
+ *    resuming with 0 makes the kernel forget it. After the call it is
+ *    queued again with tgkill(), the thread is run into get_signal(), which
+ *    dequeues it and stops, and PTRACE_SETSIGINFO restores the original
+ *    siginfo (a kill()'s SI_USER stays SI_USER): the thread is back at a
+ *    signal-delivery stop for the same signal, with the same registers, so
+ *    the restart-or-EINTR decision for an interrupted syscall is the
+ *    kernel's as before. (An engine that suppressed the signal gets the
+ *    get_signal() stop of the first case instead.)
+ *
  * Signals: PTRACE_SETSIGMASK blocks everything but SIGTRAP for the
  * duration (CRIU compel's parasite_run(); a blocked forced SIGTRAP would
  * reset its handler), so signals arriving meanwhile stay pending and are
@@ -252,6 +262,49 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 	return 0;
 }
 
+/*
+ * The call started at a signal-delivery stop for @sig, whose signal the
+ * kernel forgot when we resumed with 0. Queue it again with tgkill() and
+ * run the thread into get_signal(), which dequeues it and stops; there
+ * PTRACE_SETSIGINFO puts back the original siginfo. The registers are the
+ * saved ones, so the kernel's restart decision for an interrupted syscall
+ * is made exactly as it would have been. Another signal dequeued first is
+ * suppressed and re-sent later (noted in @requeue).
+ */
+static int redeliver(struct utrace_thread *th, int sig, const siginfo_t *info, uint64_t *requeue)
+{
+	pid_t tid = th->tid;
+	int r, status;
+
+	r = (int)RET_NERRNO(syscall(SYS_tgkill, th->proc->pid, tid, sig));
+	if (r < 0)
+		return r;
+	r = ptrace_resume(tid, PTRACE_CONT, 0);
+	while (r == 0) {
+		int ssig, event;
+
+		r = session_wait_tid(th->s, tid, &status, -1);
+		if (r < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			session_handle_status(th->s, tid, status);
+			return -ESRCH;
+		}
+		ssig = WSTOPSIG(status);
+		event = (unsigned int)status >> 16;
+		if (event == 0 && ssig == sig) {
+			r = ptrace_setsiginfo(tid, info);
+			th->stop = TSTOP_SIGNAL;
+			th->stop_sig = sig;
+			return r;
+		}
+		if (event == 0)
+			*requeue |= 1ULL << (ssig - 1);
+		r = ptrace_resume(tid, PTRACE_CONT, 0);
+	}
+	return r == -ESRCH ? -ESRCH : r;
+}
+
 int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint64_t args[6],
 				  long *ret_val)
 {
@@ -262,7 +315,8 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	int xlen = 0, r, status;
 	long result = 0;
 	pid_t tid;
-	int sig;
+	int sig, held_sig;
+	siginfo_t held_info;
 	struct remote_ctx rc = { -1, false };
 
 	if (!th || !ret_val)
@@ -272,25 +326,11 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	kind = th->stop;
 	if (kind == TSTOP_RUNNING || kind == TSTOP_PEVENT)
 		return -EBUSY;
-	/*
-	 * A signal-delivery stop whose signal has been suppressed (stop_sig
-	 * 0, e.g. the SIGTRAP of a uprobes breakpoint) outside any syscall
-	 * (orig_rax == -1) is left like a syscall-exit stop: the signal is
-	 * gone and there is no syscall restart to preserve; the thread ends
-	 * in a PTRACE_EVENT_STOP like after any other remote syscall.
-	 */
-	if (kind == TSTOP_SIGNAL) {
-		if (th->stop_sig)
-			return -EBUSY;
-		r = ptrace_getregs(th->tid, &saved);
-		if (r < 0)
-			return r;
-		if ((long)saved.orig_rax != -1)
-			return -EBUSY;
-		kind = TSTOP_SYSCALL_EXIT;
-	}
+	held_sig = kind == TSTOP_SIGNAL ? th->stop_sig : 0;
+	if (held_sig && ptrace_getsiginfo(th->tid, &held_info) < 0)
+		return -EBUSY;
 	tid = th->tid;
-	if (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT) {
+	if (kind != TSTOP_SYSCALL_ENTRY && kind != TSTOP_SECCOMP) {
 		r = remote_find_syscall_insn(th, &gadget);
 		if (r < 0)
 			return r;
@@ -361,7 +401,17 @@ out_restore:
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
 	ptrace_setsigmask(tid, mask);
-	if (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT) {
+	if (held_sig) {
+		/* Back to a signal-delivery stop for the same signal and siginfo. */
+		int r2 = redeliver(th, held_sig, &held_info, &requeue);
+
+		if (r2 == -ESRCH) {
+			r = -ESRCH;
+			goto out_free;
+		}
+		if (r == 0)
+			r = r2;
+	} else if (kind != TSTOP_SYSCALL_ENTRY && kind != TSTOP_SECCOMP) {
 		/*
 		 * Back into get_signal(), so that the kernel's restart logic runs.
 		 * Also after a failure midway: the thread may sit in a syscall stop

@@ -70,8 +70,27 @@
  * waiting forever (our first stress runs did exactly that). A vfork
  * parent cannot stop until its child execs or exits (it waits in
  * TASK_KILLABLE, which PTRACE_INTERRUPT's wake-up does not interrupt):
- * PTRACE_O_TRACEVFORKDONE tells when it can again, and quiesce/detach do
- * not wait for such threads.
+ * PTRACE_O_TRACEVFORKDONE tells when it can again. quiesce does not wait
+ * for such threads; detach detaches everything else first (the vfork
+ * child included, which then execs) and waits for them last.
+ *
+ * Attaching. Every tid of /proc/PID/task is seized and interrupted, and
+ * the list is read again until no new tid appears (threads created by a
+ * seized thread are auto-attached; those created by one not yet seized
+ * are not). PTRACE_SEIZE fails with EPERM not only for permission but for
+ * a thread that is already exiting (PF_EXITING) or a zombie: /proc tells
+ * them apart, and such threads are skipped. attach() waits
+ * ATTACH_GRACE_MS for the first stops, not forever: a thread that cannot
+ * stop now (vfork parent, uninterruptible sleep) keeps its interrupt
+ * pending and is handled by the loop when it stops. Another tracer
+ * (TracerPid, which names the tracing *thread*) is an error, never a
+ * reason to touch the target.
+ *
+ * Lifetime. A thread handle is freed when the thread's exit is reaped, or
+ * at detach. A callback may quiesce the process and so reap the death of
+ * the very thread it runs for: handles being handled carry a reference
+ * (busy), and such a thread is only unlinked and marked dead, then freed
+ * by the outermost handler.
  *
  * Detaching. PTRACE_DETACH needs the thread in a ptrace stop. Every
  * thread is interrupted and waited for (events that arrive meanwhile are
@@ -1899,13 +1918,12 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		execvpe(argv[0], argv, envp ? envp : environ);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-	status = 0;
-	if (waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) {
+	if (waitpid(pid, &status, WUNTRACED) != pid) {
 		r = -ECHILD;
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return r; /* already reaped */
 		goto err_kill;
 	}
+	if (!WIFSTOPPED(status))
+		return -ECHILD; /* died before stopping, and reaped */
 	options = s->options;
 	if (OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false) ||
 	    s->mode == UTRACE_SYSCALLS_SECCOMP)
