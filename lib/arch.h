@@ -9,9 +9,10 @@
  * addresses, and never touches the target itself. The x86-64 implementation
  * lives in lib/arch/x86_64/; see the essay at the top of relocator.c.
  *
- * It also holds what the engine layer needs to know about the architecture's
- * registers and syscall ABI (lib/arch/<arch>/regs.c, chosen at build time,
- * no weak symbols; no allocation, no I/O).
+ * The second part is what the engine layer needs to know about the
+ * architecture's registers and syscall ABI, implemented in
+ * lib/arch/<arch>/regs.c, chosen at build time (no weak symbols). Tracer
+ * process; no allocation, no I/O.
  */
 #ifndef __UTRACE_ARCH_H
 #define __UTRACE_ARCH_H
@@ -151,6 +152,7 @@ void reloc_init(struct reloc *r, const void *src, size_t len, uint64_t src_addr)
 void reloc_clear(struct reloc *r);
 int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back);
 const char *reloc_refuse_detail(const char *mnemonic);
+int reloc_insn_len(const void *src, size_t len);
 int reloc_map_addr(const struct reloc *r, uint64_t dst, uint64_t addr, uint64_t *ret_addr);
 int reloc_targets(const void *src, size_t len, uint64_t src_addr, uint64_t *out, size_t max);
 int reloc_find_slot(const struct utrace_maps *maps, const uint64_t *addrs, size_t nr, size_t size,
@@ -225,7 +227,7 @@ const char *site_mode_str(enum site_mode mode);
 
 /*
  * ---------------------------------------------------------------------------
- * Registers and syscall ABI (regs.c)
+ * Registers and syscall ABI (lib/arch/x86_64/regs.c)
  * ---------------------------------------------------------------------------
  */
 

@@ -5,12 +5,16 @@
 #ifndef __UTRACE_INTERNAL_H
 #define __UTRACE_INTERNAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ptrace.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include "utrace/elf.h"
+#include "utrace/session.h"
 
 #include "util.h"
 #include "log.h"
@@ -48,14 +52,6 @@ bool spec_object_is_path(const char *object);
 bool spec_name_matches(const char *object, const char *base);
 
 /* ---- ptrace.c: one wrapper per request, 0/value or negative errno ---- */
-
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/ptrace.h>
-#include <sys/user.h>
-
-#include "utrace/session.h"
 
 int ptrace_seize(pid_t tid, unsigned long options);
 int ptrace_setoptions(pid_t tid, unsigned long options);
@@ -131,6 +127,7 @@ struct tproc {
 	int nr_threads;
 	bool hidden;	    /* traced silently: seccomp mode, fork not followed */
 	bool detach_new;    /* fork not followed: detach at the first stop */
+	bool fork_reported; /* detach_new: the parent's fork event was dispatched */
 	bool hide_pre_exec; /* launched, execve not reached yet */
 	bool launched;
 	uint64_t gadget;    /* address of a syscall instruction; 0: not searched */

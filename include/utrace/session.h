@@ -388,7 +388,9 @@ struct utrace_syscall {
  * @clone: UTRACE_EV_CLONE: @th created the thread @child (already traced;
  *	it reports UTRACE_EV_ATTACH when it first stops)
  * @fork: UTRACE_EV_FORK: @th created the process @child_pid; @vfork is set
- *	for vfork/CLONE_VFORK; @followed tells whether the child is traced
+ *	for vfork/CLONE_VFORK; @followed tells whether the child is traced.
+ *	A child that is not followed has not run yet when this is called (it
+ *	is detached afterwards), so its memory can still be fixed up
  * @exec: UTRACE_EV_EXEC: @th (now the leader: tid == pid) completed an
  *	execve; @former_tid is the tid of the thread that called execve
  *	(differs from the pid when a non-leader thread exec'ed)

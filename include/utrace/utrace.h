@@ -11,5 +11,6 @@
 #include "utrace/plan.h"
 #include "utrace/session.h"
 #include "utrace/inject.h"
+#include "utrace/probe.h"
 
 #endif /* __UTRACE_UTRACE_H */
