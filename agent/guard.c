@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * guard.c - per-thread state and the reentrancy guard.
+ *
+ * One initial-exec TLS pointer per thread (no TLS first-touch malloc, unlike
+ * the general-dynamic model: jemalloc#937). The struct utrace_task it points
+ * to is created at the thread's first hit, with its thread slot in the arena
+ * (ring + counters) claimed by an atomic increment. Slots are not recycled
+ * when threads exit; a thread that finds none still counts its hits (atomic
+ * adds into the probe's hits_shared) and drops its records.
+ *
+ * The guard: a hit while the thread is already inside the agent (a probe on
+ * malloc or memcpy reached from a handler, a signal handler that interrupts
+ * a handler and hits a probe) runs no handler: the displaced instructions
+ * still execute, the probe's @nested counter is bumped.
+ *
+ * Runs in the probed thread, async-signal-safe, no locks.
+ */
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+
+static __thread struct utrace_task *tls_task __attribute__((tls_model("initial-exec")));
+
+uint32_t guard_gettid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+static struct utrace_task *task_new(void)
+{
+	struct utrace_arena_hdr *h = agent_hdr;
+	uint32_t depth = h && h->max_depth ? h->max_depth : AGENT_DEF_DEPTH;
+	struct utrace_task *t;
+	uint64_t n;
+
+	if (depth > AGENT_MAX_DEPTH)
+		depth = AGENT_MAX_DEPTH;
+	t = utrace_alloc(sizeof(*t) + depth * sizeof(struct utrace_return_instance));
+	if (!t)
+		return NULL;
+	t->tid = guard_gettid();
+	t->max_depth = depth;
+	t->ri = (struct utrace_return_instance *)(t + 1);
+	if (h) {
+		n = __atomic_fetch_add(&h->nr_threads, 1, __ATOMIC_RELAXED);
+		if (n < h->max_threads) {
+			t->slot = utrace_abi_thread(agent_arena, (uint32_t)n);
+			t->hits = utrace_abi_hits(t->slot);
+			t->ring = utrace_abi_ring(agent_arena, (uint32_t)n);
+			t->slot->tid = t->tid;
+			__atomic_store_n(&t->slot->state, 1, __ATOMIC_RELEASE);
+		} else {
+			__atomic_fetch_add(&h->thread_overflow, 1, __ATOMIC_RELAXED);
+		}
+	}
+	tls_task = t;
+	return t;
+}
+
+/**
+ * guard_task - the calling thread's task, created on first use
+ *
+ * Return: the task, or NULL if its memory could not be mapped.
+ */
+struct utrace_task *guard_task(void)
+{
+	struct utrace_task *t = tls_task;
+
+	return t ? t : task_new();
+}
+
+/**
+ * guard_enter - take the reentrancy guard of the calling thread
+ *
+ * Return: the task with the guard held, or NULL when the thread is already
+ * inside the agent (or cloaked, or has no task): run no handler then.
+ */
+struct utrace_task *guard_enter(void)
+{
+	struct utrace_task *t = tls_task;
+
+	if (__builtin_expect(!t, 0)) {
+		/* The first hit maps memory: guard it against hits in mmap's path. */
+		static __thread int creating __attribute__((tls_model("initial-exec")));
+
+		if (creating)
+			return NULL;
+		creating = 1;
+		t = task_new();
+		creating = 0;
+		if (!t)
+			return NULL;
+	}
+	if (t->guard || t->state == UTRACE_TASK_CLOAKED)
+		return NULL;
+	t->guard = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return t;
+}
+
+/** guard_leave - release the guard taken by guard_enter(). */
+void guard_leave(struct utrace_task *t)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->guard = 0;
+}
+
+/** guard_cloak_self - the calling thread is the agent's: its hits run no handler. */
+void guard_cloak_self(void)
+{
+	struct utrace_task *t = utrace_alloc(sizeof(*t));
+
+	if (t) {
+		t->tid = guard_gettid();
+		t->state = UTRACE_TASK_CLOAKED;
+		tls_task = t;
+	}
+}
