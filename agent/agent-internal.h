@@ -113,6 +113,18 @@ void utrace_memset(void *dst, int c, size_t n);
 int utrace_memcmp(const void *a, const void *b, size_t n);
 
 /* guard.c */
+extern __thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
+
+/*
+ * count_inc - add one to a counter only this thread writes. One "incq"
+ * instruction: a signal handler of the same thread cannot split it, and
+ * the host reads the aligned 8 bytes whole.
+ */
+static inline void count_inc(uint64_t *c)
+{
+	__asm__ volatile("incq %0" : "+m"(*c));
+}
+
 struct utrace_task *guard_task(void);
 struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);

@@ -14,10 +14,7 @@
 static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 {
 	if (__builtin_expect(t->hits != NULL, 1)) {
-		/* Single writer: a plain add, published with a relaxed atomic store. */
-		uint64_t *c = &t->hits[p->id];
-
-		__atomic_store_n(c, *c + 1, __ATOMIC_RELAXED);
+		count_inc(&t->hits[p->id]);
 	} else {
 		__atomic_fetch_add(&p->abi->hits_shared, 1, __ATOMIC_RELAXED);
 	}
@@ -92,6 +89,21 @@ int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs)
 		return 0;
 	p = &agent_probes[id];
 	regs->rip = p->addr;
+	if (__builtin_expect(p->flags == UTRACE_PF_COUNT && !p->nr_handlers, 1)) {
+		/*
+		 * The fast path of a counting probe: no handler to call, so no
+		 * guard to take (the guard is still respected: a hit from inside
+		 * the agent counts as nested, as on the full path).
+		 */
+		struct utrace_task *t = utrace_tls_task;
+
+		if (__builtin_expect(t && t->hits && !t->guard && agent_active &&
+					     (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP),
+				     1)) {
+			count_inc(&t->hits[id]);
+			return 0;
+		}
+	}
 	r = dispatch_hit(p, regs);
 	if (__builtin_expect(r == 0, 1))
 		return 0;

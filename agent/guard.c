@@ -21,7 +21,7 @@
 
 #include "agent-internal.h"
 
-static __thread struct utrace_task *tls_task __attribute__((tls_model("initial-exec")));
+__thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
 
 uint32_t guard_gettid(void)
 {
@@ -55,7 +55,7 @@ static struct utrace_task *task_new(void)
 			__atomic_fetch_add(&h->thread_overflow, 1, __ATOMIC_RELAXED);
 		}
 	}
-	tls_task = t;
+	utrace_tls_task = t;
 	return t;
 }
 
@@ -66,7 +66,7 @@ static struct utrace_task *task_new(void)
  */
 struct utrace_task *guard_task(void)
 {
-	struct utrace_task *t = tls_task;
+	struct utrace_task *t = utrace_tls_task;
 
 	return t ? t : task_new();
 }
@@ -79,7 +79,7 @@ struct utrace_task *guard_task(void)
  */
 struct utrace_task *guard_enter(void)
 {
-	struct utrace_task *t = tls_task;
+	struct utrace_task *t = utrace_tls_task;
 
 	if (__builtin_expect(!t, 0)) {
 		/* The first hit maps memory: guard it against hits in mmap's path. */
@@ -115,6 +115,6 @@ void guard_cloak_self(void)
 	if (t) {
 		t->tid = guard_gettid();
 		t->state = UTRACE_TASK_CLOAKED;
-		tls_task = t;
+		utrace_tls_task = t;
 	}
 }

@@ -7,6 +7,7 @@
  *
  *   s-agent count THREADS ITERS      threads call probed_add()
  *   s-agent retval N                 probed_work() N times
+ *   s-agent flags ROUNDS             flags live across a mid-function site
  *   s-agent recurse N                probed_fib(N), checked
  *   s-agent longjmp ROUNDS DEPTH     probed_jump() recursion left by longjmp
  *   s-agent malloc THREADS ITERS     malloc+free pairs between two stdin
@@ -74,6 +75,23 @@ __attribute__((noinline)) void probed_nop(void)
 {
 	__asm__ volatile("nop; nop; nop; nop; nop" ::: "memory");
 }
+
+/*
+ * Flags live across a probe site in the middle of a function: the site is
+ * the 5-byte "mov $7, %ecx" at probed_flags+3, between a cmp and the reads
+ * of its flags (CF ZF SF OF PF, packed into the result); plain_flags is the
+ * unprobed twin.
+ */
+uint64_t probed_flags(uint64_t a, uint64_t b);
+uint64_t plain_flags(uint64_t a, uint64_t b);
+#define FLAGS_BODY(name)                                                                          \
+	".globl " #name "\n.type " #name ", @function\n" #name ":\n"                               \
+	"cmp %rsi, %rdi\n"                                                                         \
+	"movl $7, %ecx\n" /* the site: b9 07 00 00 00 */                                           \
+	"pushfq\n pop %rax\n and $0x8d5, %eax\n" /* OF SF ZF AF PF CF of the cmp */                 \
+	"add %rcx, %rax\n ret\n"                                                                   \
+	".size " #name ", . - " #name "\n"
+__asm__(".text\n" FLAGS_BODY(probed_flags) FLAGS_BODY(plain_flags));
 
 static uint64_t ref_add(uint64_t a, uint64_t b)
 {
@@ -204,6 +222,17 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "count")) {
 		iters = a2;
 		return run_threads((int)a1, count_thread);
+	}
+	if (!strcmp(mode, "flags")) {
+		static const uint64_t v[] = { 0, 1, 2, 0x7f, 0x80, 0xff, 0x7fffffffffffffffULL,
+					      0x8000000000000000ULL, ~0ULL, 12345 };
+
+		for (long r = 0; r < (a1 ?: 1); r++)
+			for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+				for (unsigned j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+					if (probed_flags(v[i], v[j]) != plain_flags(v[i], v[j]))
+						return 1;
+		return 0;
 	}
 	if (!strcmp(mode, "retval")) {
 		uint64_t x = 1;

@@ -116,6 +116,34 @@ TEST(exact_counts_8_threads_int3)
 	run_count(8, 20000, true);
 }
 
+/* A mid-function site whose flags are live: the jmp path must keep them. */
+static void run_flags(bool int3)
+{
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	int id;
+
+	LAUNCH(&h, &o, "flags", "1000", NULL);
+	id = probe(&h, "probed_flags+3", UTRACE_PF_COUNT | UTRACE_PF_RECORD_ENTRY, int3,
+		   int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	sync_ok(&h);
+	check_state(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_wait(&h), 0); /* every result equals the unprobed twin's */
+	CHECK_EQ(ahost_hits(&h, id), 100000);
+	ahost_close(&h);
+}
+
+TEST(flags_live_across_site_jmp)
+{
+	run_flags(false);
+}
+
+TEST(flags_live_across_site_int3)
+{
+	run_flags(true);
+}
+
 TEST(entry_return_latency)
 {
 	struct ahost h;

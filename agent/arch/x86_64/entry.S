@@ -24,7 +24,8 @@
  *	2  a handler changed rip and rsp (rsp only grows: set_return pops the
  *	   return address): the dispatcher stored rip at new_rsp - 8 and
  *	   new_rsp - 8 in the return word; restore, rsp = that, ret
- * Handlers may change every integer register and rflags.
+ * Handlers may change every integer register and the arithmetic flags and
+ * DF of rflags.
  */
 
 #define F_R15 0
@@ -65,10 +66,14 @@
 	movq	%rdi, F_RDI(%rsp)
 .endm
 
-/* Copy the (possibly changed) frame rflags into the pushfq word, then the GPRs. */
+/*
+ * Restore the GPRs and the arithmetic flags without popfq (which costs
+ * ~17 cycles, a third of a hit): OF through "add $0x7f" on 0 or 1, then
+ * SF ZF AF PF CF through sahf, DF through std/cld. The other rflags bits
+ * (TF, AC, IF...) are not changed by the trampoline and so need no restore.
+ * rcx and rax go last: they are the scratch registers.
+ */
 .macro RESTORE_GPRS
-	movq	F_EFLAGS(%rsp), %rax
-	movq	%rax, FRAME(%rsp)
 	movq	F_R15(%rsp), %r15
 	movq	F_R14(%rsp), %r14
 	movq	F_R13(%rsp), %r13
@@ -79,11 +84,21 @@
 	movq	F_R10(%rsp), %r10
 	movq	F_R9(%rsp), %r9
 	movq	F_R8(%rsp), %r8
-	movq	F_RAX(%rsp), %rax
-	movq	F_RCX(%rsp), %rcx
 	movq	F_RDX(%rsp), %rdx
 	movq	F_RSI(%rsp), %rsi
 	movq	F_RDI(%rsp), %rdi
+	movq	F_EFLAGS(%rsp), %rax
+	testl	$0x400, %eax
+	jz	77f
+	std
+77:	movl	%eax, %ecx
+	shrl	$11, %ecx
+	andl	$1, %ecx
+	addb	$0x7f, %cl
+	movb	%al, %ah
+	sahf
+	movq	F_RCX(%rsp), %rcx
+	movq	F_RAX(%rsp), %rax
 .endm
 
 	.text
@@ -110,17 +125,13 @@ __utrace_agent_entry:
 	je	1f
 	ja	2f
 	RESTORE_GPRS
-	leaq	FRAME(%rsp), %rsp
-	popfq
+	leaq	FRAME + 8(%rsp), %rsp	/* and the pushfq word */
 	ret				/* to slot+24 */
 1:	RESTORE_GPRS
-	leaq	FRAME(%rsp), %rsp
-	popfq
-	leaq	8(%rsp), %rsp		/* drop the return into the slot */
+	leaq	FRAME + 16(%rsp), %rsp	/* the pushfq word, the return into the slot */
 	ret	$128			/* to the new rip; rsp = the application's */
 2:	RESTORE_GPRS
-	leaq	FRAME(%rsp), %rsp
-	popfq
+	leaq	FRAME + 8(%rsp), %rsp
 	movq	(%rsp), %rsp		/* new_rsp - 8, where the new rip is */
 	ret
 	.cfi_endproc
@@ -155,8 +166,7 @@ __utrace_agent_ret_tramp:
 	movq	%rbx, %rsp
 	movq	%rax, FRAME + 8(%rsp)
 	RESTORE_GPRS
-	leaq	FRAME(%rsp), %rsp
-	popfq
+	leaq	FRAME + 8(%rsp), %rsp
 	ret
 	.cfi_endproc
 	.size	__utrace_agent_ret_tramp, . - __utrace_agent_ret_tramp
