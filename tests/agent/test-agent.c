@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utrace/elf.h"
@@ -399,6 +403,79 @@ TEST(detach_restores_code_bytes)
 	check_bytes_restored(&h, "probed_add", 16);
 	CHECK_EQ(ahost_wait(&h), 0);
 	ahost_close(&h);
+}
+
+/*
+ * The tracer dies (no DETACH): the agent sees its pidfd become readable,
+ * disarms every probe and goes dormant; the target runs on untouched.
+ */
+TEST(tracer_death_disarms)
+{
+	int p[2], in[2], st, i;
+	pid_t tracer, target = 0;
+	uint64_t addr = 0;
+	uint8_t live[16], orig[16];
+	bool restored = false;
+
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	CHECK(pipe(p) == 0 && pipe(in) == 0);
+	tracer = fork();
+	CHECK(tracer >= 0);
+	if (!tracer) {
+		struct ahost h;
+		struct ahost_opts o = { .pipe_stdout = true };
+		char buf[256];
+		size_t len = 0;
+		uint64_t msg[3];
+		int id;
+
+		/* The target's stdin is our parent's pipe: it outlives us. */
+		dup2(in[0], 0);
+		close(in[0]);
+		close(in[1]);
+		if (ahost_launch(&h, &o, argv_of("spin", "4", NULL)) || ahost_start(&h))
+			_exit(1);
+		expect_line(&h, "ready", buf, sizeof(buf), &len);
+		id = ahost_probe(&h, "probed_add", UTRACE_PF_COUNT, false);
+		if (id < 0)
+			_exit(2);
+		ahost_set_want(&h, id, UTRACE_PS_JMP);
+		if (ahost_sync(&h) < 0 || ahost_abi(&h, id)->state != UTRACE_PS_JMP)
+			_exit(3);
+		msg[0] = (uint64_t)h.pid;
+		msg[1] = ahost_abi(&h, id)->addr;
+		msg[2] = 0;
+		memcpy(&msg[2], ahost_abi(&h, id)->orig, 8);
+		if (write(p[1], msg, sizeof(msg)) != sizeof(msg))
+			_exit(4);
+		_exit(0); /* no DETACH, no cleanup: the target is orphaned, still probed */
+	}
+	close(p[1]);
+	close(in[0]);
+	{
+		uint64_t msg[3];
+
+		CHECK(read(p[0], msg, sizeof(msg)) == sizeof(msg));
+		target = (pid_t)msg[0];
+		addr = msg[1];
+		memcpy(orig, &msg[2], 8);
+	}
+	CHECK(waitpid(tracer, &st, 0) == tracer && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	for (i = 0; i < 300 && !restored; i++) { /* the agent polls every 100 ms */
+		struct timespec ts = { 0, 10000000 };
+
+		CHECK(utrace_mem__read(target, addr, live, 8) == 8);
+		restored = !memcmp(live, orig, 8);
+		if (!restored)
+			nanosleep(&ts, NULL);
+	}
+	CHECK_MSG(restored, "code bytes at 0x%llx not restored 3 s after the tracer died",
+		  (unsigned long long)addr);
+	harness_note("restored after ~%d ms", i * 10);
+	CHECK(kill(target, 0) == 0); /* still running */
+	close(in[1]); /* the spinning threads stop; their results were right */
+	CHECK(waitpid(target, &st, 0) == target);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
 }
 
 TEST(fork_child_has_no_probes)
