@@ -139,6 +139,7 @@ static void *malloc_thread(void *arg)
 			bad = 1;
 		else
 			p[0] = (char)i;
+		__asm__ volatile("" : : "r"(p) : "memory"); /* clang elides unused malloc+free */
 		free(p);
 	}
 	pthread_barrier_wait(&bar_done);
