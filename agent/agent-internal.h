@@ -160,6 +160,14 @@ void patch_disarm_all(void);
 void patch_atfork_child(void);
 int patch_trap_handler(int sig, siginfo_t *info, void *uc);
 
+bool patch_trap_owned(void);
+struct sigaction patch_trap_chained(void);
+void patch_trap_set_chained(const struct sigaction *act);
+
+/* interpose.c */
+void interpose_init(void);
+int agent_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
 /* arch/x86_64/entry.S */
 extern char __utrace_agent_entry[];
 extern char __utrace_agent_ret_tramp[];

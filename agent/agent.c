@@ -77,8 +77,7 @@ static int run_cmd(uint32_t cmd)
 	case UTRACE_CMD_SYNC:
 		return patch_sync();
 	case UTRACE_CMD_START:
-		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
-		futex(&started, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+		/* Handled in control_main: the ack must precede the release. */
 		return 0;
 	default:
 		return -EINVAL;
@@ -101,6 +100,7 @@ static void *control_main(void *arg)
 
 	(void)arg;
 	sigfillset(&all);
+	sigdelset(&all, SIGTRAP); /* see interpose.c: a thread blocking it dies of an int3 */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	guard_cloak_self();
 	ring_calibrate();
@@ -118,6 +118,16 @@ static void *control_main(void *arg)
 				go_dormant();
 				ack(seq, 0);
 				return NULL;
+			}
+			if (cmd == UTRACE_CMD_START) {
+				/*
+				 * Ack first: once released, main() may run to
+				 * exit_group() before this thread writes anything.
+				 */
+				ack(seq, 0);
+				__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+				futex(&started, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+				continue;
 			}
 			ack(seq, run_cmd(cmd));
 			continue;
@@ -248,6 +258,7 @@ __attribute__((constructor)) static void agent_ctor(void)
 	char *end;
 	long fd;
 
+	interpose_init();
 	if (!s || !*s)
 		return;
 	fd = strtol(s, &end, 10);

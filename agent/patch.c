@@ -218,7 +218,11 @@ static void chain(const struct sigaction *old, int sig, siginfo_t *info, void *u
 			old->sa_sigaction(sig, info, uc);
 	} else if (old->sa_handler == SIG_DFL) {
 		/* Die as the application would have: default action, re-raised. */
-		signal(sig, SIG_DFL);
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		agent_sigaction(sig, &dfl, NULL);
 		syscall(SYS_tgkill, getpid(), guard_gettid(), sig);
 	} else if (old->sa_handler != SIG_IGN) {
 		old->sa_handler(sig);
@@ -298,11 +302,13 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 	errno = saved;
 }
 
+static bool trap_installed;
+
 static int install_trap(void)
 {
 	struct sigaction sa, cur;
 
-	if (sigaction(SIGTRAP, NULL, &cur) < 0)
+	if (agent_sigaction(SIGTRAP, NULL, &cur) < 0)
 		return -errno;
 	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap_action)
 		return 0;
@@ -310,9 +316,112 @@ static int install_trap(void)
 	sa.sa_sigaction = trap_action;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGTRAP, &sa, &old_trap) < 0)
+	if (agent_sigaction(SIGTRAP, &sa, &old_trap) < 0)
 		return -errno;
+	__atomic_store_n(&trap_installed, true, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/** patch_trap_owned - true once our SIGTRAP handler is installed. */
+bool patch_trap_owned(void)
+{
+	return __atomic_load_n(&trap_installed, __ATOMIC_ACQUIRE);
+}
+
+/** patch_trap_chained - the application's SIGTRAP action we chain to. */
+struct sigaction patch_trap_chained(void)
+{
+	return old_trap;
+}
+
+/**
+ * patch_trap_set_chained - the application installs a SIGTRAP action (the
+ * interposed sigaction): it becomes the chained one, ours stays installed.
+ * Not atomic against a concurrent trap of an application int3 (the chained
+ * action may be the old or the new one for that trap).
+ */
+void patch_trap_set_chained(const struct sigaction *act)
+{
+	old_trap = *act;
+}
+
+/*
+ * True if some thread blocks SIGTRAP (SigBlk bit 5 in its status): an int3
+ * hit would kill the process. Control thread; getdents64 and read, no malloc.
+ */
+static bool __trap_blocked_somewhere(void)
+{
+	char buf[4096], path[64], st[2048];
+	int fd, n;
+	bool blocked = false;
+
+	fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (!blocked && (n = (int)syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		int off = 0;
+
+		while (off < n && !blocked) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			int sfd, len, i;
+			char *p;
+
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			i = 0;
+			for (const char *s = "/proc/self/task/"; *s; s++)
+				path[i++] = *s;
+			for (const char *s = d->d_name; *s && i < 50; s++)
+				path[i++] = *s;
+			for (const char *s = "/status"; *s; s++)
+				path[i++] = *s;
+			path[i] = 0;
+			sfd = open(path, O_RDONLY | O_CLOEXEC);
+			if (sfd < 0)
+				continue;
+			len = (int)read(sfd, st, sizeof(st) - 1);
+			close(sfd);
+			if (len <= 0)
+				continue;
+			st[len] = 0;
+			for (p = st; *p; p++) {
+				if (p[0] == 'S' && !utrace_memcmp(p, "SigBlk:\t", 8)) {
+					/*
+					 * 16 hex digits, signal N is bit N - 1: SIGTRAP (5)
+					 * is bit 0 of the second digit from the right.
+					 */
+					char c = p[8 + 14];
+					int v = c >= 'a' ? c - 'a' + 10 : c - '0';
+
+					blocked = (v & 1) != 0;
+					break;
+				}
+			}
+		}
+	}
+	close(fd);
+	return blocked;
+}
+
+/*
+ * Transient blocks are normal: pthread_create blocks every signal in the
+ * creating thread around clone(), and a new thread runs with all signals
+ * blocked until it restores its mask. Neither runs application code
+ * meanwhile, so look again for up to ~200 ms before calling it permanent.
+ */
+static bool trap_blocked_somewhere(void)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		if (!__trap_blocked_somewhere())
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
 }
 
 /**
@@ -330,7 +439,7 @@ int patch_init(void)
 	have_membarrier = syscall(SYS_membarrier,
 				  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
 	for (s = SIGRTMAX - 2; s > SIGRTMIN + 2; s--) {
-		if (sigaction(s, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		if (agent_sigaction(s, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
 		    cur.sa_handler == SIG_DFL)
 			break;
 	}
@@ -339,7 +448,7 @@ int patch_init(void)
 		sa.sa_sigaction = upgrade_action;
 		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
 		sigemptyset(&sa.sa_mask);
-		if (sigaction(s, &sa, &old_upgrade) == 0)
+		if (agent_sigaction(s, &sa, &old_upgrade) == 0)
 			upgrade_sig = s;
 	}
 	return install_trap();
@@ -446,8 +555,31 @@ static void disarm(uint32_t *ids, uint32_t n)
 {
 	uint8_t cc = 0xcc;
 	uint32_t i;
-	bool any_jmp = false;
+	bool any_jmp = false, inert = false;
 
+	for (i = 0; i < n && !inert; i++)
+		inert = agent_probes[ids[i]].state == UTRACE_PS_JMP && trap_blocked_somewhere();
+	if (inert) {
+		/*
+		 * A thread blocks SIGTRAP: the transient int3 of a jmp disarm
+		 * could kill the process. Leave the jmps in place, inert (no
+		 * handler runs; the trampoline only runs the displaced code),
+		 * and say so: state stays JMP for the host, err = -EDEADLK.
+		 */
+		uint32_t k = 0;
+
+		for (i = 0; i < n; i++) {
+			struct utrace_probe *p = &agent_probes[ids[i]];
+
+			if (p->state == UTRACE_PS_JMP) {
+				p->state = UTRACE_PS_DISARMED;
+				__atomic_store_n(&p->abi->err, -EDEADLK, __ATOMIC_RELAXED);
+			} else {
+				ids[k++] = ids[i];
+			}
+		}
+		n = k;
+	}
 	for (i = 0; i < n; i++) {
 		struct utrace_probe *p = &agent_probes[ids[i]];
 
@@ -538,6 +670,12 @@ int patch_sync(void)
 		}
 		site_insert(p->addr, i);
 		ids_a[na++] = i;
+	}
+	if (na && trap_blocked_somewhere()) {
+		/* An int3 hit in that thread would kill the process: refuse. */
+		for (i = 0; i < na; i++)
+			fail(&agent_probes[ids_a[i]], -EDEADLK);
+		na = 0;
 	}
 	if (na) {
 		sync_cores(); /* the slots' bytes, before any thread can reach them */

@@ -127,10 +127,22 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 	for (i = 0; i < 400; i++) { /* 20 s */
 		uint32_t a = __atomic_load_n(&h->hdr->ack_seq, __ATOMIC_ACQUIRE);
 
+		int st;
+
 		if (a == seq)
 			return h->hdr->cmd_result;
+		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
+			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)", cmd,
+				 st);
+			fprintf(stderr, "# %s\n", h->why);
+			h->pid = 0;
+			return -ESRCH;
+		}
 		futex(&h->hdr->ack_seq, FUTEX_WAIT, a, &ts);
 	}
+	snprintf(h->why, sizeof(h->why), "command %u: no ack (agent state %u, seq %u ack %u)", cmd,
+		 h->hdr->agent_state, seq, h->hdr->ack_seq);
+	fprintf(stderr, "# %s\n", h->why);
 	return -ETIMEDOUT;
 }
 

@@ -16,8 +16,12 @@
  *                                    pre_calls[]/post_calls[] per thread
  *   s-agent bench N                  N calls of probed_nop(); prints ns/call
  *   s-agent fork                     child and parent call probed_add()
+ *   s-agent rawblock N               same, blocked with a raw syscall
+ *   s-agent sigblock N               a thread blocking all signals calls
+ *                                    probed_add() N times; own SIGTRAP handler
  */
 #include <pthread.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -184,6 +188,48 @@ static int run_malloc(int n)
 	return bad;
 }
 
+static volatile int app_traps;
+
+static void app_trap(int sig)
+{
+	(void)sig;
+	app_traps++;
+}
+
+/* A worker that blocks every signal (SIGTRAP included, as far as it knows). */
+static void *blocked_thread(void *arg)
+{
+	sigset_t all;
+	long i;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (i = 0; i < iters; i++)
+		if (probed_add((uint64_t)i, 7) != ref_add((uint64_t)i, 7))
+			return (void *)1;
+	return NULL;
+}
+
+/* Blocks every signal behind the agent's back (raw syscall), then waits for stdin. */
+static void *rawblock_thread(void *arg)
+{
+	uint64_t all = ~0ULL;
+	char c;
+	long i;
+
+	(void)arg;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, 8);
+	printf("ready\n");
+	fflush(stdout);
+	while (read(0, &c, 1) == 1 && c != '\n')
+		;
+	for (i = 0; i < iters; i++)
+		if (probed_add((uint64_t)i, 7) != ref_add((uint64_t)i, 7))
+			return (void *)1;
+	return NULL;
+}
+
 static void *spin_thread(void *arg)
 {
 	long t = (long)arg;
@@ -234,6 +280,30 @@ int main(int argc, char **argv)
 					if (probed_flags(v[i], v[j]) != plain_flags(v[i], v[j]))
 						return 1;
 		return 0;
+	}
+	if (!strcmp(mode, "sigblock")) {
+		struct sigaction sa;
+		pthread_t th;
+		void *r;
+
+		/* The application's own SIGTRAP handler, installed after the agent's. */
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = app_trap;
+		sigaction(SIGTRAP, &sa, NULL);
+		iters = a1;
+		pthread_create(&th, NULL, blocked_thread, NULL);
+		pthread_join(th, &r);
+		raise(SIGTRAP); /* not a probe: chained to app_trap */
+		return r != NULL || app_traps != 1;
+	}
+	if (!strcmp(mode, "rawblock")) {
+		pthread_t th;
+		void *r;
+
+		iters = a1;
+		pthread_create(&th, NULL, rawblock_thread, NULL);
+		pthread_join(th, &r);
+		return r != NULL;
 	}
 	if (!strcmp(mode, "retval")) {
 		uint64_t x = 1;

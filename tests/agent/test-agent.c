@@ -4,6 +4,7 @@
  * this test is the host (agent-host.c), s-agent is the self-checking target.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,26 @@ static void check_bytes_restored(struct ahost *h, const char *spec, size_t len)
 	utrace_spec__clear(&s);
 }
 
+/* Read target lines until one starts with @what; appends them to @buf. */
+static void expect_line(struct ahost *h, const char *what, char *buf, size_t size, size_t *len)
+{
+	ssize_t n;
+
+	for (;;) {
+		char *p = buf;
+
+		buf[*len] = 0;
+		while ((p = strstr(p, what))) {
+			if (p == buf || p[-1] == '\n')
+				return;
+			p++;
+		}
+		n = read(h->stdout_fd, buf + *len, size - 1 - *len);
+		CHECK_MSG(n > 0, "target output ended before '%s'", what);
+		*len += (size_t)n;
+	}
+}
+
 static void run_count(uint32_t threads, long iters, bool int3)
 {
 	struct ahost h;
@@ -101,7 +122,7 @@ static void run_count(uint32_t threads, long iters, bool int3)
 	id = probe(&h, "probed_add", UTRACE_PF_COUNT, int3, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
 	sync_ok(&h);
 	check_state(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, id), (long long)threads * iters);
 	CHECK_EQ(ahost_abi(&h, id)->nested, 0);
@@ -132,7 +153,7 @@ static void run_flags(bool int3)
 		   int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
 	sync_ok(&h);
 	check_state(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0); /* every result equals the unprobed twin's */
 	CHECK_EQ(ahost_hits(&h, id), 100000);
 	ahost_close(&h);
@@ -146,6 +167,50 @@ TEST(flags_live_across_site_jmp)
 TEST(flags_live_across_site_int3)
 {
 	run_flags(true);
+}
+
+/*
+ * int3 mode in a thread that blocks every signal, in a program with its own
+ * SIGTRAP handler: the interposed sigmask calls keep SIGTRAP deliverable,
+ * the interposed sigaction keeps our handler and chains to the program's.
+ */
+TEST(int3_with_signals_blocked_and_app_trap_handler)
+{
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	int id;
+
+	LAUNCH(&h, &o, "sigblock", "10000", NULL);
+	id = probe(&h, "probed_add", UTRACE_PF_COUNT, true, UTRACE_PS_INT3);
+	sync_ok(&h);
+	check_state(&h, id, UTRACE_PS_INT3);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0); /* no SIGTRAP death; app_trap ran once */
+	CHECK_EQ(ahost_hits(&h, id), 10000);
+	CHECK_EQ(h.hdr->foreign_traps, 1);
+	ahost_close(&h);
+}
+
+/* A thread blocked SIGTRAP behind the interposers: int3 arming refuses. */
+TEST(int3_refused_when_a_thread_blocks_sigtrap)
+{
+	struct ahost h;
+	struct ahost_opts o = { .pipe_stdin = true, .pipe_stdout = true };
+	char buf[256];
+	size_t len = 0;
+	int id;
+
+	LAUNCH(&h, &o, "rawblock", "10000", NULL);
+	CHECK_EQ(ahost_start(&h), 0);
+	expect_line(&h, "ready", buf, sizeof(buf), &len);
+	id = probe(&h, "probed_add", UTRACE_PF_COUNT, true, UTRACE_PS_INT3);
+	sync_ok(&h);
+	check_state(&h, id, UTRACE_PS_FAILED);
+	CHECK_EQ(ahost_abi(&h, id)->err, -EDEADLK);
+	CHECK(write(h.stdin_fd, "\n", 1) == 1);
+	CHECK_EQ(ahost_wait(&h), 0); /* the calls ran unprobed, and the target lives */
+	CHECK_EQ(ahost_hits(&h, id), 0);
+	ahost_close(&h);
 }
 
 TEST(entry_return_latency)
@@ -165,7 +230,7 @@ TEST(entry_return_latency)
 		   false, UTRACE_PS_JMP);
 	sync_ok(&h);
 	check_state(&h, id, UTRACE_PS_JMP);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0); /* the target checked every return value */
 	a = ahost_abi(&h, id);
 	CHECK_EQ(ahost_hits(&h, id), n);
@@ -199,7 +264,7 @@ TEST(recursion)
 	id = probe(&h, "probed_fib", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE, false,
 		   UTRACE_PS_JMP);
 	sync_ok(&h);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	/* fib(20) makes 2 * fib(21) - 1 = 21891 calls, at most 20 deep. */
 	CHECK_EQ(ahost_hits(&h, id), 21891);
@@ -218,7 +283,7 @@ TEST(recursion_past_max_depth)
 	id = probe(&h, "probed_fib", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE, false,
 		   UTRACE_PS_JMP);
 	sync_ok(&h);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, id), 21891);
 	CHECK(ahost_abi(&h, id)->missed_ret > 0);
@@ -238,7 +303,7 @@ TEST(longjmp_drops_stale_instances)
 	fid = probe(&h, "probed_fib", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE, false,
 		    UTRACE_PS_JMP);
 	sync_ok(&h);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, jid), 100 * 11);
 	CHECK_EQ(ahost_abi(&h, jid)->returns, 0); /* every frame was left by longjmp */
@@ -246,26 +311,6 @@ TEST(longjmp_drops_stale_instances)
 	CHECK_EQ(ahost_hits(&h, fid), 100 * 177);
 	CHECK_EQ(ahost_abi(&h, fid)->returns, 100 * 177);
 	ahost_close(&h);
-}
-
-/* Read target lines until one starts with @what; appends them to @buf. */
-static void expect_line(struct ahost *h, const char *what, char *buf, size_t size, size_t *len)
-{
-	ssize_t n;
-
-	for (;;) {
-		char *p = buf;
-
-		buf[*len] = 0;
-		while ((p = strstr(p, what))) {
-			if (p == buf || p[-1] == '\n')
-				return;
-			p++;
-		}
-		n = read(h->stdout_fd, buf + *len, size - 1 - *len);
-		CHECK_MSG(n > 0, "target output ended before '%s'", what);
-		*len += (size_t)n;
-	}
 }
 
 TEST_TIMEOUT(malloc_free_exact_counts, 120)
@@ -285,7 +330,7 @@ TEST_TIMEOUT(malloc_free_exact_counts, 120)
 	sync_ok(&h);
 	check_state(&h, mid, UTRACE_PS_JMP);
 	check_state(&h, fid, UTRACE_PS_JMP);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	/* The workers are parked on a barrier: snapshot their counters. */
 	expect_line(&h, "ready", buf, sizeof(buf), &len);
 	for (p = strstr(buf, "tid "); p && n < 8; p = strstr(p + 1, "tid ")) {
@@ -321,7 +366,7 @@ TEST_TIMEOUT(arm_disarm_1000_while_16_threads_call, 300)
 	int id, i, t;
 
 	LAUNCH(&h, &o, "spin", "16", NULL);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	expect_line(&h, "ready", buf, sizeof(buf), &len); /* the threads spin */
 	CHECK(sscanf(strstr(buf, "ready"), "ready %lx %lx", &pre_addr, &post_addr) == 2);
 	id = probe(&h, "probed_add", UTRACE_PF_COUNT, false, UTRACE_PS_DISARMED);
@@ -375,7 +420,7 @@ TEST(full_ring_reports_drops)
 	LAUNCH(&h, &o, "retval", "5000", NULL);
 	id = probe(&h, "probed_work", UTRACE_PF_RECORD_ENTRY, false, UTRACE_PS_JMP);
 	sync_ok(&h);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(utrace_abi_thread(h.arena, 0)->head, 64);
 	CHECK_EQ(ahost_drops(&h), 5000 - 64);
@@ -392,7 +437,7 @@ TEST(detach_restores_code_bytes)
 	int id;
 
 	LAUNCH(&h, &o, "spin", "4", NULL);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	expect_line(&h, "ready", buf, sizeof(buf), &len);
 	id = probe(&h, "probed_add", UTRACE_PF_COUNT, false, UTRACE_PS_JMP);
 	sync_ok(&h);
@@ -418,7 +463,7 @@ TEST(tracer_death_disarms)
 	bool restored = false;
 
 	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
-	CHECK(pipe(p) == 0 && pipe(in) == 0);
+	CHECK(pipe2(p, O_CLOEXEC) == 0 && pipe(in) == 0);
 	tracer = fork();
 	CHECK(tracer >= 0);
 	if (!tracer) {
@@ -487,7 +532,7 @@ TEST(fork_child_has_no_probes)
 	LAUNCH(&h, &o, "fork", NULL, NULL);
 	id = probe(&h, "probed_add", UTRACE_PF_COUNT, false, UTRACE_PS_JMP);
 	sync_ok(&h);
-	CHECK(ahost_start(&h) == 0);
+	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, id), 100); /* the parent's; the child's 1000 are not seen */
 	ahost_close(&h);

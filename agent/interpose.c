@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interpose.c - keep SIGTRAP deliverable and ours (launch/preload mode).
+ *
+ * An int3 probe works only if the thread that hits it can take SIGTRAP
+ * with our handler. The kernel forces SIGTRAP on a thread that blocks it by
+ * resetting the handler to SIG_DFL: the process dumps core. Worker threads
+ * that block every signal (sigfillset + pthread_sigmask) are common, and
+ * applications install their own SIGTRAP handlers. So, when the agent is
+ * preloaded, it interposes:
+ *  - sigprocmask / pthread_sigmask: SIGTRAP is taken out of any set being
+ *    blocked (SIG_BLOCK, SIG_SETMASK). Nothing else changes;
+ *  - sigaction / signal for SIGTRAP once our handler is installed: the
+ *    application's new action is recorded as the one we chain to, and its
+ *    previous action is what it gets back. Our handler stays in place.
+ * When the agent is injected with dlopen these symbols are already bound;
+ * patch.c then checks each thread's blocked mask (SigBlk in
+ * /proc/self/task/TID/status) before writing an int3, and a probe refuses
+ * to arm (-EDEADLK) rather than kill the target.
+ *
+ * Runs in any application thread; async-signal-safe as the originals are.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+
+#include "agent-internal.h"
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
+
+static sigaction_fn real_sigaction_p;
+static sigmask_fn real_sigprocmask_p, real_pthread_sigmask_p;
+
+/** interpose_init - resolve the real functions (constructor, before any probe). */
+void interpose_init(void)
+{
+	if (!real_sigaction_p)
+		real_sigaction_p = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigprocmask_p)
+		real_sigprocmask_p = (sigmask_fn)dlsym(RTLD_NEXT, "sigprocmask");
+	if (!real_pthread_sigmask_p)
+		real_pthread_sigmask_p = (sigmask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+}
+
+/** agent_sigaction - the real sigaction(), for the agent's own use. */
+int agent_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction_p)
+		interpose_init();
+	if (!real_sigaction_p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigaction_p(sig, act, old);
+}
+
+static const sigset_t *without_trap(int how, const sigset_t *set, sigset_t *tmp)
+{
+	if (!set || how == SIG_UNBLOCK || !sigismember(set, SIGTRAP))
+		return set;
+	*tmp = *set;
+	sigdelset(tmp, SIGTRAP);
+	return tmp;
+}
+
+AGENT_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t tmp;
+
+	if (!real_sigprocmask_p)
+		interpose_init();
+	if (!real_sigprocmask_p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigprocmask_p(how, without_trap(how, set, &tmp), old);
+}
+
+AGENT_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t tmp;
+
+	if (!real_pthread_sigmask_p)
+		interpose_init();
+	if (!real_pthread_sigmask_p)
+		return ENOSYS;
+	return real_pthread_sigmask_p(how, without_trap(how, set, &tmp), old);
+}
+
+AGENT_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig == SIGTRAP && patch_trap_owned()) {
+		struct sigaction prev = patch_trap_chained();
+
+		if (act)
+			patch_trap_set_chained(act);
+		if (old)
+			*old = prev;
+		return 0;
+	}
+	return agent_sigaction(sig, act, old);
+}
+
+AGENT_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART; /* BSD semantics, as glibc's signal() */
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}
