@@ -50,7 +50,7 @@
 #define UTRACE_ABI_VERSION 1
 
 #define UTRACE_ABI_PAGE 4096u
-#define UTRACE_ABI_MAX_CODE 232	  /* relocated bytes per site (incl. the jump back) */
+#define UTRACE_ABI_MAX_CODE 224	  /* relocated bytes per site (incl. the jump back) */
 #define UTRACE_ABI_MAX_INSNS 8	  /* displaced instructions per site */
 #define UTRACE_ABI_HIST_BUCKETS 64 /* log2 buckets of ns: [0]=0, [i]=[2^(i-1), 2^i) */
 #define UTRACE_ABI_ARGS 6
@@ -73,6 +73,7 @@
 #define UTRACE_TRAMP_XOL_OFF 32
 #define UTRACE_TRAMP_SLOT 256
 #define UTRACE_XOL_HDR 64 /* first bytes of an area: the thunk address */
+_Static_assert(UTRACE_TRAMP_XOL_OFF + UTRACE_ABI_MAX_CODE <= UTRACE_TRAMP_SLOT, "code fits a slot");
 
 enum utrace_cmd {
 	UTRACE_CMD_NONE = 0,
@@ -161,7 +162,7 @@ struct utrace_abi_probe {
 	uint64_t hist[UTRACE_ABI_HIST_BUCKETS]; /* durations, atomic adds */
 	uint64_t __reserved[4];
 };
-_Static_assert(sizeof(struct utrace_abi_probe) == 376 + UTRACE_ABI_HIST_BUCKETS * 8,
+_Static_assert(sizeof(struct utrace_abi_probe) == 368 + UTRACE_ABI_HIST_BUCKETS * 8,
 	       "probe size");
 _Static_assert(offsetof(struct utrace_abi_probe, code) == 64, "probe code offset");
 

@@ -14,12 +14,14 @@
  *                                    handshakes; prints worker tids
  *   s-agent spin THREADS             probed_add() until stdin closes;
  *                                    pre_calls[]/post_calls[] per thread
+ *   s-agent inject N                 its own handler forces probed_add() = 42
  *   s-agent bench N                  N calls of probed_nop(); prints ns/call
  *   s-agent fork                     child and parent call probed_add()
  *   s-agent rawblock N               same, blocked with a raw syscall
  *   s-agent sigblock N               a thread blocking all signals calls
  *                                    probed_add() N times; own SIGTRAP handler
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <setjmp.h>
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +233,27 @@ static void *rawblock_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * The target as its own probe module: an in-process handler (run by the
+ * agent in the probed thread) that forces probed_add() to return 42 at
+ * once: rax = 42, rip = the return address, rsp past it. Integer code only.
+ */
+struct agent_ctx {
+	uint32_t probe, tid;
+	struct user_regs_struct *regs;
+};
+
+static int force_42(struct agent_ctx *ctx, void *data)
+{
+	struct user_regs_struct *r = ctx->regs;
+
+	(void)data;
+	r->rax = 42;
+	r->rip = *(uint64_t *)r->rsp;
+	r->rsp += 8;
+	return 0;
+}
+
 static void *spin_thread(void *arg)
 {
 	long t = (long)arg;
@@ -304,6 +328,18 @@ int main(int argc, char **argv)
 		pthread_create(&th, NULL, rawblock_thread, NULL);
 		pthread_join(th, &r);
 		return r != NULL;
+	}
+	if (!strcmp(mode, "inject")) {
+		int (*add_handler)(uint32_t, void *, void *, int) =
+			(int (*)(uint32_t, void *, void *, int))dlsym(RTLD_DEFAULT,
+								      "__utrace_agent_add_handler");
+		long n = 0;
+
+		if (!add_handler || add_handler(0, (void *)force_42, NULL, 0))
+			return 5;
+		for (long i = 0; i < a1; i++)
+			n += probed_add((uint64_t)i, 1) == 42;
+		return n != a1;
 	}
 	if (!strcmp(mode, "retval")) {
 		uint64_t x = 1;

@@ -213,6 +213,34 @@ TEST(int3_refused_when_a_thread_blocks_sigtrap)
 	ahost_close(&h);
 }
 
+/* A handler changes rip, rsp and rax (forced return): both exits of the thunk. */
+static void run_inject(bool int3)
+{
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	int id;
+
+	LAUNCH(&h, &o, "inject", "10000", NULL);
+	id = probe(&h, "probed_add", UTRACE_PF_COUNT, int3, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	CHECK_EQ(id, 0);
+	sync_ok(&h);
+	check_state(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0); /* every call returned 42 */
+	CHECK_EQ(ahost_hits(&h, id), 10000);
+	ahost_close(&h);
+}
+
+TEST(handler_forces_return_jmp)
+{
+	run_inject(false);
+}
+
+TEST(handler_forces_return_int3)
+{
+	run_inject(true);
+}
+
 TEST(entry_return_latency)
 {
 	struct ahost h;
