@@ -147,6 +147,7 @@ void retprobe_entry(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t
 		    uint64_t now);
 uint64_t retprobe_return(struct utrace_task *t, utrace_regs_t *regs,
 			 struct utrace_return_instance *ret_ri);
+void retprobe_unwind_begin(void);
 
 /* tramp.c */
 int tramp_xol_map(uint64_t addr, uint64_t size);

@@ -18,6 +18,10 @@
  * /proc/self/task/TID/status) before writing an int3, and a probe refuses
  * to arm (-EDEADLK) rather than kill the target.
  *
+ * It also interposes _Unwind_RaiseException and _Unwind_ForcedUnwind (C++
+ * throw, pthread_cancel/exit): hijacked return addresses are written back
+ * before the unwinder walks the stack (retprobe.c).
+ *
  * Runs in any application thread; async-signal-safe as the originals are.
  */
 #include <dlfcn.h>
@@ -30,7 +34,12 @@
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
 
+typedef int (*unwind_raise_fn)(void *);
+typedef int (*unwind_forced_fn)(void *, void *, void *);
+
 static sigaction_fn real_sigaction_p;
+static unwind_raise_fn real_raise_p;
+static unwind_forced_fn real_forced_p;
 static sigmask_fn real_sigprocmask_p, real_pthread_sigmask_p;
 
 /** interpose_init - resolve the real functions (constructor, before any probe). */
@@ -42,6 +51,32 @@ void interpose_init(void)
 		real_sigprocmask_p = (sigmask_fn)dlsym(RTLD_NEXT, "sigprocmask");
 	if (!real_pthread_sigmask_p)
 		real_pthread_sigmask_p = (sigmask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+	if (!real_raise_p)
+		real_raise_p = (unwind_raise_fn)dlsym(RTLD_NEXT, "_Unwind_RaiseException");
+	if (!real_forced_p)
+		real_forced_p = (unwind_forced_fn)dlsym(RTLD_NEXT, "_Unwind_ForcedUnwind");
+}
+
+#define URC_FATAL_PHASE1_ERROR 3
+
+AGENT_API int _Unwind_RaiseException(void *exc)
+{
+	if (!real_raise_p)
+		interpose_init();
+	if (!real_raise_p)
+		return URC_FATAL_PHASE1_ERROR;
+	retprobe_unwind_begin();
+	return real_raise_p(exc);
+}
+
+AGENT_API int _Unwind_ForcedUnwind(void *exc, void *stop, void *arg)
+{
+	if (!real_forced_p)
+		interpose_init();
+	if (!real_forced_p)
+		return URC_FATAL_PHASE1_ERROR;
+	retprobe_unwind_begin();
+	return real_forced_p(exc, stop, arg);
 }
 
 /** agent_sigaction - the real sigaction(), for the agent's own use. */

@@ -28,6 +28,18 @@
  * Depth: at most max_depth instances (the arena header, default 64); deeper
  * calls are not hijacked and count as @missed_ret.
  *
+ * C++ exceptions and forced unwinds (pthread_cancel, pthread_exit): the
+ * unwinder reads return addresses to find each frame's unwind info, and
+ * the trampoline has none for the frame it stands in for. So, before it
+ * walks the stack (the interposed _Unwind_RaiseException and
+ * _Unwind_ForcedUnwind, interpose.c), retprobe_unwind_begin() writes every
+ * hijacked return address back (only where the slot still holds the
+ * trampoline: a stale slot reused by another frame is left alone) and drops
+ * the thread's instances, counted in @missed_ret. Frames that the exception
+ * does not unwind lose their return event; none loses its return address.
+ * Injected (not preloaded), the agent cannot interpose these: C++ targets
+ * should not get return probes in that mode (left to the host).
+ *
  * Not handled: stacks switched by swapcontext/coroutines in the middle of
  * hijacked frames (instances stay until an entry on the same stack purges
  * them), CET shadow stacks (not enabled on this kernel; refuse is left to
@@ -126,4 +138,26 @@ uint64_t retprobe_return(struct utrace_task *t, utrace_regs_t *regs,
 	ret_ri->func = UINT64_MAX;
 	ret_ri->chained = false;
 	return 0;
+}
+
+/**
+ * retprobe_unwind_begin - an unwinder is about to walk the calling thread's
+ * stack: put every hijacked return address back, drop the instances
+ *
+ * Runs in the throwing thread (interpose.c), outside any probe hit.
+ */
+void retprobe_unwind_begin(void)
+{
+	struct utrace_task *t = utrace_tls_task;
+	uint64_t tramp = (uint64_t)__utrace_agent_ret_tramp;
+
+	if (!t || !t->ri)
+		return;
+	while (t->depth) {
+		struct utrace_return_instance *ri = &t->ri[t->depth - 1];
+
+		if (!ri->chained && *(volatile uint64_t *)ri->sp == tramp)
+			*(volatile uint64_t *)ri->sp = ri->orig_ret;
+		drop(t);
+	}
 }

@@ -341,6 +341,37 @@ TEST(longjmp_drops_stale_instances)
 	ahost_close(&h);
 }
 
+TEST(cxx_exceptions_through_hijacked_frames)
+{
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	char *argv[5];
+	char path[4096];
+	int tid, fid;
+
+	snprintf(path, sizeof(path), "%s/tests/agent/s-agent-cxx",
+		 getenv("UTRACE_BUILD_DIR") ?: "build");
+	if (access(path, X_OK))
+		SKIP("no C++ compiler: %s not built", path);
+	argv[0] = path;
+	argv[1] = "100";
+	argv[2] = "10";
+	argv[3] = NULL;
+	CHECK_MSG(ahost_launch(&h, &o, argv) == 0, "launch: %s", h.why);
+	tid = probe(&h, "probed_throw", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE,
+		    false, UTRACE_PS_JMP);
+	fid = probe(&h, "probed_fib", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE, false,
+		    UTRACE_PS_JMP);
+	sync_ok(&h);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0); /* no std::terminate: every throw was caught */
+	CHECK_EQ(ahost_hits(&h, tid), 100 * 11);
+	CHECK_EQ(ahost_abi(&h, tid)->returns, 0);
+	CHECK_EQ(ahost_abi(&h, tid)->missed_ret, 100 * 11);
+	CHECK_EQ(ahost_abi(&h, fid)->returns, 100 * 177);
+	ahost_close(&h);
+}
+
 TEST_TIMEOUT(malloc_free_exact_counts, 120)
 {
 	struct ahost h;
