@@ -125,6 +125,7 @@ static inline void count_inc(uint64_t *c)
 	__asm__ volatile("incq %0" : "+m"(*c));
 }
 
+void guard_init(void);
 struct utrace_task *guard_task(void);
 struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);

@@ -195,6 +195,7 @@ static int agent_start(int fd, unsigned int flags)
 		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
 		return err;
 	}
+	guard_init();
 	agent_active = 1;
 	pthread_atfork(NULL, NULL, atfork_child);
 	pthread_attr_init(&attr);

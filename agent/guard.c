@@ -5,9 +5,13 @@
  * One initial-exec TLS pointer per thread (no TLS first-touch malloc, unlike
  * the general-dynamic model: jemalloc#937). The struct utrace_task it points
  * to is created at the thread's first hit, with its thread slot in the arena
- * (ring + counters) claimed by an atomic increment. Slots are not recycled
- * when threads exit; a thread that finds none still counts its hits (atomic
- * adds into the probe's hits_shared) and drops its records.
+ * (ring + counters): a slot released by an exited thread is reused first
+ * (CAS state FREE -> USED), else a new one is claimed by an atomic
+ * increment. A reused slot keeps its counters and ring indices (the host
+ * sums slots; its tid changes). A pthread key destructor releases the slot
+ * at thread exit; the task memory itself is not freed (a later destructor
+ * may still hit a probe). A thread that finds no slot still counts its hits
+ * (atomic adds into the probe's hits_shared) and drops its records.
  *
  * The guard: a hit while the thread is already inside the agent (a probe on
  * malloc or memcpy reached from a handler, a signal handler that interrupts
@@ -28,6 +32,50 @@ uint32_t guard_gettid(void)
 	return (uint32_t)syscall(SYS_gettid);
 }
 
+#include <pthread.h>
+
+#define SLOT_USED 1
+#define SLOT_FREE 2
+
+static pthread_key_t exit_key;
+static bool have_exit_key;
+
+static void task_exit(void *arg)
+{
+	struct utrace_task *t = arg;
+
+	if (t && t->slot && utrace_tls_task == t) {
+		utrace_tls_task = NULL;
+		__atomic_store_n(&t->slot->state, SLOT_FREE, __ATOMIC_RELEASE);
+	}
+}
+
+/** guard_init - the thread-exit hook that releases slots (agent start). */
+void guard_init(void)
+{
+	have_exit_key = pthread_key_create(&exit_key, task_exit) == 0;
+}
+
+static struct utrace_abi_thread *slot_reuse(struct utrace_arena_hdr *h, uint32_t *ret_i)
+{
+	uint64_t i, n = __atomic_load_n(&h->nr_threads, __ATOMIC_ACQUIRE);
+
+	if (n > h->max_threads)
+		n = h->max_threads;
+	for (i = 0; i < n; i++) {
+		struct utrace_abi_thread *s = utrace_abi_thread(agent_arena, (uint32_t)i);
+		uint32_t st = SLOT_FREE;
+
+		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == SLOT_FREE &&
+		    __atomic_compare_exchange_n(&s->state, &st, SLOT_USED, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			*ret_i = (uint32_t)i;
+			return s;
+		}
+	}
+	return NULL;
+}
+
 static struct utrace_task *task_new(void)
 {
 	struct utrace_arena_hdr *h = agent_hdr;
@@ -44,18 +92,30 @@ static struct utrace_task *task_new(void)
 	t->max_depth = depth;
 	t->ri = (struct utrace_return_instance *)(t + 1);
 	if (h) {
-		n = __atomic_fetch_add(&h->nr_threads, 1, __ATOMIC_RELAXED);
-		if (n < h->max_threads) {
-			t->slot = utrace_abi_thread(agent_arena, (uint32_t)n);
-			t->hits = utrace_abi_hits(t->slot);
-			t->ring = utrace_abi_ring(agent_arena, (uint32_t)n);
-			t->slot->tid = t->tid;
-			__atomic_store_n(&t->slot->state, 1, __ATOMIC_RELEASE);
-		} else {
-			__atomic_fetch_add(&h->thread_overflow, 1, __ATOMIC_RELAXED);
+		uint32_t i = 0;
+		struct utrace_abi_thread *s = slot_reuse(h, &i);
+
+		if (!s) {
+			n = __atomic_fetch_add(&h->nr_threads, 1, __ATOMIC_RELAXED);
+			if (n < h->max_threads) {
+				i = (uint32_t)n;
+				s = utrace_abi_thread(agent_arena, i);
+			} else {
+				__atomic_fetch_add(&h->thread_overflow, 1, __ATOMIC_RELAXED);
+			}
+		}
+		if (s) {
+			t->slot = s;
+			t->hits = utrace_abi_hits(s);
+			t->ring = utrace_abi_ring(agent_arena, i);
+			__atomic_store_n(&s->tid, t->tid, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->state, SLOT_USED, __ATOMIC_RELEASE);
 		}
 	}
 	utrace_tls_task = t;
+	/* May allocate (keys >= 32): the caller's guard makes such hits nested. */
+	if (t->slot && have_exit_key)
+		pthread_setspecific(exit_key, t);
 	return t;
 }
 

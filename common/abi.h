@@ -174,8 +174,8 @@ _Static_assert(offsetof(struct utrace_abi_probe, code) == 64, "probe code offset
  * @tail by the consumer only; they sit on separate cache lines.
  */
 struct utrace_abi_thread {
-	uint32_t tid;	/* 0: free */
-	uint32_t state; /* 1 = in use */
+	uint32_t tid;	/* the thread using it (last one, once released) */
+	uint32_t state; /* 0 never used, 1 in use, 2 released (reusable; counters kept) */
 	uint64_t drops; /* records that did not fit */
 	uint64_t __pad0[6];
 	uint64_t head; /* producer index (records written) */

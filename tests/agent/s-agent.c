@@ -15,6 +15,7 @@
  *   s-agent spin THREADS             probed_add() until stdin closes;
  *                                    pre_calls[]/post_calls[] per thread
  *   s-agent inject N                 its own handler forces probed_add() = 42
+ *   s-agent churn TOTAL ITERS        TOTAL short-lived threads, 4 at a time
  *   s-agent bench N                  N calls of probed_nop(); prints ns/call
  *   s-agent fork                     child and parent call probed_add()
  *   s-agent rawblock N               same, blocked with a raw syscall
@@ -340,6 +341,14 @@ int main(int argc, char **argv)
 		for (long i = 0; i < a1; i++)
 			n += probed_add((uint64_t)i, 1) == 42;
 		return n != a1;
+	}
+	if (!strcmp(mode, "churn")) {
+		/* a1 threads in all, 4 at a time, a2 calls each */
+		iters = a2;
+		for (long done = 0; done < a1; done += 4)
+			if (run_threads(a1 - done < 4 ? (int)(a1 - done) : 4, count_thread))
+				return 1;
+		return 0;
 	}
 	if (!strcmp(mode, "retval")) {
 		uint64_t x = 1;

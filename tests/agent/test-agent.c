@@ -159,6 +159,26 @@ static void run_flags(bool int3)
 	ahost_close(&h);
 }
 
+/* 200 short-lived threads through 8 slots: released slots are reused. */
+TEST(thread_churn_reuses_slots)
+{
+	struct ahost h;
+	struct ahost_opts o = { .max_threads = 8 };
+	int id;
+
+	LAUNCH(&h, &o, "churn", "200", "1000");
+	id = probe(&h, "probed_add", UTRACE_PF_COUNT | UTRACE_PF_RECORD_ENTRY, false,
+		   UTRACE_PS_JMP);
+	sync_ok(&h);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	CHECK_EQ(ahost_hits(&h, id), 200 * 1000);
+	CHECK_EQ(h.hdr->thread_overflow, 0);
+	CHECK_EQ(ahost_abi(&h, id)->hits_shared, 0);
+	CHECK(h.hdr->nr_threads <= 8);
+	ahost_close(&h);
+}
+
 TEST(flags_live_across_site_jmp)
 {
 	run_flags(false);
