@@ -38,8 +38,10 @@
  *    branches into. A thread can only be inside if it was there before the
  *    int3 went in (preempted after the first displaced instruction, or
  *    interrupted there by a signal). So the control thread sends one
- *    real-time signal to every other thread (tgkill over /proc/self/task,
- *    read with getdents64: no malloc), and each thread's handler looks at
+ *    real-time signal to every other thread (rt_tgsigqueueinfo over
+ *    /proc/self/task, read with getdents64: no malloc; the signal carries
+ *    the broadcast's epoch so that a late answer to an earlier, timed-out
+ *    broadcast is not counted), and each thread's handler looks at
  *    its own interrupted RIP: if it is inside a site of the batch, it moves
  *    it to the matching instruction of the relocated copy (the host sent the
  *    instruction map: src_off/dst_off), then acknowledges. When every
@@ -111,6 +113,7 @@ static struct sigaction old_upgrade;
 static uint32_t upg_ids[AGENT_MAX_PROBES];
 static volatile uint32_t upg_nr;
 static uint32_t upg_acks; /* futex word */
+static volatile int upg_epoch; /* the broadcast being answered (si_value) */
 
 static bool slot_written[AGENT_MAX_PROBES];
 
@@ -283,8 +286,13 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 	int saved = errno;
 
 	(void)sig;
-	if (info->si_code != SI_TKILL || info->si_pid != getpid()) {
+	if (info->si_code != SI_QUEUE || info->si_pid != getpid()) {
 		chain(&old_upgrade, sig, info, ucv);
+		errno = saved;
+		return;
+	}
+	if (info->si_value.sival_int != upg_epoch) {
+		/* A late answer to an earlier broadcast that timed out: ignore. */
 		errno = saved;
 		return;
 	}
@@ -490,6 +498,24 @@ static int probe_load(uint32_t id)
 	return 0;
 }
 
+/*
+ * The signal carries the broadcast's epoch (rt_tgsigqueueinfo, SI_QUEUE):
+ * a thread that answers a broadcast after it timed out must not be counted
+ * as an answer to the next one.
+ */
+static int send_upgrade(pid_t pid, pid_t tid)
+{
+	siginfo_t si;
+
+	utrace_memset(&si, 0, sizeof(si));
+	si.si_signo = upgrade_sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value.sival_int = upg_epoch;
+	return (int)syscall(SYS_rt_tgsigqueueinfo, pid, tid, upgrade_sig, &si);
+}
+
 /* Count every other thread and signal it; return the number signalled. */
 static int broadcast(void)
 {
@@ -515,7 +541,7 @@ static int broadcast(void)
 				tid = tid * 10 + (*c - '0');
 			if (tid == self)
 				continue;
-			if (syscall(SYS_tgkill, pid, tid, upgrade_sig) == 0)
+			if (send_upgrade(pid, tid) == 0)
 				sent++;
 		}
 	}
@@ -714,6 +740,7 @@ int patch_sync(void)
 		int sent;
 
 		utrace_memcpy(upg_ids, ids_b, nu * sizeof(ids_b[0]));
+		upg_epoch = upg_epoch + 1;
 		__atomic_store_n(&upg_acks, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&upg_nr, nu, __ATOMIC_RELEASE);
 		sent = broadcast();
