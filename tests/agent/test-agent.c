@@ -321,6 +321,25 @@ TEST(recursion)
 	ahost_close(&h);
 }
 
+TEST(recursion_int3)
+{
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	int id;
+
+	LAUNCH(&h, &o, "recurse", "16", NULL);
+	id = probe(&h, "probed_fib", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE, true,
+		   UTRACE_PS_INT3);
+	sync_ok(&h);
+	check_state(&h, id, UTRACE_PS_INT3);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	/* fib(16): 2 * fib(17) - 1 = 3193 calls */
+	CHECK_EQ(ahost_hits(&h, id), 3193);
+	CHECK_EQ(ahost_abi(&h, id)->returns, 3193);
+	ahost_close(&h);
+}
+
 TEST(recursion_past_max_depth)
 {
 	struct ahost h;
