@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent-host.h - a minimal host for libutrace-agent.so, for the agent tests
- * and the hit benchmark: creates the arena (memfd, 0600), launches a target
- * with LD_PRELOAD and UTRACE_AGENT_FD, plans and relocates probe sites with
- * lib/arch.h, and drives the mailbox. Runs in the tracer process.
+ * agent-host.h - the host side of libutrace-agent.so (internal, not
+ * installed): creates the arena (memfd, 0600), launches a target with
+ * LD_PRELOAD and UTRACE_AGENT_FD, plans and relocates probe sites with
+ * lib/arch.h ("decode on the host, patch in the target"), picks XOL areas
+ * from the target's maps, drives the mailbox, sums counters and drains the
+ * per-thread rings. Runs in the tracer process. The agent tests and the hit
+ * benchmark use it; lib/backend-agent.c is meant to build on it (attach mode
+ * needs only a different way to get the arena fd into the target:
+ * lib/inject.c). Protocol: docs/agent.md and common/abi.h.
  */
 #ifndef __UTRACE_AGENT_HOST_H
 #define __UTRACE_AGENT_HOST_H
@@ -42,6 +47,12 @@ struct utrace_abi_probe *ahost_abi(struct ahost *h, int id);
 uint64_t ahost_hits(struct ahost *h, int id);
 uint64_t ahost_hits_tid(struct ahost *h, int id, uint32_t tid);
 uint64_t ahost_drops(struct ahost *h);
+/*
+ * Consume the records of every thread ring (load-acquire head, copy,
+ * store-release tail), calling @fn for each. Returns the number consumed.
+ */
+typedef void (*ahost_event_fn)(const struct utrace_abi_event *ev, void *data);
+uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data);
 int ahost_wait(struct ahost *h); /* exit status of the target */
 uint64_t ahost_sym(struct ahost *h, const char *spec); /* runtime address of a symbol */
 void ahost_close(struct ahost *h);

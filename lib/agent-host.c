@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent-host.c - see agent-host.h.
+ * agent-host.c - the host side of the agent protocol; see agent-host.h.
+ * Runs in the tracer process. Every function returns 0 (or a count/id) on
+ * success and a negative errno on failure, with h->why saying what failed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,12 +27,17 @@
 
 #define XOL_SIZE (256 * 1024)
 
+/* $UTRACE_AGENT, else the build tree's ($UTRACE_BUILD_DIR), else the loader's search. */
 const char *ahost_agent_path(void)
 {
 	static char path[4096];
-	const char *b = getenv("UTRACE_BUILD_DIR");
+	const char *a = getenv("UTRACE_AGENT"), *b = getenv("UTRACE_BUILD_DIR");
 
-	snprintf(path, sizeof(path), "%s/agent/libutrace-agent.so", b ? b : "build");
+	if (a && *a)
+		return a;
+	if (!b)
+		return "libutrace-agent.so";
+	snprintf(path, sizeof(path), "%s/agent/libutrace-agent.so", b);
 	return path;
 }
 
@@ -134,7 +141,6 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
 			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)", cmd,
 				 st);
-			fprintf(stderr, "# %s\n", h->why);
 			h->pid = 0;
 			return -ESRCH;
 		}
@@ -142,7 +148,6 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 	}
 	snprintf(h->why, sizeof(h->why), "command %u: no ack (agent state %u, seq %u ack %u)", cmd,
 		 h->hdr->agent_state, seq, h->hdr->ack_seq);
-	fprintf(stderr, "# %s\n", h->why);
 	return -ETIMEDOUT;
 }
 
@@ -360,6 +365,28 @@ uint64_t ahost_drops(struct ahost *h)
 
 	for (i = 0; i < nt; i++)
 		n += utrace_abi_thread(h->arena, i)->drops;
+	return n;
+}
+
+uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data)
+{
+	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
+	uint64_t n = 0, mask = h->hdr->ring_records - 1;
+
+	for (i = 0; i < nt; i++) {
+		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
+		struct utrace_abi_event *ring = utrace_abi_ring(h->arena, i);
+		uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE); /* pairs: ring_emit() */
+		uint64_t tail = t->tail;
+
+		for (; tail != head; tail++, n++) {
+			struct utrace_abi_event ev = ring[tail & mask];
+
+			if (fn)
+				fn(&ev, data);
+		}
+		__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE); /* the slots may be reused */
+	}
 	return n;
 }
 
