@@ -99,12 +99,35 @@ struct utrace_task {
 };
 
 /* agent.c */
+/*
+ * The arena's layout, copied and validated at start: the agent computes
+ * every address from this private copy, never from the (host-writable)
+ * header, so a confused host cannot make it write outside the arena.
+ */
+extern struct utrace_arena_hdr agent_layout;
 extern void *agent_arena;
 extern struct utrace_arena_hdr *agent_hdr;
 extern struct utrace_probe *agent_probes; /* [max_probes] */
 extern uint32_t agent_nr_probes;	  /* ids < this may be in use */
 extern volatile int agent_active;	  /* 0: dormant, hits run no handler */
 extern int agent_trap_sig;		  /* SIGTRAP */
+
+static inline struct utrace_abi_probe *agent_abi_probe(uint32_t i)
+{
+	return (struct utrace_abi_probe *)((char *)agent_arena + agent_layout.probes_off) + i;
+}
+
+static inline struct utrace_abi_thread *agent_abi_thread(uint32_t i)
+{
+	return (struct utrace_abi_thread *)((char *)agent_arena + agent_layout.threads_off +
+					    (uint64_t)i * agent_layout.thread_stride);
+}
+
+static inline struct utrace_abi_event *agent_abi_ring(uint32_t i)
+{
+	return (struct utrace_abi_event *)((char *)agent_arena + agent_layout.rings_off) +
+	       (uint64_t)i * agent_layout.ring_records;
+}
 
 /* alloc.c */
 void *utrace_alloc(size_t size);

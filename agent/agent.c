@@ -37,6 +37,7 @@
 
 #include "agent-internal.h"
 
+struct utrace_arena_hdr agent_layout;
 void *agent_arena;
 struct utrace_arena_hdr *agent_hdr;
 struct utrace_probe *agent_probes;
@@ -84,13 +85,17 @@ static int run_cmd(uint32_t cmd)
 	}
 }
 
+/* The host process is alive: its pidfd is not readable (else kill(pid, 0)). */
 static bool host_alive(void)
 {
 	struct pollfd pfd = { .fd = host_pidfd, .events = POLLIN };
+	pid_t pid = (pid_t)agent_layout.host_pid;
 
-	if (host_pidfd < 0)
+	if (host_pidfd >= 0)
+		return poll(&pfd, 1, 0) == 0;
+	if (pid <= 0)
 		return true;
-	return poll(&pfd, 1, 0) == 0;
+	return kill(pid, 0) == 0 || errno != ESRCH;
 }
 
 static void *control_main(void *arg)
@@ -171,11 +176,15 @@ static int agent_start(int fd, unsigned int flags)
 	    !h.ring_records || (h.ring_records & (h.ring_records - 1)))
 		return -EPROTO;
 	{
+		/* Recompute the layout from the sizes; the host's offsets must agree. */
 		struct utrace_arena_hdr chk = h;
 
 		utrace_abi_layout(&chk);
-		if (chk.arena_size != h.arena_size || chk.rings_off != h.rings_off)
+		if (chk.arena_size != h.arena_size || chk.rings_off != h.rings_off ||
+		    chk.threads_off != h.threads_off || chk.thread_stride != h.thread_stride ||
+		    chk.probes_off != h.probes_off)
 			return -EPROTO;
+		h = chk;
 	}
 	m = mmap(NULL, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
@@ -185,10 +194,11 @@ static int agent_start(int fd, unsigned int flags)
 		munmap(m, h.arena_size);
 		return -ENOMEM;
 	}
+	agent_layout = h;
 	agent_arena = m;
 	agent_hdr = m;
 	agent_hdr->agent_pid = (uint32_t)getpid();
-	host_pidfd = (int)syscall(SYS_pidfd_open, (pid_t)agent_hdr->host_pid, 0);
+	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
 	err = patch_init();
 	if (err) {
 		agent_hdr->agent_err = err;

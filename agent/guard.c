@@ -60,10 +60,10 @@ static struct utrace_abi_thread *slot_reuse(struct utrace_arena_hdr *h, uint32_t
 {
 	uint64_t i, n = __atomic_load_n(&h->nr_threads, __ATOMIC_ACQUIRE);
 
-	if (n > h->max_threads)
-		n = h->max_threads;
+	if (n > agent_layout.max_threads)
+		n = agent_layout.max_threads;
 	for (i = 0; i < n; i++) {
-		struct utrace_abi_thread *s = utrace_abi_thread(agent_arena, (uint32_t)i);
+		struct utrace_abi_thread *s = agent_abi_thread((uint32_t)i);
 		uint32_t st = SLOT_FREE;
 
 		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == SLOT_FREE &&
@@ -79,7 +79,7 @@ static struct utrace_abi_thread *slot_reuse(struct utrace_arena_hdr *h, uint32_t
 static struct utrace_task *task_new(void)
 {
 	struct utrace_arena_hdr *h = agent_hdr;
-	uint32_t depth = h && h->max_depth ? h->max_depth : AGENT_DEF_DEPTH;
+	uint32_t depth = agent_layout.max_depth ?: AGENT_DEF_DEPTH;
 	struct utrace_task *t;
 	uint64_t n;
 
@@ -97,9 +97,9 @@ static struct utrace_task *task_new(void)
 
 		if (!s) {
 			n = __atomic_fetch_add(&h->nr_threads, 1, __ATOMIC_RELAXED);
-			if (n < h->max_threads) {
+			if (n < agent_layout.max_threads) {
 				i = (uint32_t)n;
-				s = utrace_abi_thread(agent_arena, i);
+				s = agent_abi_thread(i);
 			} else {
 				__atomic_fetch_add(&h->thread_overflow, 1, __ATOMIC_RELAXED);
 			}
@@ -107,7 +107,7 @@ static struct utrace_task *task_new(void)
 		if (s) {
 			t->slot = s;
 			t->hits = utrace_abi_hits(s);
-			t->ring = utrace_abi_ring(agent_arena, i);
+			t->ring = agent_abi_ring(i);
 			__atomic_store_n(&s->tid, t->tid, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->state, SLOT_USED, __ATOMIC_RELEASE);
 		}

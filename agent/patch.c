@@ -298,12 +298,21 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 	}
 	for (i = 0; i < n; i++) {
 		struct utrace_probe *p = &agent_probes[upg_ids[i]];
+		bool moved = false;
 
 		if (rip <= p->addr || rip >= p->addr + p->len)
 			continue;
-		for (k = 0; k < p->abi->nr_insns && k < UTRACE_ABI_MAX_INSNS; k++)
-			if (p->addr + p->abi->src_off[k] == rip)
+		for (k = 0; k < p->abi->nr_insns && k < UTRACE_ABI_MAX_INSNS; k++) {
+			if (p->addr + p->abi->src_off[k] == rip) {
 				g[REG_RIP] = (greg_t)(p->xol + p->abi->dst_off[k]);
+				moved = true;
+			}
+		}
+		if (!moved) {
+			/* Not on a known boundary: no ack, the batch stays int3. */
+			errno = saved;
+			return;
+		}
 	}
 	__atomic_fetch_add(&upg_acks, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &upg_acks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -476,7 +485,7 @@ static bool in_agent(uint64_t addr)
 static int probe_load(uint32_t id)
 {
 	struct utrace_probe *p = &agent_probes[id];
-	struct utrace_abi_probe *a = utrace_abi_probe(agent_arena, id);
+	struct utrace_abi_probe *a = agent_abi_probe(id);
 
 	if (p->abi)
 		return 0;
@@ -644,7 +653,7 @@ static uint32_t ids_a[AGENT_MAX_PROBES], ids_b[AGENT_MAX_PROBES];
  */
 int patch_sync(void)
 {
-	uint32_t i, n = agent_hdr->max_probes, nd = 0, na = 0, nu = 0, changed = 0;
+	uint32_t i, n = agent_layout.max_probes, nd = 0, na = 0, nu = 0, changed = 0;
 	uint8_t cc = 0xcc;
 
 	if (n > AGENT_MAX_PROBES)
@@ -653,7 +662,7 @@ int patch_sync(void)
 	__atomic_fetch_add(&agent_hdr->transactions, 1, __ATOMIC_RELAXED);
 	/* Phase 1: disarms, newest id first. */
 	for (i = n; i-- > 0;) {
-		struct utrace_abi_probe *a = utrace_abi_probe(agent_arena, i);
+		struct utrace_abi_probe *a = agent_abi_probe(i);
 		struct utrace_probe *p = &agent_probes[i];
 		uint32_t want = __atomic_load_n(&a->want, __ATOMIC_ACQUIRE);
 
@@ -670,7 +679,7 @@ int patch_sync(void)
 
 	/* Phase 2: new int3s. */
 	for (i = 0; i < n; i++) {
-		struct utrace_abi_probe *a = utrace_abi_probe(agent_arena, i);
+		struct utrace_abi_probe *a = agent_abi_probe(i);
 		struct utrace_probe *p = &agent_probes[i];
 		uint32_t want = __atomic_load_n(&a->want, __ATOMIC_ACQUIRE);
 		int err;
@@ -720,7 +729,7 @@ int patch_sync(void)
 
 	/* Phase 3: the jmp upgrade batch. */
 	for (i = 0; i < n; i++) {
-		struct utrace_abi_probe *a = utrace_abi_probe(agent_arena, i);
+		struct utrace_abi_probe *a = agent_abi_probe(i);
 		struct utrace_probe *p = &agent_probes[i];
 		int64_t rel;
 

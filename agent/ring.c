@@ -100,7 +100,7 @@ void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts
 
 	if (!s)
 		return;
-	n = agent_hdr->ring_records;
+	n = agent_layout.ring_records;
 	head = s->head;
 	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
 	if (head - tail >= n) {
