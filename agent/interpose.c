@@ -18,8 +18,8 @@
  * /proc/self/task/TID/status) before writing an int3, and a probe refuses
  * to arm (-EDEADLK) rather than kill the target.
  *
- * It also interposes _Unwind_RaiseException and _Unwind_ForcedUnwind (C++
- * throw, pthread_cancel/exit): hijacked return addresses are written back
+ * It also interposes _Unwind_RaiseException, _Unwind_ForcedUnwind and
+ * pthread_exit (C++ throw, thread exit): hijacked return addresses are written back
  * before the unwinder walks the stack (retprobe.c).
  *
  * Runs in any application thread; async-signal-safe as the originals are.
@@ -28,18 +28,22 @@
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "agent-internal.h"
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
 
+typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
 typedef int (*unwind_raise_fn)(void *);
 typedef int (*unwind_forced_fn)(void *, void *, void *);
 
 static sigaction_fn real_sigaction_p;
 static unwind_raise_fn real_raise_p;
 static unwind_forced_fn real_forced_p;
+static pthread_exit_fn real_pthread_exit_p;
 static sigmask_fn real_sigprocmask_p, real_pthread_sigmask_p;
 
 /** interpose_init - resolve the real functions (constructor, before any probe). */
@@ -55,6 +59,26 @@ void interpose_init(void)
 		real_raise_p = (unwind_raise_fn)dlsym(RTLD_NEXT, "_Unwind_RaiseException");
 	if (!real_forced_p)
 		real_forced_p = (unwind_forced_fn)dlsym(RTLD_NEXT, "_Unwind_ForcedUnwind");
+	if (!real_pthread_exit_p)
+		real_pthread_exit_p = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
+}
+
+/*
+ * glibc's pthread_exit (and cancellation) reach _Unwind_ForcedUnwind through
+ * a pointer it dlsym()s from libgcc_s itself, past our interposer: put the
+ * return addresses back on the way in. (A cancellation acted upon inside
+ * libc cannot be caught here: return probes and pthread_cancel through
+ * probed frames are not supported.)
+ */
+AGENT_API __attribute__((noreturn)) void pthread_exit(void *ret)
+{
+	if (!real_pthread_exit_p)
+		interpose_init();
+	retprobe_unwind_begin();
+	if (real_pthread_exit_p)
+		real_pthread_exit_p(ret);
+	for (;;) /* no libc pthread_exit: cannot happen in a glibc process */
+		syscall(SYS_exit, 0);
 }
 
 #define URC_FATAL_PHASE1_ERROR 3

@@ -16,6 +16,7 @@
  *                                    pre_calls[]/post_calls[] per thread
  *   s-agent inject N                 its own handler forces probed_add() = 42
  *   s-agent churn TOTAL ITERS        TOTAL short-lived threads, 4 at a time
+ *   s-agent pexit ROUNDS DEPTH       threads leave probed frames by pthread_exit
  *   s-agent bench N                  N calls of probed_nop(); prints ns/call
  *   s-agent fork                     child and parent call probed_add()
  *   s-agent rawblock N               same, blocked with a raw syscall
@@ -255,6 +256,22 @@ static int force_42(struct agent_ctx *ctx, void *data)
 	return 0;
 }
 
+/* Leaves a thread from inside probed frames: pthread_exit unwinds them. */
+__attribute__((noinline)) int probed_exit(int depth, int max)
+{
+	volatile int d = depth;
+
+	if (d >= max)
+		pthread_exit((void *)42);
+	return probed_exit(d + 1, max) + 1;
+}
+
+static void *exit_thread(void *arg)
+{
+	probed_exit(0, (int)(long)arg);
+	return NULL;
+}
+
 static void *spin_thread(void *arg)
 {
 	long t = (long)arg;
@@ -349,6 +366,18 @@ int main(int argc, char **argv)
 			if (run_threads(a1 - done < 4 ? (int)(a1 - done) : 4, count_thread))
 				return 1;
 		return 0;
+	}
+	if (!strcmp(mode, "pexit")) {
+		for (long r = 0; r < a1; r++) {
+			pthread_t th;
+			void *ret;
+
+			pthread_create(&th, NULL, exit_thread, (void *)a2);
+			pthread_join(th, &ret);
+			if (ret != (void *)42)
+				return 1;
+		}
+		return probed_fib(10) != 55;
 	}
 	if (!strcmp(mode, "retval")) {
 		uint64_t x = 1;

@@ -411,6 +411,24 @@ TEST(cxx_exceptions_through_hijacked_frames)
 	ahost_close(&h);
 }
 
+/* pthread_exit from inside hijacked frames: a forced unwind walks them. */
+TEST(pthread_exit_through_hijacked_frames)
+{
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	int id;
+
+	LAUNCH(&h, &o, "pexit", "20", "5");
+	id = probe(&h, "probed_exit", UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE, false,
+		   UTRACE_PS_JMP);
+	sync_ok(&h);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	CHECK_EQ(ahost_hits(&h, id), 20 * 6);
+	CHECK_EQ(ahost_abi(&h, id)->returns, 0);
+	ahost_close(&h);
+}
+
 TEST_TIMEOUT(malloc_free_exact_counts, 120)
 {
 	struct ahost h;
