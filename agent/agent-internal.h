@@ -27,8 +27,8 @@
 #define AGENT_API __attribute__((visibility("default")))
 
 #define AGENT_MAX_PROBES 4096 /* hard cap of probe ids the agent accepts */
-#define AGENT_MAX_HANDLERS 4  /* extra (in-process) handlers per probe */
-#define AGENT_DEF_DEPTH 64    /* return instances per thread */
+#define AGENT_MAX_HANDLERS 4 /* extra (in-process) handlers per probe */
+#define AGENT_DEF_DEPTH 64 /* return instances per thread */
 #define AGENT_MAX_DEPTH 1024
 
 /* The saved registers: the layout of struct user_regs_struct (216 bytes). */
@@ -37,13 +37,13 @@ _Static_assert(sizeof(utrace_regs_t) == 216, "frame layout used by entry.S");
 
 /** struct utrace_agent_ctx - what an in-process handler gets. */
 struct utrace_agent_ctx {
-	uint32_t probe;	     /* probe id */
+	uint32_t probe; /* probe id */
 	uint32_t tid;
 	utrace_regs_t *regs; /* may be changed: written back after the handlers */
 	bool is_return;
 	uint64_t ret_addr; /* return hits: where the function returns to */
 	uint64_t entry_ns; /* return hits: entry time (0 if unknown) */
-	uint64_t now_ns;   /* return hits: now */
+	uint64_t now_ns; /* return hits: now */
 	unsigned int depth;
 };
 typedef int (*utrace_agent_handler_t)(struct utrace_agent_ctx *ctx, void *data);
@@ -65,18 +65,18 @@ struct utrace_probe {
 	uint8_t len;
 	uint8_t mode;
 	uint8_t orig[16];
-	volatile uint32_t state;  /* enum utrace_probe_state, as the handlers see it */
+	volatile uint32_t state; /* enum utrace_probe_state, as the handlers see it */
 	unsigned int nr_handlers; /* published with a release store */
 	struct utrace_handler handlers[AGENT_MAX_HANDLERS];
 };
 
 /** struct utrace_return_instance - one hijacked return address. */
 struct utrace_return_instance {
-	uint64_t func;	   /* probe id */
-	uint64_t sp;	   /* address of the return-address slot at entry */
+	uint64_t func; /* probe id */
+	uint64_t sp; /* address of the return-address slot at entry */
 	uint64_t orig_ret; /* the real return address */
 	uint64_t entry_ns;
-	bool chained;	   /* tail call: shares the instance below */
+	bool chained; /* tail call: shares the instance below */
 };
 
 enum utrace_task_state {
@@ -108,9 +108,9 @@ extern struct utrace_arena_hdr agent_layout;
 extern void *agent_arena;
 extern struct utrace_arena_hdr *agent_hdr;
 extern struct utrace_probe *agent_probes; /* [max_probes] */
-extern uint32_t agent_nr_probes;	  /* ids < this may be in use */
-extern volatile int agent_active;	  /* 0: dormant, hits run no handler */
-extern int agent_trap_sig;		  /* SIGTRAP */
+extern uint32_t agent_nr_probes; /* ids < this may be in use */
+extern volatile int agent_active; /* 0: dormant, hits run no handler */
+extern int agent_trap_sig; /* SIGTRAP */
 
 static inline struct utrace_abi_probe *agent_abi_probe(uint32_t i)
 {

@@ -34,7 +34,8 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 	uint32_t flags = p->flags;
 	unsigned int i, nr;
 
-	if (__builtin_expect(!agent_active || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP), 0))
+	if (__builtin_expect(
+		    !agent_active || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP), 0))
 		return 0; /* late hit of a disarmed probe, or dormant */
 	t = guard_enter();
 	if (!t) {
@@ -55,7 +56,10 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 	for (i = 0; i < nr; i++) {
 		struct utrace_handler *h = &p->handlers[i];
 		struct utrace_agent_ctx ctx = {
-			.probe = p->id, .tid = t->tid, .regs = regs, .depth = t->depth,
+			.probe = p->id,
+			.tid = t->tid,
+			.regs = regs,
+			.depth = t->depth,
 		};
 
 		if (!h->on_return)
@@ -97,9 +101,10 @@ int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs)
 		 */
 		struct utrace_task *t = utrace_tls_task;
 
-		if (__builtin_expect(t && t->hits && !t->guard && agent_active &&
-					     (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP),
-				     1)) {
+		if (__builtin_expect(
+			    t && t->hits && !t->guard && agent_active &&
+				    (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP),
+			    1)) {
 			count_inc(&t->hits[id]);
 			return 0;
 		}
@@ -164,8 +169,13 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 		for (i = 0; i < nr; i++) {
 			struct utrace_handler *h = &p->handlers[i];
 			struct utrace_agent_ctx ctx = {
-				.probe = p->id, .tid = g->tid, .regs = regs, .is_return = true,
-				.ret_addr = ret, .entry_ns = ri.entry_ns, .now_ns = now,
+				.probe = p->id,
+				.tid = g->tid,
+				.regs = regs,
+				.is_return = true,
+				.ret_addr = ret,
+				.entry_ns = ri.entry_ns,
+				.now_ns = now,
 				.depth = g->depth,
 			};
 

@@ -31,7 +31,7 @@
 struct xol_area {
 	uint64_t vaddr; /* the executable view */
 	uint64_t size;
-	char *rw;	/* the writable view (== vaddr for the RWX fallback) */
+	char *rw; /* the writable view (== vaddr for the RWX fallback) */
 };
 
 static struct xol_area areas[MAX_AREAS];
@@ -61,8 +61,8 @@ int tramp_xol_map(uint64_t addr, uint64_t size)
 			close(fd);
 			return -errno;
 		}
-		x = mmap((void *)addr, size, PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED_NOREPLACE,
-			 fd, 0);
+		x = mmap((void *)addr, size, PROT_READ | PROT_EXEC,
+			 MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
 		if (x == MAP_FAILED) {
 			int err = -errno;
 
@@ -127,19 +127,19 @@ int tramp_write_slot(struct utrace_probe *p)
 	struct utrace_abi_probe *a = p->abi;
 	struct xol_area *x = area_of(p->slot, UTRACE_TRAMP_SLOT);
 	uint8_t hdr[UTRACE_TRAMP_XOL_OFF] = {
-		0x48, 0x8d, 0x64, 0x24, 0x80,	    /* lea rsp, [rsp - 0x80] */
-		0x68, 0, 0, 0, 0,		    /* push imm32 (id) */
+		0x48, 0x8d, 0x64, 0x24, 0x80, /* lea rsp, [rsp - 0x80] */
+		0x68, 0,    0,	  0,	0, /* push imm32 (id) */
 		0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00, /* nop6 */
-		0x66, 0x90,			    /* nop2 */
-		0xff, 0x15, 0, 0, 0, 0,		    /* call [rip + disp32] (the area's thunk) */
-		0x48, 0x8d, 0xa4, 0x24, 0x88, 0, 0, 0, /* lea rsp, [rsp + 0x88] */
+		0x66, 0x90, /* nop2 */
+		0xff, 0x15, 0,	  0,	0,    0, /* call [rip + disp32] (the area's thunk) */
+		0x48, 0x8d, 0xa4, 0x24, 0x88, 0,    0, 0, /* lea rsp, [rsp + 0x88] */
 	};
 	int64_t disp;
 	char *w;
 
 	if (!x || (p->slot - x->vaddr - UTRACE_XOL_HDR) % UTRACE_TRAMP_SLOT ||
-	    a->code_len > UTRACE_TRAMP_SLOT - UTRACE_TRAMP_XOL_OFF || a->code_len > UTRACE_ABI_MAX_CODE ||
-	    !a->code_len || p->id > INT32_MAX)
+	    a->code_len > UTRACE_TRAMP_SLOT - UTRACE_TRAMP_XOL_OFF ||
+	    a->code_len > UTRACE_ABI_MAX_CODE || !a->code_len || p->id > INT32_MAX)
 		return -EINVAL;
 	disp = (int64_t)x->vaddr - (int64_t)(p->slot + 24);
 	utrace_memcpy(&hdr[6], &p->id, 4);

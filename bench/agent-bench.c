@@ -34,7 +34,8 @@ static double run(const char *n, uint32_t flags, bool int3)
 	double ns;
 	int id = -1;
 
-	snprintf(path, sizeof(path), "%s/tests/agent/s-agent", getenv("UTRACE_BUILD_DIR") ?: "build");
+	snprintf(path, sizeof(path), "%s/tests/agent/s-agent",
+		 getenv("UTRACE_BUILD_DIR") ?: "build");
 	if (ahost_launch(&h, &o, argv)) {
 		fprintf(stderr, "launch: %s\n", h.why);
 		ahost_close(&h);
@@ -107,7 +108,8 @@ int main(int argc, char **argv)
 	base = config("untraced", n, runs, 0, false);
 	cnt = config("entry+count (jmp)", n, runs, UTRACE_PF_COUNT, false);
 	ret = config("entry+return+hist (jmp)", n, runs,
-		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST, false);
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST,
+		     false);
 	trap = config("entry+count (int3)", nsmall, runs, UTRACE_PF_COUNT, true);
 	if (base >= 0 && cnt >= 0 && ret >= 0 && trap >= 0) {
 		printf("per hit: entry+count %.2f ns, entry+return+hist %.2f ns, int3 entry+count %.2f ns\n",

@@ -105,7 +105,8 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 
 		if (waitpid(h->pid, &st, WNOHANG) == h->pid) {
 			h->pid = 0;
-			snprintf(h->why, sizeof(h->why), "target exited before the agent was ready");
+			snprintf(h->why, sizeof(h->why),
+				 "target exited before the agent was ready");
 			return -ECHILD;
 		}
 		ts.tv_sec = 0;
@@ -139,8 +140,8 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 		if (a == seq)
 			return h->hdr->cmd_result;
 		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
-			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)", cmd,
-				 st);
+			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)",
+				 cmd, st);
 			h->pid = 0;
 			return -ESRCH;
 		}
@@ -265,7 +266,8 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 	utrace_planner__free(pl);
 	utrace_image__close(img);
 	if (err) {
-		snprintf(h->why, sizeof(h->why), "plan '%s': %s (%d)", text, pl ? plan.why : "", err);
+		snprintf(h->why, sizeof(h->why), "plan '%s': %s (%d)", text, pl ? plan.why : "",
+			 err);
 		return err;
 	}
 	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0)
@@ -376,7 +378,8 @@ uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data)
 	for (i = 0; i < nt; i++) {
 		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
 		struct utrace_abi_event *ring = utrace_abi_ring(h->arena, i);
-		uint64_t head = __atomic_load_n(&t->head, __ATOMIC_ACQUIRE); /* pairs: ring_emit() */
+		uint64_t head =
+			__atomic_load_n(&t->head, __ATOMIC_ACQUIRE); /* pairs: ring_emit() */
 		uint64_t tail = t->tail;
 
 		for (; tail != head; tail++, n++) {

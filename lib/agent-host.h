@@ -24,11 +24,11 @@ struct ahost {
 	void *arena;
 	struct utrace_arena_hdr *hdr;
 	pid_t pid;
-	int stdin_fd;  /* write end of the target's stdin, or -1 */
+	int stdin_fd; /* write end of the target's stdin, or -1 */
 	int stdout_fd; /* read end of the target's stdout, or -1 */
 	uint32_t nr_probes;
 	uint64_t xol_base, xol_next, xol_end; /* current XOL area */
-	char why[256];			      /* last failure, for test messages */
+	char why[256]; /* last failure, for test messages */
 };
 
 struct ahost_opts {

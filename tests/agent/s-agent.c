@@ -39,7 +39,7 @@
 
 #define MAXT 64
 
-volatile uint64_t pre_calls[MAXT * 8];	/* [t * 8]: one cache line per thread */
+volatile uint64_t pre_calls[MAXT * 8]; /* [t * 8]: one cache line per thread */
 volatile uint64_t post_calls[MAXT * 8];
 static volatile int stop;
 static long iters;
@@ -93,12 +93,12 @@ __attribute__((noinline)) void probed_nop(void)
  */
 uint64_t probed_flags(uint64_t a, uint64_t b);
 uint64_t plain_flags(uint64_t a, uint64_t b);
-#define FLAGS_BODY(name)                                                                          \
-	".globl " #name "\n.type " #name ", @function\n" #name ":\n"                               \
-	"cmp %rsi, %rdi\n"                                                                         \
-	"movl $7, %ecx\n" /* the site: b9 07 00 00 00 */                                           \
-	"pushfq\n pop %rax\n and $0x8d5, %eax\n" /* OF SF ZF AF PF CF of the cmp */                 \
-	"add %rcx, %rax\n ret\n"                                                                   \
+#define FLAGS_BODY(name)                                                            \
+	".globl " #name "\n.type " #name ", @function\n" #name ":\n"                \
+	"cmp %rsi, %rdi\n"                                                          \
+	"movl $7, %ecx\n" /* the site: b9 07 00 00 00 */                            \
+	"pushfq\n pop %rax\n and $0x8d5, %eax\n" /* OF SF ZF AF PF CF of the cmp */ \
+	"add %rcx, %rax\n ret\n"                                                    \
 	".size " #name ", . - " #name "\n"
 __asm__(".text\n" FLAGS_BODY(probed_flags) FLAGS_BODY(plain_flags));
 
@@ -313,8 +313,16 @@ int main(int argc, char **argv)
 		return run_threads((int)a1, count_thread);
 	}
 	if (!strcmp(mode, "flags")) {
-		static const uint64_t v[] = { 0, 1, 2, 0x7f, 0x80, 0xff, 0x7fffffffffffffffULL,
-					      0x8000000000000000ULL, ~0ULL, 12345 };
+		static const uint64_t v[] = { 0,
+					      1,
+					      2,
+					      0x7f,
+					      0x80,
+					      0xff,
+					      0x7fffffffffffffffULL,
+					      0x8000000000000000ULL,
+					      ~0ULL,
+					      12345 };
 
 		for (long r = 0; r < (a1 ?: 1); r++)
 			for (unsigned i = 0; i < sizeof(v) / sizeof(v[0]); i++)

@@ -36,10 +36,10 @@ static char *const *argv_of(const char *a, const char *b, const char *c)
 	return v;
 }
 
-#define LAUNCH(h, o, ...)                                                                          \
-	do {                                                                                       \
-		int __e = ahost_launch(h, o, argv_of(__VA_ARGS__));                                \
-		CHECK_MSG(__e == 0, "launch: %d %s", __e, (h)->why);                               \
+#define LAUNCH(h, o, ...)                                            \
+	do {                                                         \
+		int __e = ahost_launch(h, o, argv_of(__VA_ARGS__));  \
+		CHECK_MSG(__e == 0, "launch: %d %s", __e, (h)->why); \
 	} while (0)
 
 static int probe(struct ahost *h, const char *spec, uint32_t flags, bool int3, uint32_t want)
@@ -297,8 +297,8 @@ TEST(entry_return_latency)
 	CHECK_EQ(ev[1].kind, UTRACE_EV_RETURN);
 	CHECK(ev[1].dur > 0 && ev[1].ts >= ev[0].ts);
 	CHECK_EQ(ev[2].args[0], ev[1].args[0]); /* next call's x = previous result */
-	harness_note("first return: rax 0x%llx after %llu ns",
-		     (unsigned long long)ev[1].args[0], (unsigned long long)ev[1].dur);
+	harness_note("first return: rax 0x%llx after %llu ns", (unsigned long long)ev[1].args[0],
+		     (unsigned long long)ev[1].dur);
 	ahost_close(&h);
 }
 
@@ -467,7 +467,8 @@ TEST_TIMEOUT(malloc_free_exact_counts, 120)
 	CHECK_EQ(ahost_wait(&h), 0);
 	harness_note("8 threads x 100000 malloc+free: exact; process totals malloc %llu free %llu, "
 		     "nested %llu",
-		     (unsigned long long)ahost_hits(&h, mid), (unsigned long long)ahost_hits(&h, fid),
+		     (unsigned long long)ahost_hits(&h, mid),
+		     (unsigned long long)ahost_hits(&h, fid),
 		     (unsigned long long)ahost_abi(&h, mid)->nested);
 	ahost_close(&h);
 }

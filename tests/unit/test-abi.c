@@ -60,7 +60,8 @@ TEST(accessors_follow_the_layout)
 	h->ring_records = 4;
 	utrace_abi_layout(h);
 	CHECK((char *)utrace_abi_probe(arena, 1) == (char *)arena + 4096 + 880);
-	CHECK((char *)utrace_abi_thread(arena, 1) == (char *)arena + h->threads_off + h->thread_stride);
+	CHECK((char *)utrace_abi_thread(arena, 1) ==
+	      (char *)arena + h->threads_off + h->thread_stride);
 	CHECK((char *)utrace_abi_hits(utrace_abi_thread(arena, 0)) ==
 	      (char *)arena + h->threads_off + 192);
 	CHECK((char *)utrace_abi_ring(arena, 1) == (char *)arena + h->rings_off + 4 * 80);
