@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent-internal.h - shared declarations of libutrace-agent.so, the only
+ * code that runs inside the target. Everything here is hidden; the exports
+ * are the __utrace_agent_* symbols in agent.map.
+ *
+ * Contract for everything reachable from a probe hit (dispatch.c, ring.c,
+ * retprobe.c, guard.c, the thunks in arch/x86_64/entry.S): runs in the
+ * probed thread, possibly inside a signal handler or inside malloc; no
+ * locks, no malloc, no stdio, no libc string calls, no syscalls (except
+ * clock_gettime before the TSC is calibrated, and the mmap of a thread's
+ * first hit). Compiled with -mgeneral-regs-only: the trampolines save the
+ * integer registers and flags only, so agent code must not touch SIMD state.
+ */
+#ifndef __UTRACE_AGENT_INTERNAL_H
+#define __UTRACE_AGENT_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "abi.h"
+
+#define AGENT_API __attribute__((visibility("default")))
+
+#define AGENT_MAX_PROBES 4096 /* hard cap of probe ids the agent accepts */
+#define AGENT_MAX_HANDLERS 4 /* extra (in-process) handlers per probe */
+#define AGENT_DEF_DEPTH 64 /* return instances per thread */
+#define AGENT_MAX_DEPTH 1024
+
+/* The saved registers: the layout of struct user_regs_struct (216 bytes). */
+typedef struct user_regs_struct utrace_regs_t;
+_Static_assert(sizeof(utrace_regs_t) == 216, "frame layout used by entry.S");
+
+/** struct utrace_agent_ctx - what an in-process handler gets. */
+struct utrace_agent_ctx {
+	uint32_t probe; /* probe id */
+	uint32_t tid;
+	utrace_regs_t *regs; /* may be changed: written back after the handlers */
+	bool is_return;
+	uint64_t ret_addr; /* return hits: where the function returns to */
+	uint64_t entry_ns; /* return hits: entry time (0 if unknown) */
+	uint64_t now_ns; /* return hits: now */
+	unsigned int depth;
+};
+typedef int (*utrace_agent_handler_t)(struct utrace_agent_ctx *ctx, void *data);
+
+struct utrace_handler {
+	utrace_agent_handler_t fn;
+	void *data;
+	bool on_return;
+};
+
+/** struct utrace_probe - the agent's private view of a probe-table entry. */
+struct utrace_probe {
+	struct utrace_abi_probe *abi; /* counters and host-written config */
+	uint64_t addr;
+	uint64_t slot;
+	uint64_t xol; /* slot + UTRACE_TRAMP_XOL_OFF */
+	uint32_t id;
+	uint32_t flags;
+	uint8_t len;
+	uint8_t mode;
+	uint8_t orig[16];
+	volatile uint32_t state; /* enum utrace_probe_state, as the handlers see it */
+	unsigned int nr_handlers; /* published with a release store */
+	struct utrace_handler handlers[AGENT_MAX_HANDLERS];
+};
+
+/** struct utrace_return_instance - one hijacked return address. */
+struct utrace_return_instance {
+	uint64_t func; /* probe id */
+	uint64_t sp; /* address of the return-address slot at entry */
+	uint64_t orig_ret; /* the real return address */
+	uint64_t entry_ns;
+	bool chained; /* tail call: shares the instance below */
+};
+
+enum utrace_task_state {
+	UTRACE_TASK_RUNNING = 0,
+	UTRACE_TASK_CLOAKED, /* an agent thread: its hits run no handler */
+};
+
+/** struct utrace_task - per-thread state (agent-private memory). */
+struct utrace_task {
+	uint32_t tid;
+	uint32_t state; /* enum utrace_task_state */
+	uint32_t guard; /* reentrancy depth (guard.c) */
+	uint32_t depth; /* return instances in use */
+	uint32_t max_depth;
+	uint32_t __pad;
+	struct utrace_abi_thread *slot; /* NULL: no slot free; counters go to hits_shared */
+	uint64_t *hits;
+	struct utrace_abi_event *ring;
+	struct utrace_return_instance *ri; /* [max_depth] */
+};
+
+/* agent.c */
+/*
+ * The arena's layout, copied and validated at start: the agent computes
+ * every address from this private copy, never from the (host-writable)
+ * header, so a confused host cannot make it write outside the arena.
+ */
+extern struct utrace_arena_hdr agent_layout;
+extern void *agent_arena;
+extern struct utrace_arena_hdr *agent_hdr;
+extern struct utrace_probe *agent_probes; /* [max_probes] */
+extern uint32_t agent_nr_probes; /* ids < this may be in use */
+extern volatile int agent_active; /* 0: dormant, hits run no handler */
+extern int agent_trap_sig; /* SIGTRAP */
+
+static inline struct utrace_abi_probe *agent_abi_probe(uint32_t i)
+{
+	return (struct utrace_abi_probe *)((char *)agent_arena + agent_layout.probes_off) + i;
+}
+
+static inline struct utrace_abi_thread *agent_abi_thread(uint32_t i)
+{
+	return (struct utrace_abi_thread *)((char *)agent_arena + agent_layout.threads_off +
+					    (uint64_t)i * agent_layout.thread_stride);
+}
+
+static inline struct utrace_abi_event *agent_abi_ring(uint32_t i)
+{
+	return (struct utrace_abi_event *)((char *)agent_arena + agent_layout.rings_off) +
+	       (uint64_t)i * agent_layout.ring_records;
+}
+
+/* alloc.c */
+void *utrace_alloc(size_t size);
+void utrace_memcpy(void *dst, const void *src, size_t n);
+void utrace_memset(void *dst, int c, size_t n);
+int utrace_memcmp(const void *a, const void *b, size_t n);
+
+/* guard.c */
+extern __thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
+
+/*
+ * count_inc - add one to a counter only this thread writes. One "incq"
+ * instruction: a signal handler of the same thread cannot split it, and
+ * the host reads the aligned 8 bytes whole.
+ */
+static inline void count_inc(uint64_t *c)
+{
+	__asm__ volatile("incq %0" : "+m"(*c));
+}
+
+void guard_init(void);
+struct utrace_task *guard_task(void);
+struct utrace_task *guard_enter(void);
+void guard_leave(struct utrace_task *t);
+void guard_cloak_self(void);
+uint32_t guard_gettid(void);
+
+/* ring.c */
+uint64_t ring_now_ns(void);
+void ring_calibrate(void);
+void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts, uint64_t dur,
+	       const uint64_t *args, unsigned int nargs);
+
+/* dispatch.c */
+int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs);
+uint64_t utrace_dispatch_return(utrace_regs_t *regs);
+int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs);
+
+/* retprobe.c */
+void retprobe_entry(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t *regs,
+		    uint64_t now);
+uint64_t retprobe_return(struct utrace_task *t, utrace_regs_t *regs,
+			 struct utrace_return_instance *ret_ri);
+void retprobe_unwind_begin(void);
+
+/* tramp.c */
+int tramp_xol_map(uint64_t addr, uint64_t size);
+int tramp_write_slot(struct utrace_probe *p);
+bool tramp_in_xol(uint64_t addr);
+
+/* patch.c */
+int patch_init(void);
+int patch_sync(void);
+void patch_disarm_all(void);
+void patch_atfork_child(void);
+int patch_trap_handler(int sig, siginfo_t *info, void *uc);
+
+bool patch_trap_owned(void);
+struct sigaction patch_trap_chained(void);
+void patch_trap_set_chained(const struct sigaction *act);
+
+/* interpose.c */
+void interpose_init(void);
+int agent_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+
+/* arch/x86_64/entry.S */
+extern char __utrace_agent_entry[];
+extern char __utrace_agent_ret_tramp[];
+
+#endif /* __UTRACE_AGENT_INTERNAL_H */

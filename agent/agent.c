@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent.c - entry points of libutrace-agent.so and its control thread.
+ *
+ * Two ways in:
+ *  - launch (preload) mode: LD_PRELOAD=libutrace-agent.so with
+ *    UTRACE_AGENT_FD=N, an inherited memfd of the arena (common/abi.h). The
+ *    constructor maps it, starts the control thread and, if the host asked
+ *    (UTRACE_ARENA_F_WAIT_START), waits until the host has armed its probes
+ *    and sent UTRACE_CMD_START, so that main() runs probed from its first
+ *    instruction. The wait is bounded (10 s), after which the program runs
+ *    as if untraced.
+ *  - injection mode: __utrace_agent_init(arena_fd, flags), called by the
+ *    host's remote call after dlopen; it maps the arena, starts the control
+ *    thread and returns at once.
+ *
+ * The control thread serves the mailbox (abi.h) and watches the host with a
+ * pidfd. When the host exits, or sends DETACH, every probe is disarmed and
+ * the agent goes dormant: the target runs on with its code bytes as before.
+ * The agent never exits, aborts or prints; failures are status fields in
+ * the arena (agent_err, a probe's err).
+ *
+ * The control thread blocks every signal and is cloaked (its own calls of
+ * probed functions run no handler).
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+
+struct utrace_arena_hdr agent_layout;
+void *agent_arena;
+struct utrace_arena_hdr *agent_hdr;
+struct utrace_probe *agent_probes;
+uint32_t agent_nr_probes;
+volatile int agent_active;
+
+static int host_pidfd = -1;
+static uint32_t started; /* futex word: CMD_START seen (or gave up) */
+
+static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+static void ack(uint32_t seq, int result)
+{
+	agent_hdr->cmd_result = result;
+	__atomic_store_n(&agent_hdr->ack_seq, seq, __ATOMIC_RELEASE);
+	futex(&agent_hdr->ack_seq, FUTEX_WAKE, INT32_MAX, NULL);
+}
+
+static void go_dormant(void)
+{
+	agent_active = 0;
+	patch_disarm_all();
+	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_DORMANT, __ATOMIC_RELEASE);
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	futex(&started, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+}
+
+static int run_cmd(uint32_t cmd)
+{
+	switch (cmd) {
+	case UTRACE_CMD_PING:
+		return 0;
+	case UTRACE_CMD_XOL_MAP:
+		return tramp_xol_map(agent_hdr->cmd_arg[0], agent_hdr->cmd_arg[1]);
+	case UTRACE_CMD_SYNC:
+		return patch_sync();
+	case UTRACE_CMD_START:
+		/* Handled in control_main: the ack must precede the release. */
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* The host process is alive: its pidfd is not readable (else kill(pid, 0)). */
+static bool host_alive(void)
+{
+	struct pollfd pfd = { .fd = host_pidfd, .events = POLLIN };
+	pid_t pid = (pid_t)agent_layout.host_pid;
+
+	if (host_pidfd >= 0)
+		return poll(&pfd, 1, 0) == 0;
+	if (pid <= 0)
+		return true;
+	return kill(pid, 0) == 0 || errno != ESRCH;
+}
+
+static void *control_main(void *arg)
+{
+	uint32_t last = __atomic_load_n(&agent_hdr->cmd_seq, __ATOMIC_ACQUIRE);
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	sigdelset(&all, SIGTRAP); /* see interpose.c: a thread blocking it dies of an int3 */
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	guard_cloak_self();
+	ring_calibrate();
+	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_READY, __ATOMIC_RELEASE);
+	futex(&agent_hdr->agent_state, FUTEX_WAKE, INT32_MAX, NULL);
+	for (;;) {
+		uint32_t seq = __atomic_load_n(&agent_hdr->cmd_seq, __ATOMIC_ACQUIRE);
+		struct timespec ts = { 0, 100000000 };
+
+		if (seq != last) {
+			uint32_t cmd = agent_hdr->cmd;
+
+			last = seq;
+			if (cmd == UTRACE_CMD_DETACH) {
+				go_dormant();
+				ack(seq, 0);
+				return NULL;
+			}
+			if (cmd == UTRACE_CMD_START) {
+				/*
+				 * Ack first: once released, main() may run to
+				 * exit_group() before this thread writes anything.
+				 */
+				ack(seq, 0);
+				__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+				futex(&started, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+				continue;
+			}
+			ack(seq, run_cmd(cmd));
+			continue;
+		}
+		futex(&agent_hdr->cmd_seq, FUTEX_WAIT, last, &ts);
+		if (!host_alive()) {
+			go_dormant();
+			return NULL;
+		}
+		ring_calibrate();
+	}
+	return NULL;
+}
+
+static void atfork_child(void)
+{
+	if (!agent_hdr || (agent_hdr->flags & UTRACE_ARENA_F_FOLLOW_FORK))
+		return; /* following needs a new arena from the host: not done here */
+	patch_atfork_child();
+}
+
+static int agent_start(int fd, unsigned int flags)
+{
+	struct utrace_arena_hdr h;
+	pthread_attr_t attr;
+	pthread_t th;
+	struct stat st;
+	void *m;
+	int err;
+
+	(void)flags;
+	if (agent_arena)
+		return -EALREADY;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return -EIO;
+	if (h.magic != UTRACE_ABI_MAGIC || h.version != UTRACE_ABI_VERSION ||
+	    h.hdr_size != sizeof(h) || h.record_size != sizeof(struct utrace_abi_event) ||
+	    h.arena_size > (uint64_t)st.st_size || h.max_probes > AGENT_MAX_PROBES ||
+	    !h.ring_records || (h.ring_records & (h.ring_records - 1)))
+		return -EPROTO;
+	{
+		/* Recompute the layout from the sizes; the host's offsets must agree. */
+		struct utrace_arena_hdr chk = h;
+
+		utrace_abi_layout(&chk);
+		if (chk.arena_size != h.arena_size || chk.rings_off != h.rings_off ||
+		    chk.threads_off != h.threads_off || chk.thread_stride != h.thread_stride ||
+		    chk.probes_off != h.probes_off)
+			return -EPROTO;
+		h = chk;
+	}
+	m = mmap(NULL, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	agent_probes = utrace_alloc(AGENT_MAX_PROBES * sizeof(struct utrace_probe));
+	if (!agent_probes) {
+		munmap(m, h.arena_size);
+		return -ENOMEM;
+	}
+	agent_layout = h;
+	agent_arena = m;
+	agent_hdr = m;
+	agent_hdr->agent_pid = (uint32_t)getpid();
+	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
+	err = patch_init();
+	if (err) {
+		agent_hdr->agent_err = err;
+		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
+		return err;
+	}
+	guard_init();
+	agent_active = 1;
+	pthread_atfork(NULL, NULL, atfork_child);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, control_main, NULL);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		agent_active = 0;
+		agent_hdr->agent_err = -err;
+		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
+		return -err;
+	}
+	return 0;
+}
+
+/**
+ * __utrace_agent_init - injection-mode entry point
+ * @arena_fd: the arena memfd (the agent keeps its own mapping; the fd may
+ *	be closed by the caller afterwards)
+ * @flags: reserved, 0
+ *
+ * Returns at once (the control thread does the rest).
+ * Return: 0, or a negative errno (also in the arena's agent_err when mapped).
+ */
+AGENT_API int __utrace_agent_init(int arena_fd, unsigned int flags)
+{
+	return agent_start(arena_fd, flags);
+}
+
+/**
+ * __utrace_agent_add_handler - add an in-process handler to probe @id
+ * (C probe modules loaded into the target). Handlers run after the built-in
+ * ones, in the order added, in the probed thread, under the guard; they must
+ * follow the hot-path rules (agent-internal.h) and not use SIMD.
+ * Return: 0; -EINVAL; -ENOSPC when the probe has AGENT_MAX_HANDLERS.
+ */
+AGENT_API int __utrace_agent_add_handler(uint32_t id, utrace_agent_handler_t fn, void *data,
+					 int on_return)
+{
+	struct utrace_probe *p;
+	unsigned int n;
+
+	if (!agent_probes || id >= AGENT_MAX_PROBES || !fn)
+		return -EINVAL;
+	p = &agent_probes[id];
+	n = p->nr_handlers;
+	if (n >= AGENT_MAX_HANDLERS)
+		return -ENOSPC;
+	p->handlers[n].fn = fn;
+	p->handlers[n].data = data;
+	p->handlers[n].on_return = on_return != 0;
+	__atomic_store_n(&p->nr_handlers, n + 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Launch mode. */
+__attribute__((constructor)) static void agent_ctor(void)
+{
+	const char *s = getenv("UTRACE_AGENT_FD");
+	struct timespec ts = { 10, 0 };
+	char *end;
+	long fd;
+
+	interpose_init();
+	if (!s || !*s)
+		return;
+	fd = strtol(s, &end, 10);
+	if (*end || fd < 0 || fd > INT32_MAX)
+		return;
+	/* Do not pass the variable to children (they would map the parent's arena). */
+	unsetenv("UTRACE_AGENT_FD");
+	if (agent_start((int)fd, 0))
+		return;
+	close((int)fd);
+	if (!(agent_hdr->flags & UTRACE_ARENA_F_WAIT_START))
+		return;
+	while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) {
+		if (futex(&started, FUTEX_WAIT_PRIVATE, 0, &ts) < 0 && errno == ETIMEDOUT)
+			break;
+	}
+}

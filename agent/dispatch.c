@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dispatch.c - what a hit does: the handlers of a probe, in registration
+ * order (built-in ones from the probe's flags first, then in-process ones
+ * added with __utrace_agent_add_handler()), under the thread's reentrancy
+ * guard.
+ *
+ * Runs in the probed thread: from the trampoline thunk (jmp mode) or from
+ * the SIGTRAP handler (int3 mode). No malloc, locks, stdio or syscalls
+ * (a thread's first hit maps its task: guard.c).
+ */
+#include "agent-internal.h"
+
+static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
+{
+	if (__builtin_expect(t->hits != NULL, 1)) {
+		count_inc(&t->hits[p->id]);
+	} else {
+		__atomic_fetch_add(&p->abi->hits_shared, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/**
+ * dispatch_hit - run the handlers of @p for an entry hit
+ * @p: the probe; @regs: the thread's registers, regs->rip = the site
+ *
+ * Return: 0 to run the displaced instructions; 1 if a handler moved rip;
+ * 2 if it moved rip and rsp.
+ */
+int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
+{
+	uint64_t rip0 = regs->rip, rsp0 = regs->rsp, now = 0;
+	struct utrace_task *t;
+	uint32_t flags = p->flags;
+	unsigned int i, nr;
+
+	if (__builtin_expect(
+		    !agent_active || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP), 0))
+		return 0; /* late hit of a disarmed probe, or dormant */
+	t = guard_enter();
+	if (!t) {
+		__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (flags & UTRACE_PF_COUNT)
+		count_hit(t, p);
+	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST))
+		now = ring_now_ns();
+	if (flags & UTRACE_PF_RECORD_ENTRY) {
+		uint64_t args[UTRACE_ABI_ARGS] = { regs->rdi, regs->rsi, regs->rdx,
+						   regs->rcx, regs->r8,	 regs->r9 };
+
+		ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
+	}
+	nr = __atomic_load_n(&p->nr_handlers, __ATOMIC_ACQUIRE);
+	for (i = 0; i < nr; i++) {
+		struct utrace_handler *h = &p->handlers[i];
+		struct utrace_agent_ctx ctx = {
+			.probe = p->id,
+			.tid = t->tid,
+			.regs = regs,
+			.depth = t->depth,
+		};
+
+		if (!h->on_return)
+			h->fn(&ctx, h->data);
+	}
+	if ((flags & (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY)) ==
+		    (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY) &&
+	    regs->rip == rip0)
+		retprobe_entry(t, p, regs, now);
+	guard_leave(t);
+	if (regs->rip == rip0)
+		return 0;
+	return regs->rsp == rsp0 ? 1 : 2;
+}
+
+/**
+ * utrace_dispatch_entry - called by __utrace_agent_entry (entry.S)
+ * @id: probe id pushed by the slot
+ * @regs: the saved registers; the thunk's exit words follow them
+ *
+ * Return: the thunk's exit (see entry.S); for 1 and 2 the exit words are set.
+ */
+int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs)
+{
+	uint64_t *words = (uint64_t *)(regs + 1); /* [0] rflags, [1] ret, [2] id */
+	uint64_t rsp0 = (uint64_t)&words[3] + 128; /* past the skipped red zone */
+	struct utrace_probe *p;
+	int r;
+
+	if (__builtin_expect(id >= agent_nr_probes, 0))
+		return 0;
+	p = &agent_probes[id];
+	regs->rip = p->addr;
+	if (__builtin_expect(p->flags == UTRACE_PF_COUNT && !p->nr_handlers, 1)) {
+		/*
+		 * The fast path of a counting probe: no handler to call, so no
+		 * guard to take (the guard is still respected: a hit from inside
+		 * the agent counts as nested, as on the full path).
+		 */
+		struct utrace_task *t = utrace_tls_task;
+
+		if (__builtin_expect(
+			    t && t->hits && !t->guard && agent_active &&
+				    (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP),
+			    1)) {
+			count_inc(&t->hits[id]);
+			return 0;
+		}
+	}
+	r = dispatch_hit(p, regs);
+	if (__builtin_expect(r == 0, 1))
+		return 0;
+	if (r == 2 && regs->rsp >= rsp0 + 8) {
+		/* rsp grew (a return was forced): the new rip goes below it. */
+		*(uint64_t *)(regs->rsp - 8) = regs->rip;
+		words[1] = regs->rsp - 8;
+		return 2;
+	}
+	words[2] = regs->rip;
+	return 1;
+}
+
+/**
+ * utrace_dispatch_return - called by __utrace_agent_ret_tramp (entry.S)
+ * @regs: the saved registers at the return (rsp = after the ret)
+ *
+ * Pops the matching return instance(s) (retprobe.c), runs the return side
+ * of their probes and gives the real return address. Runs even when the
+ * guard is held or the agent is dormant: the address must be given back.
+ *
+ * Return: where to return to.
+ */
+uint64_t utrace_dispatch_return(utrace_regs_t *regs)
+{
+	struct utrace_task *t = guard_task();
+	struct utrace_return_instance ri;
+	uint64_t ret = 0;
+
+	do {
+		struct utrace_probe *p;
+		struct utrace_task *g;
+		uint64_t now, dur;
+		unsigned int i, nr;
+
+		ret = retprobe_return(t, regs, &ri);
+		if (ri.func >= agent_nr_probes || !agent_active)
+			continue;
+		p = &agent_probes[ri.func];
+		regs->rip = ret;
+		g = guard_enter();
+		if (!g) {
+			__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		__atomic_fetch_add(&p->abi->returns, 1, __ATOMIC_RELAXED);
+		now = (p->flags & (UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST)) ? ring_now_ns() : 0;
+		dur = now && ri.entry_ns && now > ri.entry_ns ? now - ri.entry_ns : 0;
+		if (p->flags & UTRACE_PF_HIST)
+			__atomic_fetch_add(&p->abi->hist[utrace_abi_log2_bucket(dur)], 1,
+					   __ATOMIC_RELAXED);
+		if (p->flags & UTRACE_PF_RECORD_RETURN) {
+			uint64_t rax = regs->rax;
+
+			ring_emit(g, p->id, UTRACE_EV_RETURN, now, dur, &rax, 1);
+		}
+		nr = __atomic_load_n(&p->nr_handlers, __ATOMIC_ACQUIRE);
+		for (i = 0; i < nr; i++) {
+			struct utrace_handler *h = &p->handlers[i];
+			struct utrace_agent_ctx ctx = {
+				.probe = p->id,
+				.tid = g->tid,
+				.regs = regs,
+				.is_return = true,
+				.ret_addr = ret,
+				.entry_ns = ri.entry_ns,
+				.now_ns = now,
+				.depth = g->depth,
+			};
+
+			if (h->on_return)
+				h->fn(&ctx, h->data);
+		}
+		guard_leave(g);
+		if (regs->rip != ret)
+			ret = regs->rip;
+	} while (ri.chained);
+	return ret;
+}

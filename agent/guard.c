@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * guard.c - per-thread state and the reentrancy guard.
+ *
+ * One initial-exec TLS pointer per thread (no TLS first-touch malloc, unlike
+ * the general-dynamic model: jemalloc#937). The struct utrace_task it points
+ * to is created at the thread's first hit, with its thread slot in the arena
+ * (ring + counters): a slot released by an exited thread is reused first
+ * (CAS state FREE -> USED), else a new one is claimed by an atomic
+ * increment. A reused slot keeps its counters and ring indices (the host
+ * sums slots; its tid changes). A pthread key destructor releases the slot
+ * at thread exit; the task memory itself is not freed (a later destructor
+ * may still hit a probe). A thread that finds no slot still counts its hits
+ * (atomic adds into the probe's hits_shared) and drops its records.
+ *
+ * The guard: a hit while the thread is already inside the agent (a probe on
+ * malloc or memcpy reached from a handler, a signal handler that interrupts
+ * a handler and hits a probe) runs no handler: the displaced instructions
+ * still execute, the probe's @nested counter is bumped.
+ *
+ * Runs in the probed thread, async-signal-safe, no locks.
+ */
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+
+__thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
+
+uint32_t guard_gettid(void)
+{
+	return (uint32_t)syscall(SYS_gettid);
+}
+
+#include <pthread.h>
+
+#define SLOT_USED 1
+#define SLOT_FREE 2
+
+static pthread_key_t exit_key;
+static bool have_exit_key;
+
+static void task_exit(void *arg)
+{
+	struct utrace_task *t = arg;
+
+	if (t && t->slot && utrace_tls_task == t) {
+		utrace_tls_task = NULL;
+		__atomic_store_n(&t->slot->state, SLOT_FREE, __ATOMIC_RELEASE);
+	}
+}
+
+/** guard_init - the thread-exit hook that releases slots (agent start). */
+void guard_init(void)
+{
+	have_exit_key = pthread_key_create(&exit_key, task_exit) == 0;
+}
+
+static struct utrace_abi_thread *slot_reuse(struct utrace_arena_hdr *h, uint32_t *ret_i)
+{
+	uint64_t i, n = __atomic_load_n(&h->nr_threads, __ATOMIC_ACQUIRE);
+
+	if (n > agent_layout.max_threads)
+		n = agent_layout.max_threads;
+	for (i = 0; i < n; i++) {
+		struct utrace_abi_thread *s = agent_abi_thread((uint32_t)i);
+		uint32_t st = SLOT_FREE;
+
+		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == SLOT_FREE &&
+		    __atomic_compare_exchange_n(&s->state, &st, SLOT_USED, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			*ret_i = (uint32_t)i;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+static struct utrace_task *task_new(void)
+{
+	struct utrace_arena_hdr *h = agent_hdr;
+	uint32_t depth = agent_layout.max_depth ?: AGENT_DEF_DEPTH;
+	struct utrace_task *t;
+	uint64_t n;
+
+	if (depth > AGENT_MAX_DEPTH)
+		depth = AGENT_MAX_DEPTH;
+	t = utrace_alloc(sizeof(*t) + depth * sizeof(struct utrace_return_instance));
+	if (!t)
+		return NULL;
+	t->tid = guard_gettid();
+	t->max_depth = depth;
+	t->ri = (struct utrace_return_instance *)(t + 1);
+	if (h) {
+		uint32_t i = 0;
+		struct utrace_abi_thread *s = slot_reuse(h, &i);
+
+		if (!s) {
+			n = __atomic_fetch_add(&h->nr_threads, 1, __ATOMIC_RELAXED);
+			if (n < agent_layout.max_threads) {
+				i = (uint32_t)n;
+				s = agent_abi_thread(i);
+			} else {
+				__atomic_fetch_add(&h->thread_overflow, 1, __ATOMIC_RELAXED);
+			}
+		}
+		if (s) {
+			t->slot = s;
+			t->hits = utrace_abi_hits(s);
+			t->ring = agent_abi_ring(i);
+			__atomic_store_n(&s->tid, t->tid, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->state, SLOT_USED, __ATOMIC_RELEASE);
+		}
+	}
+	utrace_tls_task = t;
+	/* May allocate (keys >= 32): the caller's guard makes such hits nested. */
+	if (t->slot && have_exit_key)
+		pthread_setspecific(exit_key, t);
+	return t;
+}
+
+/**
+ * guard_task - the calling thread's task, created on first use
+ *
+ * Return: the task, or NULL if its memory could not be mapped.
+ */
+struct utrace_task *guard_task(void)
+{
+	struct utrace_task *t = utrace_tls_task;
+
+	return t ? t : task_new();
+}
+
+/**
+ * guard_enter - take the reentrancy guard of the calling thread
+ *
+ * Return: the task with the guard held, or NULL when the thread is already
+ * inside the agent (or cloaked, or has no task): run no handler then.
+ */
+struct utrace_task *guard_enter(void)
+{
+	struct utrace_task *t = utrace_tls_task;
+
+	if (__builtin_expect(!t, 0)) {
+		/* The first hit maps memory: guard it against hits in mmap's path. */
+		static __thread int creating __attribute__((tls_model("initial-exec")));
+
+		if (creating)
+			return NULL;
+		creating = 1;
+		t = task_new();
+		creating = 0;
+		if (!t)
+			return NULL;
+	}
+	if (t->guard || t->state == UTRACE_TASK_CLOAKED)
+		return NULL;
+	t->guard = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return t;
+}
+
+/** guard_leave - release the guard taken by guard_enter(). */
+void guard_leave(struct utrace_task *t)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->guard = 0;
+}
+
+/** guard_cloak_self - the calling thread is the agent's: its hits run no handler. */
+void guard_cloak_self(void)
+{
+	struct utrace_task *t = utrace_alloc(sizeof(*t));
+
+	if (t) {
+		t->tid = guard_gettid();
+		t->state = UTRACE_TASK_CLOAKED;
+		utrace_tls_task = t;
+	}
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interpose.c - keep SIGTRAP deliverable and ours (launch/preload mode).
+ *
+ * An int3 probe works only if the thread that hits it can take SIGTRAP
+ * with our handler. The kernel forces SIGTRAP on a thread that blocks it by
+ * resetting the handler to SIG_DFL: the process dumps core. Worker threads
+ * that block every signal (sigfillset + pthread_sigmask) are common, and
+ * applications install their own SIGTRAP handlers. So, when the agent is
+ * preloaded, it interposes:
+ *  - sigprocmask / pthread_sigmask: SIGTRAP is taken out of any set being
+ *    blocked (SIG_BLOCK, SIG_SETMASK). Nothing else changes;
+ *  - sigaction / signal for SIGTRAP once our handler is installed: the
+ *    application's new action is recorded as the one we chain to, and its
+ *    previous action is what it gets back. Our handler stays in place.
+ * When the agent is injected with dlopen these symbols are already bound;
+ * patch.c then checks each thread's blocked mask (SigBlk in
+ * /proc/self/task/TID/status) before writing an int3, and a probe refuses
+ * to arm (-EDEADLK) rather than kill the target.
+ *
+ * It also interposes _Unwind_RaiseException, _Unwind_ForcedUnwind and
+ * pthread_exit (C++ throw, thread exit): hijacked return addresses are written back
+ * before the unwinder walks the stack (retprobe.c).
+ *
+ * Runs in any application thread; async-signal-safe as the originals are.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
+
+typedef void (*pthread_exit_fn)(void *) __attribute__((noreturn));
+typedef int (*unwind_raise_fn)(void *);
+typedef int (*unwind_forced_fn)(void *, void *, void *);
+
+static sigaction_fn real_sigaction_p;
+static unwind_raise_fn real_raise_p;
+static unwind_forced_fn real_forced_p;
+static pthread_exit_fn real_pthread_exit_p;
+static sigmask_fn real_sigprocmask_p, real_pthread_sigmask_p;
+
+/** interpose_init - resolve the real functions (constructor, before any probe). */
+void interpose_init(void)
+{
+	if (!real_sigaction_p)
+		real_sigaction_p = (sigaction_fn)dlsym(RTLD_NEXT, "sigaction");
+	if (!real_sigprocmask_p)
+		real_sigprocmask_p = (sigmask_fn)dlsym(RTLD_NEXT, "sigprocmask");
+	if (!real_pthread_sigmask_p)
+		real_pthread_sigmask_p = (sigmask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+	if (!real_raise_p)
+		real_raise_p = (unwind_raise_fn)dlsym(RTLD_NEXT, "_Unwind_RaiseException");
+	if (!real_forced_p)
+		real_forced_p = (unwind_forced_fn)dlsym(RTLD_NEXT, "_Unwind_ForcedUnwind");
+	if (!real_pthread_exit_p)
+		real_pthread_exit_p = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
+}
+
+/*
+ * glibc's pthread_exit (and cancellation) reach _Unwind_ForcedUnwind through
+ * a pointer it dlsym()s from libgcc_s itself, past our interposer: put the
+ * return addresses back on the way in. (A cancellation acted upon inside
+ * libc cannot be caught here: return probes and pthread_cancel through
+ * probed frames are not supported.)
+ */
+AGENT_API __attribute__((noreturn)) void pthread_exit(void *ret)
+{
+	if (!real_pthread_exit_p)
+		interpose_init();
+	retprobe_unwind_begin();
+	if (real_pthread_exit_p)
+		real_pthread_exit_p(ret);
+	for (;;) /* no libc pthread_exit: cannot happen in a glibc process */
+		syscall(SYS_exit, 0);
+}
+
+#define URC_FATAL_PHASE1_ERROR 3
+
+AGENT_API int _Unwind_RaiseException(void *exc)
+{
+	if (!real_raise_p)
+		interpose_init();
+	if (!real_raise_p)
+		return URC_FATAL_PHASE1_ERROR;
+	retprobe_unwind_begin();
+	return real_raise_p(exc);
+}
+
+AGENT_API int _Unwind_ForcedUnwind(void *exc, void *stop, void *arg)
+{
+	if (!real_forced_p)
+		interpose_init();
+	if (!real_forced_p)
+		return URC_FATAL_PHASE1_ERROR;
+	retprobe_unwind_begin();
+	return real_forced_p(exc, stop, arg);
+}
+
+/** agent_sigaction - the real sigaction(), for the agent's own use. */
+int agent_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (!real_sigaction_p)
+		interpose_init();
+	if (!real_sigaction_p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigaction_p(sig, act, old);
+}
+
+static const sigset_t *without_trap(int how, const sigset_t *set, sigset_t *tmp)
+{
+	if (!set || how == SIG_UNBLOCK || !sigismember(set, SIGTRAP))
+		return set;
+	*tmp = *set;
+	sigdelset(tmp, SIGTRAP);
+	return tmp;
+}
+
+AGENT_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t tmp;
+
+	if (!real_sigprocmask_p)
+		interpose_init();
+	if (!real_sigprocmask_p) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return real_sigprocmask_p(how, without_trap(how, set, &tmp), old);
+}
+
+AGENT_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+	sigset_t tmp;
+
+	if (!real_pthread_sigmask_p)
+		interpose_init();
+	if (!real_pthread_sigmask_p)
+		return ENOSYS;
+	return real_pthread_sigmask_p(how, without_trap(how, set, &tmp), old);
+}
+
+AGENT_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	if (sig == SIGTRAP && patch_trap_owned()) {
+		struct sigaction prev = patch_trap_chained();
+
+		if (act)
+			patch_trap_set_chained(act);
+		if (old)
+			*old = prev;
+		return 0;
+	}
+	return agent_sigaction(sig, act, old);
+}
+
+AGENT_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	struct sigaction sa, old;
+
+	sa.sa_handler = handler;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART; /* BSD semantics, as glibc's signal() */
+	if (sigaction(sig, &sa, &old) < 0)
+		return SIG_ERR;
+	return old.sa_handler;
+}

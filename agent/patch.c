@@ -1,0 +1,829 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * patch.c - arming and disarming probe sites while every thread runs.
+ *
+ * The agent never stops threads (the host has detached; ptrace stops are
+ * the cost this design removes). Every code write must therefore be safe
+ * against a thread executing the very bytes being written. The protocol is
+ * the kernel's text_poke_bp and optprobe sequence, adapted to user space:
+ *
+ * 1. Transactions. The host sets each probe's @want and sends one SYNC; the
+ *    control thread applies all changes in one pass: disarms first (in
+ *    reverse id order), then new int3s, then a batch of jmp upgrades. Each
+ *    phase writes all its bytes, then syncs cores once.
+ *
+ * 2. Writes go through /proc/self/mem (a FOLL_FORCE write, like ptrace's
+ *    POKETEXT): no VMA protection ever changes, so no thread can fault on a
+ *    page that briefly lost X. If that fails (hardened kernels), the
+ *    fallback is mprotect(RWX) -> write -> mprotect(RX); never RW.
+ *
+ * 3. Core sync: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE),
+ *    registered at init, after every phase: every thread of the process
+ *    executes a core-serialising instruction before it returns, so no CPU
+ *    runs stale prefetched bytes of a site.
+ *
+ * 4. int3 first. Writing 0xCC over byte 0 is a single-byte store, atomic
+ *    with respect to instruction fetch. The probe is live from then on: the
+ *    in-process SIGTRAP handler (SA_SIGINFO|SA_ONSTACK|SA_RESTART, chaining
+ *    the application's previous handler) runs the handlers with the
+ *    registers of the ucontext and resumes the thread in the probe's
+ *    trampoline slot, at the relocated copy of the displaced instructions
+ *    (slot + 32), which jumps back to site + len. The int3 path and the jmp
+ *    path execute the same copy.
+ *
+ * 5. The jmp upgrade needs proof that no thread is inside (site, site+len).
+ *    Once the int3 is in and cores are synced, no thread can *enter* the
+ *    displaced bytes any more: every arrival at the site traps and resumes
+ *    in the slot, and the host's planner refused sites that other code
+ *    branches into. A thread can only be inside if it was there before the
+ *    int3 went in (preempted after the first displaced instruction, or
+ *    interrupted there by a signal). So the control thread sends one
+ *    real-time signal to every other thread (rt_tgsigqueueinfo over
+ *    /proc/self/task, read with getdents64: no malloc; the signal carries
+ *    the broadcast's epoch so that a late answer to an earlier, timed-out
+ *    broadcast is not counted), and each thread's handler looks at
+ *    its own interrupted RIP: if it is inside a site of the batch, it moves
+ *    it to the matching instruction of the relocated copy (the host sent the
+ *    instruction map: src_off/dst_off), then acknowledges. When every
+ *    thread that was signalled has answered, no thread is inside any site
+ *    of the batch, and none can enter: bytes 1..4 (the rel32) are written,
+ *    cores synced, then byte 0 becomes 0xE9, cores synced.
+ *    A thread that does not answer in time (it blocks the signal, or is
+ *    stopped) leaves the whole batch in int3 mode: correct, only slower;
+ *    the next SYNC tries again. Threads created during the broadcast start
+ *    in clone's return path, not inside a probed prologue.
+ *    Residual case (as uftrace's PR notes): a thread that was interrupted
+ *    inside displaced bytes by a signal whose handler is still running has
+ *    its site RIP in a signal frame, not in its live RIP; the planner's
+ *    "no call among displaced bytes" rule keeps return addresses out, but
+ *    such a frame would resume in a rewritten instruction. It needs a
+ *    handler running across the whole upgrade; it is not detected.
+ *
+ * 6. Disarm is the reverse: jmp sites get 0xCC at byte 0 (sync), their
+ *    original tail (sync), then every site its original byte 0 (sync).
+ *    The code bytes are then exactly the host's @orig. A thread that hit
+ *    the int3 just before the restore takes its SIGTRAP later: the site
+ *    table is never cleared, so the handler still knows the site and
+ *    resumes the thread in the (never freed) slot without running handlers.
+ *
+ * 7. Before arming, the live bytes must equal the host's @orig (a changed
+ *    binary, another tool's breakpoint): else the probe fails (-EILSEQ).
+ *    Sites inside the agent itself are refused (-EPERM).
+ *
+ * SIGTRAP hygiene: SIGTRAP cannot be blocked usefully (the kernel forces
+ * it and resets the handler to SIG_DFL); an application that installs its
+ * own SIGTRAP handler after us would take our traps, so each transaction
+ * checks the disposition and re-installs ours (chaining the new one).
+ *
+ * Runs in the control thread (patch_sync, patch_disarm_all), in the child
+ * after fork (patch_atfork_child) and in any thread (the signal handlers).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+
+#define SITE_HASH (AGENT_MAX_PROBES * 2)
+#define UPGRADE_TIMEOUT_NS 500000000ull /* a thread that answers slower stays int3 */
+
+/* Site address -> probe id + 1. Insert-only (late traps must find the site). */
+static struct {
+	uint64_t addr;
+	uint32_t id1;
+} site_hash[SITE_HASH];
+
+static int mem_fd = -1;
+static bool have_membarrier;
+static struct sigaction old_trap;
+static int upgrade_sig;
+static struct sigaction old_upgrade;
+
+/* The batch being upgraded, read by the upgrade signal handler. */
+static uint32_t upg_ids[AGENT_MAX_PROBES];
+static volatile uint32_t upg_nr;
+static uint32_t upg_acks; /* futex word */
+static volatile int upg_epoch; /* the broadcast being answered (si_value) */
+
+static bool slot_written[AGENT_MAX_PROBES];
+
+static inline uint32_t hash_addr(uint64_t a)
+{
+	return (uint32_t)((a * 0x9E3779B97F4A7C15ull) >> 40) % SITE_HASH;
+}
+
+static void site_insert(uint64_t addr, uint32_t id)
+{
+	uint32_t h = hash_addr(addr), i;
+
+	for (i = 0; i < SITE_HASH; i++, h = (h + 1) % SITE_HASH) {
+		if (site_hash[h].addr == addr) {
+			__atomic_store_n(&site_hash[h].id1, id + 1, __ATOMIC_RELEASE);
+			return;
+		}
+		if (!site_hash[h].addr) {
+			site_hash[h].id1 = id + 1;
+			__atomic_store_n(&site_hash[h].addr, addr, __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+static struct utrace_probe *site_lookup(uint64_t addr)
+{
+	uint32_t h = hash_addr(addr), i;
+
+	for (i = 0; i < SITE_HASH; i++, h = (h + 1) % SITE_HASH) {
+		uint64_t a = __atomic_load_n(&site_hash[h].addr, __ATOMIC_ACQUIRE);
+
+		if (a == addr) {
+			uint32_t id1 = __atomic_load_n(&site_hash[h].id1, __ATOMIC_ACQUIRE);
+
+			return id1 && id1 - 1 < agent_nr_probes ? &agent_probes[id1 - 1] : NULL;
+		}
+		if (!a)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void sync_cores(void)
+{
+	if (have_membarrier)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Write code bytes; /proc/self/mem first, mprotect(RWX) as the fallback. */
+static int write_code(uint64_t addr, const void *buf, size_t len)
+{
+	uint64_t pg = addr & ~(uint64_t)(UTRACE_ABI_PAGE - 1);
+	uint64_t end = utrace_abi_align(addr + len, UTRACE_ABI_PAGE);
+
+	if (mem_fd >= 0 && pwrite(mem_fd, buf, len, (off_t)addr) == (ssize_t)len)
+		return 0;
+	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
+		return -errno;
+	utrace_memcpy((void *)addr, buf, len);
+	/* Text pages are r-x; data pages holding code are not probed (host rule). */
+	mprotect((void *)pg, end - pg, PROT_READ | PROT_EXEC);
+	return 0;
+}
+
+static void set_state(struct utrace_probe *p, uint32_t st, int err)
+{
+	p->state = st;
+	__atomic_store_n(&p->abi->err, err, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->abi->state, st, __ATOMIC_RELEASE);
+}
+
+static void fail(struct utrace_probe *p, int err)
+{
+	set_state(p, UTRACE_PS_FAILED, err);
+}
+
+/* ---- signal handlers ---------------------------------------------------- */
+
+static void regs_from_uc(utrace_regs_t *r, const greg_t *g)
+{
+	r->r15 = g[REG_R15], r->r14 = g[REG_R14], r->r13 = g[REG_R13], r->r12 = g[REG_R12];
+	r->rbp = g[REG_RBP], r->rbx = g[REG_RBX], r->r11 = g[REG_R11], r->r10 = g[REG_R10];
+	r->r9 = g[REG_R9], r->r8 = g[REG_R8], r->rax = g[REG_RAX], r->rcx = g[REG_RCX];
+	r->rdx = g[REG_RDX], r->rsi = g[REG_RSI], r->rdi = g[REG_RDI], r->rip = g[REG_RIP];
+	r->eflags = g[REG_EFL], r->rsp = g[REG_RSP];
+	r->orig_rax = (uint64_t)-1;
+}
+
+static void regs_to_uc(const utrace_regs_t *r, greg_t *g)
+{
+	g[REG_R15] = r->r15, g[REG_R14] = r->r14, g[REG_R13] = r->r13, g[REG_R12] = r->r12;
+	g[REG_RBP] = r->rbp, g[REG_RBX] = r->rbx, g[REG_R11] = r->r11, g[REG_R10] = r->r10;
+	g[REG_R9] = r->r9, g[REG_R8] = r->r8, g[REG_RAX] = r->rax, g[REG_RCX] = r->rcx;
+	g[REG_RDX] = r->rdx, g[REG_RSI] = r->rsi, g[REG_RDI] = r->rdi;
+	g[REG_EFL] = r->eflags, g[REG_RSP] = r->rsp;
+}
+
+static void chain(const struct sigaction *old, int sig, siginfo_t *info, void *uc)
+{
+	if (old->sa_flags & SA_SIGINFO) {
+		if (old->sa_sigaction)
+			old->sa_sigaction(sig, info, uc);
+	} else if (old->sa_handler == SIG_DFL) {
+		/* Die as the application would have: default action, re-raised. */
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		agent_sigaction(sig, &dfl, NULL);
+		syscall(SYS_tgkill, getpid(), guard_gettid(), sig);
+	} else if (old->sa_handler != SIG_IGN) {
+		old->sa_handler(sig);
+	}
+}
+
+/**
+ * patch_trap_handler - the SIGTRAP handler: an int3-mode hit (or a late
+ * one), else the application's trap
+ *
+ * Any thread, signal context. Return: 1 if the trap was ours.
+ */
+int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t site = (uint64_t)g[REG_RIP] - 1;
+	struct utrace_probe *p;
+	utrace_regs_t regs;
+	int r;
+
+	p = info->si_code == SI_KERNEL || info->si_code == TRAP_BRKPT ? site_lookup(site) : NULL;
+	if (!p || !p->slot) {
+		if (agent_hdr && agent_active)
+			__atomic_fetch_add(&agent_hdr->foreign_traps, 1, __ATOMIC_RELAXED);
+		chain(&old_trap, sig, info, ucv);
+		return 0;
+	}
+	if (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP) {
+		if (agent_hdr && agent_active)
+			__atomic_fetch_add(&agent_hdr->late_traps, 1, __ATOMIC_RELAXED);
+		g[REG_RIP] = (greg_t)p->xol;
+		return 1;
+	}
+	regs_from_uc(&regs, g);
+	regs.rip = site;
+	r = dispatch_hit(p, &regs);
+	regs_to_uc(&regs, g);
+	g[REG_RIP] = (greg_t)(r ? regs.rip : p->xol);
+	return 1;
+}
+
+static void trap_action(int sig, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+
+	patch_trap_handler(sig, info, uc);
+	errno = saved;
+}
+
+/* The upgrade broadcast: move this thread out of the displaced bytes, ack. */
+static void upgrade_action(int sig, siginfo_t *info, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t rip = (uint64_t)g[REG_RIP];
+	uint32_t i, k, n = upg_nr;
+	int saved = errno;
+
+	(void)sig;
+	if (info->si_code != SI_QUEUE || info->si_pid != getpid()) {
+		chain(&old_upgrade, sig, info, ucv);
+		errno = saved;
+		return;
+	}
+	if (info->si_value.sival_int != upg_epoch) {
+		/* A late answer to an earlier broadcast that timed out: ignore. */
+		errno = saved;
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		struct utrace_probe *p = &agent_probes[upg_ids[i]];
+		bool moved = false;
+
+		if (rip <= p->addr || rip >= p->addr + p->len)
+			continue;
+		for (k = 0; k < p->abi->nr_insns && k < UTRACE_ABI_MAX_INSNS; k++) {
+			if (p->addr + p->abi->src_off[k] == rip) {
+				g[REG_RIP] = (greg_t)(p->xol + p->abi->dst_off[k]);
+				moved = true;
+			}
+		}
+		if (!moved) {
+			/* Not on a known boundary: no ack, the batch stays int3. */
+			errno = saved;
+			return;
+		}
+	}
+	__atomic_fetch_add(&upg_acks, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &upg_acks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	errno = saved;
+}
+
+static bool trap_installed;
+
+static int install_trap(void)
+{
+	struct sigaction sa, cur;
+
+	if (agent_sigaction(SIGTRAP, NULL, &cur) < 0)
+		return -errno;
+	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap_action)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = trap_action;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	if (agent_sigaction(SIGTRAP, &sa, &old_trap) < 0)
+		return -errno;
+	__atomic_store_n(&trap_installed, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/** patch_trap_owned - true once our SIGTRAP handler is installed. */
+bool patch_trap_owned(void)
+{
+	return __atomic_load_n(&trap_installed, __ATOMIC_ACQUIRE);
+}
+
+/** patch_trap_chained - the application's SIGTRAP action we chain to. */
+struct sigaction patch_trap_chained(void)
+{
+	return old_trap;
+}
+
+/**
+ * patch_trap_set_chained - the application installs a SIGTRAP action (the
+ * interposed sigaction): it becomes the chained one, ours stays installed.
+ * Not atomic against a concurrent trap of an application int3 (the chained
+ * action may be the old or the new one for that trap).
+ */
+void patch_trap_set_chained(const struct sigaction *act)
+{
+	old_trap = *act;
+}
+
+/*
+ * True if some thread blocks SIGTRAP (SigBlk bit 5 in its status): an int3
+ * hit would kill the process. Control thread; getdents64 and read, no malloc.
+ */
+static bool __trap_blocked_somewhere(void)
+{
+	char buf[4096], path[64], st[2048];
+	int fd, n;
+	bool blocked = false;
+
+	fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (!blocked && (n = (int)syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		int off = 0;
+
+		while (off < n && !blocked) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			int sfd, len, i;
+			char *p;
+
+			off += d->d_reclen;
+			if (d->d_name[0] < '0' || d->d_name[0] > '9')
+				continue;
+			i = 0;
+			for (const char *s = "/proc/self/task/"; *s; s++)
+				path[i++] = *s;
+			for (const char *s = d->d_name; *s && i < 50; s++)
+				path[i++] = *s;
+			for (const char *s = "/status"; *s; s++)
+				path[i++] = *s;
+			path[i] = 0;
+			sfd = open(path, O_RDONLY | O_CLOEXEC);
+			if (sfd < 0)
+				continue;
+			len = (int)read(sfd, st, sizeof(st) - 1);
+			close(sfd);
+			if (len <= 0)
+				continue;
+			st[len] = 0;
+			for (p = st; *p; p++) {
+				if (p[0] == 'S' && !utrace_memcmp(p, "SigBlk:\t", 8)) {
+					/*
+					 * 16 hex digits, signal N is bit N - 1: SIGTRAP (5)
+					 * is bit 0 of the second digit from the right.
+					 */
+					char c = p[8 + 14];
+					int v = c >= 'a' ? c - 'a' + 10 : c - '0';
+
+					blocked = (v & 1) != 0;
+					break;
+				}
+			}
+		}
+	}
+	close(fd);
+	return blocked;
+}
+
+/*
+ * Transient blocks are normal: pthread_create blocks every signal in the
+ * creating thread around clone(), and a new thread runs with all signals
+ * blocked until it restores its mask. Neither runs application code
+ * meanwhile, so look again for up to ~200 ms before calling it permanent.
+ */
+static bool trap_blocked_somewhere(void)
+{
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		if (!__trap_blocked_somewhere())
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
+/**
+ * patch_init - open /proc/self/mem, register membarrier, install the
+ * SIGTRAP handler and pick a free real-time signal for upgrades
+ *
+ * Control thread (or the constructor). Return: 0 or a negative errno.
+ */
+int patch_init(void)
+{
+	struct sigaction sa, cur;
+	int s;
+
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	have_membarrier = syscall(SYS_membarrier,
+				  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
+	for (s = SIGRTMAX - 2; s > SIGRTMIN + 2; s--) {
+		if (agent_sigaction(s, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_handler == SIG_DFL)
+			break;
+	}
+	if (s > SIGRTMIN + 2) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = upgrade_action;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		if (agent_sigaction(s, &sa, &old_upgrade) == 0)
+			upgrade_sig = s;
+	}
+	return install_trap();
+}
+
+/* ---- the transaction ---------------------------------------------------- */
+
+static bool in_agent(uint64_t addr)
+{
+	Dl_info a, b;
+
+	return dladdr((void *)addr, &a) && dladdr((void *)patch_init, &b) &&
+	       a.dli_fbase == b.dli_fbase;
+}
+
+/* Load the host-written config of @id into the private probe (first use). */
+static int probe_load(uint32_t id)
+{
+	struct utrace_probe *p = &agent_probes[id];
+	struct utrace_abi_probe *a = agent_abi_probe(id);
+
+	if (p->abi)
+		return 0;
+	p->abi = a;
+	p->id = id;
+	p->addr = a->addr;
+	p->slot = a->slot;
+	p->xol = a->slot + UTRACE_TRAMP_XOL_OFF;
+	p->flags = a->flags;
+	p->len = a->len;
+	p->mode = a->mode;
+	utrace_memcpy(p->orig, a->orig, sizeof(p->orig));
+	if (!p->addr || !p->len || p->len > sizeof(p->orig) || a->nr_insns > UTRACE_ABI_MAX_INSNS ||
+	    (p->mode != UTRACE_PM_INT3 && p->mode != UTRACE_PM_JMP) ||
+	    (p->mode == UTRACE_PM_JMP && p->len < 5))
+		return -EINVAL;
+	if (in_agent(p->addr))
+		return -EPERM;
+	return 0;
+}
+
+/*
+ * The signal carries the broadcast's epoch (rt_tgsigqueueinfo, SI_QUEUE):
+ * a thread that answers a broadcast after it timed out must not be counted
+ * as an answer to the next one.
+ */
+static int send_upgrade(pid_t pid, pid_t tid)
+{
+	siginfo_t si;
+
+	utrace_memset(&si, 0, sizeof(si));
+	si.si_signo = upgrade_sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = pid;
+	si.si_uid = getuid();
+	si.si_value.sival_int = upg_epoch;
+	return (int)syscall(SYS_rt_tgsigqueueinfo, pid, tid, upgrade_sig, &si);
+}
+
+/* Count every other thread and signal it; return the number signalled. */
+static int broadcast(void)
+{
+	char buf[4096];
+	int fd, n, sent = 0;
+	pid_t self = (pid_t)guard_gettid(), pid = getpid();
+
+	fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((n = (int)syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		int off = 0;
+
+		while (off < n) {
+			struct dirent64 *d = (struct dirent64 *)(buf + off);
+			const char *c = d->d_name;
+			pid_t tid = 0;
+
+			off += d->d_reclen;
+			if (*c < '0' || *c > '9')
+				continue;
+			for (; *c >= '0' && *c <= '9'; c++)
+				tid = tid * 10 + (*c - '0');
+			if (tid == self)
+				continue;
+			if (send_upgrade(pid, tid) == 0)
+				sent++;
+		}
+	}
+	close(fd);
+	return sent;
+}
+
+static uint64_t now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* True when @n acks arrived before the timeout. */
+static bool wait_acks(int n)
+{
+	uint64_t deadline = now_mono() + UPGRADE_TIMEOUT_NS;
+
+	for (;;) {
+		uint32_t a = __atomic_load_n(&upg_acks, __ATOMIC_ACQUIRE);
+		uint64_t now = now_mono();
+		struct timespec ts;
+
+		if ((int)a >= n)
+			return true;
+		if (now >= deadline)
+			return false;
+		ts.tv_sec = (time_t)((deadline - now) / 1000000000ull);
+		ts.tv_nsec = (long)((deadline - now) % 1000000000ull);
+		syscall(SYS_futex, &upg_acks, FUTEX_WAIT_PRIVATE, a, &ts, NULL, 0);
+	}
+}
+
+static void disarm(uint32_t *ids, uint32_t n)
+{
+	uint8_t cc = 0xcc;
+	uint32_t i;
+	bool any_jmp = false, inert = false;
+
+	for (i = 0; i < n && !inert; i++)
+		inert = agent_probes[ids[i]].state == UTRACE_PS_JMP && trap_blocked_somewhere();
+	if (inert) {
+		/*
+		 * A thread blocks SIGTRAP: the transient int3 of a jmp disarm
+		 * could kill the process. Leave the jmps in place, inert (no
+		 * handler runs; the trampoline only runs the displaced code),
+		 * and say so: state stays JMP for the host, err = -EDEADLK.
+		 */
+		uint32_t k = 0;
+
+		for (i = 0; i < n; i++) {
+			struct utrace_probe *p = &agent_probes[ids[i]];
+
+			if (p->state == UTRACE_PS_JMP) {
+				p->state = UTRACE_PS_DISARMED;
+				__atomic_store_n(&p->abi->err, -EDEADLK, __ATOMIC_RELAXED);
+			} else {
+				ids[k++] = ids[i];
+			}
+		}
+		n = k;
+	}
+	for (i = 0; i < n; i++) {
+		struct utrace_probe *p = &agent_probes[ids[i]];
+
+		if (p->state == UTRACE_PS_JMP) {
+			write_code(p->addr, &cc, 1);
+			any_jmp = true;
+		}
+	}
+	if (any_jmp) {
+		sync_cores();
+		for (i = 0; i < n; i++) {
+			struct utrace_probe *p = &agent_probes[ids[i]];
+
+			if (p->state == UTRACE_PS_JMP)
+				write_code(p->addr + 1, p->orig + 1, 4);
+		}
+		sync_cores();
+	}
+	for (i = 0; i < n; i++) {
+		struct utrace_probe *p = &agent_probes[ids[i]];
+
+		write_code(p->addr, p->orig, 1);
+	}
+	sync_cores();
+	for (i = 0; i < n; i++)
+		set_state(&agent_probes[ids[i]], UTRACE_PS_DISARMED, 0);
+}
+
+static uint32_t ids_a[AGENT_MAX_PROBES], ids_b[AGENT_MAX_PROBES];
+
+/**
+ * patch_sync - apply every probe's @want (one transaction)
+ *
+ * Control thread. Return: the number of probes whose state changed; probe
+ * failures are in their @state/@err, not in the return value.
+ */
+int patch_sync(void)
+{
+	uint32_t i, n = agent_layout.max_probes, nd = 0, na = 0, nu = 0, changed = 0;
+	uint8_t cc = 0xcc;
+
+	if (n > AGENT_MAX_PROBES)
+		n = AGENT_MAX_PROBES;
+	install_trap();
+	__atomic_fetch_add(&agent_hdr->transactions, 1, __ATOMIC_RELAXED);
+	/* Phase 1: disarms, newest id first. */
+	for (i = n; i-- > 0;) {
+		struct utrace_abi_probe *a = agent_abi_probe(i);
+		struct utrace_probe *p = &agent_probes[i];
+		uint32_t want = __atomic_load_n(&a->want, __ATOMIC_ACQUIRE);
+
+		if (!p->abi || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP))
+			continue;
+		if (want == UTRACE_PS_DISARMED || want == UTRACE_PS_UNUSED || !agent_active)
+			ids_a[nd++] = i;
+	}
+	if (nd)
+		disarm(ids_a, nd);
+	changed += nd;
+	if (!agent_active)
+		return (int)changed;
+
+	/* Phase 2: new int3s. */
+	for (i = 0; i < n; i++) {
+		struct utrace_abi_probe *a = agent_abi_probe(i);
+		struct utrace_probe *p = &agent_probes[i];
+		uint32_t want = __atomic_load_n(&a->want, __ATOMIC_ACQUIRE);
+		int err;
+
+		if (want != UTRACE_PS_INT3 && want != UTRACE_PS_JMP)
+			continue;
+		if (p->abi && p->state != UTRACE_PS_DISARMED && p->state != UTRACE_PS_UNUSED)
+			continue;
+		if (p->state == UTRACE_PS_FAILED)
+			continue;
+		if (i >= agent_nr_probes)
+			__atomic_store_n(&agent_nr_probes, i + 1, __ATOMIC_RELEASE);
+		err = probe_load(i);
+		if (!err && !slot_written[i]) {
+			err = tramp_write_slot(p);
+			slot_written[i] = !err;
+		}
+		if (!err && utrace_memcmp((void *)p->addr, p->orig, p->len))
+			err = -EILSEQ;
+		if (err) {
+			fail(p, err);
+			continue;
+		}
+		site_insert(p->addr, i);
+		ids_a[na++] = i;
+	}
+	if (na && trap_blocked_somewhere()) {
+		/* An int3 hit in that thread would kill the process: refuse. */
+		for (i = 0; i < na; i++)
+			fail(&agent_probes[ids_a[i]], -EDEADLK);
+		na = 0;
+	}
+	if (na) {
+		sync_cores(); /* the slots' bytes, before any thread can reach them */
+		for (i = 0; i < na; i++) {
+			struct utrace_probe *p = &agent_probes[ids_a[i]];
+			int err;
+
+			set_state(p, UTRACE_PS_INT3, 0);
+			err = write_code(p->addr, &cc, 1);
+			if (err)
+				fail(p, err);
+		}
+		sync_cores();
+		changed += na;
+	}
+
+	/* Phase 3: the jmp upgrade batch. */
+	for (i = 0; i < n; i++) {
+		struct utrace_abi_probe *a = agent_abi_probe(i);
+		struct utrace_probe *p = &agent_probes[i];
+		int64_t rel;
+
+		if (!p->abi || p->state != UTRACE_PS_INT3 || p->mode != UTRACE_PM_JMP ||
+		    __atomic_load_n(&a->want, __ATOMIC_ACQUIRE) != UTRACE_PS_JMP)
+			continue;
+		rel = (int64_t)p->slot - (int64_t)(p->addr + 5);
+		if (rel != (int32_t)rel) {
+			__atomic_store_n(&a->err, -ERANGE, __ATOMIC_RELAXED);
+			continue;
+		}
+		ids_b[nu++] = i;
+	}
+	if (!nu)
+		return (int)changed;
+	if (upgrade_sig) {
+		int sent;
+
+		utrace_memcpy(upg_ids, ids_b, nu * sizeof(ids_b[0]));
+		upg_epoch = upg_epoch + 1;
+		__atomic_store_n(&upg_acks, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&upg_nr, nu, __ATOMIC_RELEASE);
+		sent = broadcast();
+		if (sent < 0 || !wait_acks(sent))
+			goto skip;
+		upg_nr = 0;
+		for (i = 0; i < nu; i++) {
+			struct utrace_probe *p = &agent_probes[ids_b[i]];
+			int32_t rel = (int32_t)((int64_t)p->slot - (int64_t)(p->addr + 5));
+
+			write_code(p->addr + 1, &rel, 4);
+		}
+		sync_cores();
+		for (i = 0; i < nu; i++) {
+			struct utrace_probe *p = &agent_probes[ids_b[i]];
+			uint8_t e9 = 0xe9;
+
+			write_code(p->addr, &e9, 1);
+			set_state(p, UTRACE_PS_JMP, 0);
+		}
+		sync_cores();
+		__atomic_fetch_add(&agent_hdr->upgrades, nu, __ATOMIC_RELAXED);
+		return (int)(changed + nu);
+	}
+skip:
+	upg_nr = 0;
+	__atomic_fetch_add(&agent_hdr->upgrade_skipped, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < nu; i++)
+		__atomic_store_n(&agent_probes[ids_b[i]].abi->err, -ETIMEDOUT, __ATOMIC_RELAXED);
+	return (int)changed;
+}
+
+/**
+ * patch_disarm_all - disarm every armed probe (host gone, or DETACH)
+ *
+ * Control thread. The caller has cleared agent_active.
+ */
+void patch_disarm_all(void)
+{
+	uint32_t i, nd = 0;
+
+	for (i = agent_nr_probes; i-- > 0;) {
+		struct utrace_probe *p = &agent_probes[i];
+
+		if (p->abi && (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP))
+			ids_a[nd++] = i;
+	}
+	if (nd)
+		disarm(ids_a, nd);
+}
+
+/**
+ * patch_atfork_child - the child of fork() carries no probes
+ *
+ * Runs in the child right after fork (one thread, async-signal context
+ * rules). /proc/self/mem of the parent is inherited as an fd that still
+ * names the parent, so the child writes with mprotect. Return instances on
+ * the forking thread's stack still resolve through the trampoline.
+ */
+void patch_atfork_child(void)
+{
+	uint32_t i;
+
+	agent_active = 0;
+	if (mem_fd >= 0) {
+		close(mem_fd);
+		mem_fd = -1;
+	}
+	for (i = agent_nr_probes; i-- > 0;) {
+		struct utrace_probe *p = &agent_probes[i];
+
+		if (!p->abi || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP))
+			continue;
+		write_code(p->addr, p->orig, p->state == UTRACE_PS_JMP ? 5 : 1);
+		p->state = UTRACE_PS_DISARMED; /* private copy only: the arena is the parent's */
+	}
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent-bench.c - ns per probe hit of the in-process agent: s-agent's
+ * "bench" loop (N calls of probed_nop(), timed by the target itself) run
+ * untraced, with an entry probe whose handler counts, with entry + return
+ * and a latency histogram, and in int3 mode; median of RUNS runs each.
+ *
+ *   agent-bench [N] [RUNS]      (UTRACE_BUILD_DIR must point at the build)
+ *
+ * Output: one line per configuration, "name median_ns_per_call runs...".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent-host.h"
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One run; @flags 0 = no probe. Returns ns/call from the target, or < 0. */
+static double run(const char *n, uint32_t flags, bool int3)
+{
+	char path[4096], buf[256];
+	char *argv[] = { path, "bench", (char *)n, NULL };
+	struct ahost_opts o = { .pipe_stdout = true };
+	struct ahost h;
+	ssize_t len = 0, r;
+	double ns;
+	int id = -1;
+
+	snprintf(path, sizeof(path), "%s/tests/agent/s-agent",
+		 getenv("UTRACE_BUILD_DIR") ?: "build");
+	if (ahost_launch(&h, &o, argv)) {
+		fprintf(stderr, "launch: %s\n", h.why);
+		ahost_close(&h);
+		return -1;
+	}
+	if (flags) {
+		id = ahost_probe(&h, "probed_nop", flags, int3);
+		if (id < 0) {
+			fprintf(stderr, "probe: %s\n", h.why);
+			ahost_close(&h);
+			return -1;
+		}
+		ahost_set_want(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+		if (ahost_sync(&h) < 0 ||
+		    ahost_abi(&h, id)->state != (int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP)) {
+			fprintf(stderr, "arm: state %u err %d\n", ahost_abi(&h, id)->state,
+				ahost_abi(&h, id)->err);
+			ahost_close(&h);
+			return -1;
+		}
+	}
+	ahost_start(&h);
+	while ((r = read(h.stdout_fd, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += r;
+	buf[len] = 0;
+	if (ahost_wait(&h) != 0 || sscanf(buf, "%lf", &ns) != 1) {
+		ahost_close(&h);
+		return -1;
+	}
+	if (id >= 0 && ahost_hits(&h, id) < (uint64_t)atol(n)) {
+		fprintf(stderr, "only %llu hits\n", (unsigned long long)ahost_hits(&h, id));
+		ns = -1;
+	}
+	ahost_close(&h);
+	return ns;
+}
+
+static double config(const char *name, const char *n, int runs, uint32_t flags, bool int3)
+{
+	double v[16], med;
+	int i;
+
+	for (i = 0; i < runs; i++) {
+		v[i] = run(n, flags, int3);
+		if (v[i] < 0) {
+			printf("%-24s failed\n", name);
+			return -1;
+		}
+	}
+	qsort(v, (size_t)runs, sizeof(v[0]), cmp);
+	med = v[runs / 2];
+	printf("%-24s %8.2f ns/call  (runs:", name, med);
+	for (i = 0; i < runs; i++)
+		printf(" %.2f", v[i]);
+	printf(")\n");
+	fflush(stdout);
+	return med;
+}
+
+int main(int argc, char **argv)
+{
+	const char *n = argc > 1 ? argv[1] : "10000000";
+	int runs = argc > 2 ? atoi(argv[2]) : 5;
+	char nsmall[32];
+	double base, cnt, ret, trap;
+
+	if (runs < 1 || runs > 16)
+		runs = 5;
+	snprintf(nsmall, sizeof(nsmall), "%ld", atol(n) / 50 ?: 1);
+	base = config("untraced", n, runs, 0, false);
+	cnt = config("entry+count (jmp)", n, runs, UTRACE_PF_COUNT, false);
+	ret = config("entry+return+hist (jmp)", n, runs,
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST,
+		     false);
+	trap = config("entry+count (int3)", nsmall, runs, UTRACE_PF_COUNT, true);
+	if (base >= 0 && cnt >= 0 && ret >= 0 && trap >= 0) {
+		printf("per hit: entry+count %.2f ns, entry+return+hist %.2f ns, int3 entry+count %.2f ns\n",
+		       cnt - base, ret - base, trap - base);
+	}
+	return 0;
+}

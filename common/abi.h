@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * abi.h - the wire contract between libutrace (the host, in the tracer
+ * process) and libutrace-agent.so (the agent, inside the target).
+ *
+ * Everything travels through one shared arena: a memfd (mode 0600, no path,
+ * passed as an inherited fd in launch mode: UTRACE_AGENT_FD=N, or created
+ * remotely in attach mode) that both sides map MAP_SHARED. No pointers cross
+ * it, only offsets and target addresses; every struct has fixed-width fields,
+ * explicit padding and a size assertion. Version bumps on any change.
+ *
+ * Layout (each section page-aligned; offsets in the header):
+ *
+ *   header          struct utrace_arena_hdr (one page): magic, version, sizes,
+ *                   the command mailbox, global counters, clock calibration
+ *   probe table     max_probes x struct utrace_abi_probe: what to patch, how
+ *                   (filled by the host), state and counters (by the agent)
+ *   thread slots    max_threads x struct utrace_abi_thread: a thread's ring
+ *                   indices and per-probe hit counters; claimed on first hit
+ *   rings           max_threads x ring_records x struct utrace_abi_event
+ *
+ * Who relocates. The host decodes and relocates ("decode on the host, patch
+ * in the target", style.md §1): the agent links no decoder (no Zydis in every
+ * target) and never guesses at instruction boundaries. The host also picks
+ * the address of each XOL area from /proc/PID/maps (reloc_find_slot(): within
+ * ±2 GiB of the sites and of their RIP-relative data) and relocates each
+ * site's displaced bytes for the address of its slot in that area
+ * (slot + UTRACE_TRAMP_XOL_OFF). The agent maps the area there with
+ * MAP_FIXED_NOREPLACE; if something else took the range meanwhile it says so
+ * (-EEXIST) and the host re-plans. One round trip, no decoder in the target.
+ * The agent writes the slot's header itself (it alone knows its thunk), so
+ * the host never ships code that runs before the probe's own displaced bytes.
+ *
+ * Mailbox. The host fills cmd_* and then store-releases cmd_seq + 1 and
+ * FUTEX_WAKEs it (a shared, not private, futex: both processes map it). The
+ * agent's control thread runs the command, writes cmd_result, store-releases
+ * ack_seq = cmd_seq and wakes it. One command at a time.
+ *
+ * Liveness. The agent watches the host with pidfd_open(host_pid): when the
+ * host exits (or sets UTRACE_CMD_DETACH) the agent disarms every probe, in
+ * reverse order, and goes dormant.
+ */
+#ifndef __UTRACE_ABI_H
+#define __UTRACE_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
+#define UTRACE_ABI_VERSION 1
+
+#define UTRACE_ABI_PAGE 4096u
+#define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
+#define UTRACE_ABI_MAX_INSNS 8 /* displaced instructions per site */
+#define UTRACE_ABI_HIST_BUCKETS 64 /* log2 buckets of ns: [0]=0, [i]=[2^(i-1), 2^i) */
+#define UTRACE_ABI_ARGS 6
+
+/*
+ * A trampoline slot in an XOL area (agent-written header, host-relocated
+ * tail):
+ *
+ *   +0   lea  rsp, [rsp - 128]        skip the red zone
+ *   +5   push imm32 (probe id)
+ *   +10  call [rip + thunk]            the area's first 8 bytes
+ *   +16  lea  rsp, [rsp + 136]         drop the id and the red zone
+ *   +24  nop x 8
+ *   +32  displaced instructions relocated for this address, then the jump
+ *        back to site + len (the host's reloc_relocate(..., jmp_back))
+ *
+ * An int3-mode hit resumes at +32 directly (the signal handler ran the
+ * handlers already): both modes execute the same relocated copy.
+ */
+#define UTRACE_TRAMP_XOL_OFF 32
+#define UTRACE_TRAMP_SLOT 256
+#define UTRACE_XOL_HDR 64 /* first bytes of an area: the thunk address */
+_Static_assert(UTRACE_TRAMP_XOL_OFF + UTRACE_ABI_MAX_CODE <= UTRACE_TRAMP_SLOT, "code fits a slot");
+
+enum utrace_cmd {
+	UTRACE_CMD_NONE = 0,
+	UTRACE_CMD_PING, /* no-op; answers 0 */
+	UTRACE_CMD_XOL_MAP, /* arg[0] = address, arg[1] = size: map an XOL area there */
+	UTRACE_CMD_SYNC, /* apply every probe's @want in one transaction */
+	UTRACE_CMD_DETACH, /* disarm everything, go dormant */
+	UTRACE_CMD_START, /* launch mode: the constructor may return (probes armed) */
+	__UTRACE_CMD_MAX,
+};
+
+enum utrace_agent_state {
+	UTRACE_AGENT_NONE = 0,
+	UTRACE_AGENT_READY, /* mapped the arena, control thread running */
+	UTRACE_AGENT_DORMANT, /* host gone or detached; every probe disarmed */
+	UTRACE_AGENT_FAILED, /* init failed: status says why */
+};
+
+/* Probe flags (host-set): what the built-in handlers do at a hit. */
+enum utrace_probe_flags {
+	UTRACE_PF_COUNT = 1U << 0, /* count hits (per thread slot) */
+	UTRACE_PF_RECORD_ENTRY = 1U << 1, /* ring record with the 6 integer args */
+	UTRACE_PF_RETPROBE = 1U << 2, /* hijack the return address (function entry only) */
+	UTRACE_PF_RECORD_RETURN = 1U << 3, /* ring record with rax and the duration */
+	UTRACE_PF_HIST = 1U << 4, /* log2 histogram of the duration (ns) */
+	UTRACE_PF_ENTRY = 1U << 5, /* the site is a function entry ([rsp] = return) */
+};
+
+enum utrace_probe_mode {
+	UTRACE_PM_INT3 = 1, /* keep the int3: one displaced instruction */
+	UTRACE_PM_JMP = 2, /* int3 first, then upgrade to a 5-byte jmp */
+};
+
+/* @want (host) and @state (agent). */
+enum utrace_probe_state {
+	UTRACE_PS_UNUSED = 0,
+	UTRACE_PS_DISARMED,
+	UTRACE_PS_INT3, /* armed, int3 at the site */
+	UTRACE_PS_JMP, /* armed, 5-byte jmp at the site */
+	UTRACE_PS_FAILED, /* refused or failed: @err says why; never retried */
+};
+
+enum utrace_event_kind {
+	UTRACE_EV_ENTRY = 1,
+	UTRACE_EV_RETURN = 2,
+	UTRACE_EV_LOST = 3, /* args[0] = records lost before this one */
+};
+
+/** struct utrace_abi_event - one fixed-size ring record. */
+struct utrace_abi_event {
+	uint64_t ts; /* CLOCK_MONOTONIC ns (TSC-derived, see hdr calibration) */
+	uint64_t dur; /* return: ns since the matching entry; 0 if unknown */
+	uint32_t tid;
+	uint32_t probe; /* probe id */
+	uint16_t kind; /* enum utrace_event_kind */
+	uint16_t depth; /* return-instance depth */
+	uint32_t __pad;
+	uint64_t args[UTRACE_ABI_ARGS]; /* entry: rdi rsi rdx rcx r8 r9; return: args[0] = rax */
+};
+_Static_assert(sizeof(struct utrace_abi_event) == 80, "event size");
+
+/** struct utrace_abi_probe - one probe-table entry. */
+struct utrace_abi_probe {
+	/* Host-written before the probe's first SYNC; read-only afterwards. */
+	uint64_t addr; /* site address (runtime) */
+	uint64_t slot; /* trampoline slot address, inside a mapped XOL area */
+	uint32_t flags; /* enum utrace_probe_flags */
+	uint8_t mode; /* enum utrace_probe_mode */
+	uint8_t len; /* displaced bytes: 1 insn for INT3, >= 5 for JMP */
+	uint8_t nr_insns; /* displaced instructions */
+	uint8_t code_len; /* relocated bytes in @code */
+	uint8_t orig[16]; /* expected bytes at @addr (checked before arming) */
+	uint8_t src_off[UTRACE_ABI_MAX_INSNS]; /* insn i at addr + src_off[i] ... */
+	uint16_t dst_off[UTRACE_ABI_MAX_INSNS]; /* ... has its copy at slot + 32 + dst_off[i] */
+	uint8_t code[UTRACE_ABI_MAX_CODE]; /* relocated for slot + UTRACE_TRAMP_XOL_OFF */
+	/* Host-written any time, then SYNC. */
+	uint32_t want; /* enum utrace_probe_state: DISARMED, INT3 or JMP */
+	/* Agent-written. */
+	uint32_t state; /* enum utrace_probe_state */
+	int32_t err; /* negative errno when FAILED or when an upgrade was skipped */
+	uint32_t __pad;
+	uint64_t hits_shared; /* hits of threads without a slot (atomic adds) */
+	uint64_t nested; /* hits inside the agent (guard held): displaced code ran, no handler */
+	uint64_t missed_ret; /* return probes skipped: depth limit, foreign stack */
+	uint64_t returns; /* return-trampoline hits */
+	uint64_t hist[UTRACE_ABI_HIST_BUCKETS]; /* durations, atomic adds */
+	uint64_t __reserved[4];
+};
+_Static_assert(sizeof(struct utrace_abi_probe) == 368 + UTRACE_ABI_HIST_BUCKETS * 8, "probe size");
+_Static_assert(offsetof(struct utrace_abi_probe, code) == 64, "probe code offset");
+
+/**
+ * struct utrace_abi_thread - one thread's slot: a single-producer (the
+ * thread) single-consumer (the host) ring, and per-probe hit counters that
+ * only this thread writes (plain relaxed stores; the host sums the slots).
+ * @head is written by the producer only (store-release after the record),
+ * @tail by the consumer only; they sit on separate cache lines.
+ */
+struct utrace_abi_thread {
+	uint32_t tid; /* the thread using it (last one, once released) */
+	uint32_t state; /* 0 never used, 1 in use, 2 released (reusable; counters kept) */
+	uint64_t drops; /* records that did not fit */
+	uint64_t __pad0[6];
+	uint64_t head; /* producer index (records written) */
+	uint64_t __pad1[7];
+	uint64_t tail; /* consumer index (records read) */
+	uint64_t __pad2[7];
+	/* followed by max_probes uint64_t hit counters (hits[]) */
+};
+_Static_assert(sizeof(struct utrace_abi_thread) == 192, "thread slot size");
+
+/** struct utrace_arena_hdr - the arena's first page. */
+struct utrace_arena_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t hdr_size;
+	uint64_t arena_size;
+	uint32_t max_probes;
+	uint32_t max_threads;
+	uint32_t ring_records; /* per thread, a power of two */
+	uint32_t record_size; /* sizeof(struct utrace_abi_event) */
+	uint64_t probes_off;
+	uint64_t threads_off;
+	uint64_t thread_stride; /* bytes per thread slot incl. hits[] */
+	uint64_t rings_off;
+	uint32_t host_pid;
+	uint32_t agent_pid;
+	uint32_t flags; /* UTRACE_ARENA_F_* (host) */
+	uint32_t agent_state; /* enum utrace_agent_state (agent) */
+	int32_t agent_err; /* init failure, negative errno */
+	uint32_t max_depth; /* return instances per thread (0: 64) */
+	/* Mailbox, 64-byte aligned. */
+	uint32_t cmd_seq; /* host: futex word */
+	uint32_t ack_seq; /* agent: futex word */
+	uint32_t cmd; /* enum utrace_cmd */
+	int32_t cmd_result;
+	uint64_t cmd_arg[4];
+	uint64_t __pad0[2];
+	/* Global counters (agent, atomic adds). */
+	uint64_t nr_threads; /* slots claimed */
+	uint64_t thread_overflow; /* threads that found no free slot */
+	uint64_t foreign_traps; /* SIGTRAPs that were not ours (chained) */
+	uint64_t late_traps; /* int3 hits after the probe was disarmed */
+	uint64_t upgrades; /* int3 -> jmp upgrades done */
+	uint64_t upgrade_skipped; /* batches left in int3 (a thread did not answer) */
+	uint64_t transactions;
+	uint64_t __pad1;
+	/* Clock: ns = mono0 + ((tsc - tsc0) * mult >> 32), valid when mult != 0. */
+	uint64_t tsc0;
+	uint64_t mono0;
+	uint64_t mult;
+	uint64_t __reserved[(4096 - 248) / 8];
+};
+_Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");
+_Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset");
+
+enum utrace_arena_flags {
+	UTRACE_ARENA_F_FOLLOW_FORK = 1U << 0, /* keep probes in fork children */
+	UTRACE_ARENA_F_WAIT_START = 1U << 1, /* launch: constructor waits for CMD_START */
+};
+
+static inline uint64_t utrace_abi_align(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+/**
+ * utrace_abi_layout - fill the size and offset fields of @h from its
+ * max_probes, max_threads and ring_records. Both sides use it.
+ */
+static inline void utrace_abi_layout(struct utrace_arena_hdr *h)
+{
+	h->magic = UTRACE_ABI_MAGIC;
+	h->version = UTRACE_ABI_VERSION;
+	h->hdr_size = sizeof(*h);
+	h->record_size = sizeof(struct utrace_abi_event);
+	h->probes_off = UTRACE_ABI_PAGE;
+	h->threads_off = utrace_abi_align(h->probes_off + (uint64_t)h->max_probes *
+								  sizeof(struct utrace_abi_probe),
+					  UTRACE_ABI_PAGE);
+	h->thread_stride = utrace_abi_align(
+		sizeof(struct utrace_abi_thread) + (uint64_t)h->max_probes * 8, 64);
+	h->rings_off = utrace_abi_align(h->threads_off + h->max_threads * h->thread_stride,
+					UTRACE_ABI_PAGE);
+	h->arena_size = utrace_abi_align(h->rings_off + (uint64_t)h->max_threads * h->ring_records *
+								h->record_size,
+					 UTRACE_ABI_PAGE);
+}
+
+static inline struct utrace_abi_probe *utrace_abi_probe(void *arena, uint32_t i)
+{
+	struct utrace_arena_hdr *h = arena;
+
+	return (struct utrace_abi_probe *)((char *)arena + h->probes_off) + i;
+}
+
+static inline struct utrace_abi_thread *utrace_abi_thread(void *arena, uint32_t i)
+{
+	struct utrace_arena_hdr *h = arena;
+
+	return (struct utrace_abi_thread *)((char *)arena + h->threads_off + i * h->thread_stride);
+}
+
+static inline uint64_t *utrace_abi_hits(struct utrace_abi_thread *t)
+{
+	return (uint64_t *)(t + 1);
+}
+
+static inline struct utrace_abi_event *utrace_abi_ring(void *arena, uint32_t i)
+{
+	struct utrace_arena_hdr *h = arena;
+
+	return (struct utrace_abi_event *)((char *)arena + h->rings_off) +
+	       (uint64_t)i * h->ring_records;
+}
+
+/* bpftrace-style log2 bucket: 0 -> 0, n -> 1 + floor(log2 n), capped. */
+static inline unsigned int utrace_abi_log2_bucket(uint64_t n)
+{
+	unsigned int b = n ? 64 - __builtin_clzll(n) : 0;
+
+	return b < UTRACE_ABI_HIST_BUCKETS ? b : UTRACE_ABI_HIST_BUCKETS - 1;
+}
+
+#endif /* __UTRACE_ABI_H */

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent-host.c - the host side of the agent protocol; see agent-host.h.
+ * Runs in the tracer process. Every function returns 0 (or a count/id) on
+ * success and a negative errno on failure, with h->why saying what failed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "utrace/plan.h"
+#include "utrace/proc.h"
+#include "utrace/spec.h"
+#include "arch.h"
+#include "util.h"
+#include "agent-host.h"
+
+#define XOL_SIZE (256 * 1024)
+
+/* $UTRACE_AGENT, else the build tree's ($UTRACE_BUILD_DIR), else the loader's search. */
+const char *ahost_agent_path(void)
+{
+	static char path[4096];
+	const char *a = getenv("UTRACE_AGENT"), *b = getenv("UTRACE_BUILD_DIR");
+
+	if (a && *a)
+		return a;
+	if (!b)
+		return "libutrace-agent.so";
+	snprintf(path, sizeof(path), "%s/agent/libutrace-agent.so", b);
+	return path;
+}
+
+static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[])
+{
+	struct utrace_arena_hdr hd = { 0 };
+	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
+	char fdbuf[32];
+	struct timespec ts = { 10, 0 };
+
+	memset(h, 0, sizeof(*h));
+	h->stdin_fd = h->stdout_fd = -1;
+	hd.max_probes = o->max_probes ?: 64;
+	hd.max_threads = o->max_threads ?: 64;
+	hd.ring_records = o->ring_records ?: 1024;
+	utrace_abi_layout(&hd);
+	hd.host_pid = (uint32_t)getpid();
+	hd.flags = o->flags | UTRACE_ARENA_F_WAIT_START;
+	hd.max_depth = o->max_depth;
+	h->fd = memfd_create("utrace-arena", 0);
+	if (h->fd < 0 || fchmod(h->fd, 0600) < 0 || ftruncate(h->fd, (off_t)hd.arena_size) < 0)
+		return -errno;
+	h->arena = mmap(NULL, hd.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
+	if (h->arena == MAP_FAILED)
+		return -errno;
+	h->hdr = h->arena;
+	memcpy(h->hdr, &hd, sizeof(hd));
+	if ((o->pipe_stdin && pipe(in) < 0) || (o->pipe_stdout && pipe(out) < 0))
+		return -errno;
+	snprintf(fdbuf, sizeof(fdbuf), "%d", h->fd);
+	h->pid = fork();
+	if (h->pid < 0)
+		return -errno;
+	if (!h->pid) {
+		if (in[0] >= 0) {
+			dup2(in[0], 0);
+			close(in[0]);
+			close(in[1]);
+		}
+		if (out[1] >= 0) {
+			dup2(out[1], 1);
+			close(out[0]);
+			close(out[1]);
+		}
+		setenv("UTRACE_AGENT_FD", fdbuf, 1);
+		setenv("LD_PRELOAD", ahost_agent_path(), 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (in[0] >= 0) {
+		close(in[0]);
+		h->stdin_fd = in[1];
+	}
+	if (out[1] >= 0) {
+		close(out[1]);
+		h->stdout_fd = out[0];
+	}
+	while (__atomic_load_n(&h->hdr->agent_state, __ATOMIC_ACQUIRE) == UTRACE_AGENT_NONE) {
+		int st;
+
+		if (waitpid(h->pid, &st, WNOHANG) == h->pid) {
+			h->pid = 0;
+			snprintf(h->why, sizeof(h->why),
+				 "target exited before the agent was ready");
+			return -ECHILD;
+		}
+		ts.tv_sec = 0;
+		ts.tv_nsec = 10000000;
+		futex(&h->hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts);
+	}
+	if (h->hdr->agent_state != UTRACE_AGENT_READY) {
+		snprintf(h->why, sizeof(h->why), "agent state %u err %d", h->hdr->agent_state,
+			 h->hdr->agent_err);
+		return h->hdr->agent_err ?: -EPROTO;
+	}
+	return 0;
+}
+
+int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
+{
+	uint32_t seq = h->hdr->cmd_seq + 1;
+	struct timespec ts = { 0, 50000000 };
+	int i;
+
+	h->hdr->cmd = cmd;
+	h->hdr->cmd_arg[0] = a0;
+	h->hdr->cmd_arg[1] = a1;
+	__atomic_store_n(&h->hdr->cmd_seq, seq, __ATOMIC_RELEASE);
+	futex(&h->hdr->cmd_seq, FUTEX_WAKE, INT32_MAX, NULL);
+	for (i = 0; i < 400; i++) { /* 20 s */
+		uint32_t a = __atomic_load_n(&h->hdr->ack_seq, __ATOMIC_ACQUIRE);
+
+		int st;
+
+		if (a == seq)
+			return h->hdr->cmd_result;
+		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
+			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)",
+				 cmd, st);
+			h->pid = 0;
+			return -ESRCH;
+		}
+		futex(&h->hdr->ack_seq, FUTEX_WAIT, a, &ts);
+	}
+	snprintf(h->why, sizeof(h->why), "command %u: no ack (agent state %u, seq %u ack %u)", cmd,
+		 h->hdr->agent_state, seq, h->hdr->ack_seq);
+	return -ETIMEDOUT;
+}
+
+struct utrace_abi_probe *ahost_abi(struct ahost *h, int id)
+{
+	return utrace_abi_probe(h->arena, (uint32_t)id);
+}
+
+static int resolve(struct ahost *h, const char *text, struct utrace_image **ret_img,
+		   struct utrace_match *ret_m)
+{
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	struct utrace_image *img;
+	size_t nr = 0, i;
+	int err;
+
+	err = utrace_spec__parse(text, &spec, h->why, sizeof(h->why));
+	if (err)
+		return err;
+	img = utrace_image__open_pid(h->pid);
+	if (!img) {
+		utrace_spec__clear(&spec);
+		return -errno;
+	}
+	err = utrace_image__resolve(img, &spec, &m, &nr, NULL);
+	utrace_spec__clear(&spec);
+	if (err || !nr) {
+		snprintf(h->why, sizeof(h->why), "spec '%s': no match (%d)", text, err);
+		free(m);
+		utrace_image__close(img);
+		return err ?: -ENOENT;
+	}
+	for (i = 0; i < nr && (m[i].sym_flags & UTRACE_SYM_ALIAS); i++)
+		;
+	*ret_m = m[i < nr ? i : 0];
+	*ret_img = img;
+	free(m);
+	return 0;
+}
+
+uint64_t ahost_sym(struct ahost *h, const char *text)
+{
+	struct utrace_image *img;
+	struct utrace_match m;
+
+	if (resolve(h, text, &img, &m))
+		return 0;
+	utrace_image__close(img);
+	return m.addr;
+}
+
+/* An XOL area near @addr (and @targets) with room for one slot. */
+static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int nt)
+{
+	uint64_t want[9], slot;
+	struct utrace_maps *maps;
+	int i, err;
+
+	if (h->xol_base && h->xol_next + UTRACE_TRAMP_SLOT <= h->xol_end) {
+		bool ok = true;
+
+		for (i = -1; i < nt; i++) {
+			uint64_t a = i < 0 ? addr : targets[i];
+			int64_t d1 = (int64_t)(h->xol_base - a), d2 = (int64_t)(h->xol_end - a);
+
+			if (d1 != (int32_t)d1 || d2 != (int32_t)d2)
+				ok = false;
+		}
+		if (ok)
+			return 0;
+	}
+	want[0] = addr;
+	for (i = 0; i < nt && i < 8; i++)
+		want[i + 1] = targets[i];
+	maps = utrace_maps__read(h->pid);
+	if (!maps)
+		return -errno;
+	err = reloc_find_slot(maps, want, (size_t)(1 + (nt < 8 ? nt : 8)), XOL_SIZE, &slot);
+	utrace_maps__free(maps);
+	if (err)
+		return err;
+	err = ahost_cmd(h, UTRACE_CMD_XOL_MAP, slot, XOL_SIZE);
+	if (err) {
+		snprintf(h->why, sizeof(h->why), "XOL_MAP at 0x%lx: %d", (unsigned long)slot, err);
+		return err;
+	}
+	h->xol_base = slot;
+	h->xol_next = slot + UTRACE_XOL_HDR;
+	h->xol_end = slot + XOL_SIZE;
+	return 0;
+}
+
+int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_int3)
+{
+	struct utrace_image *img;
+	struct utrace_planner *pl;
+	struct utrace_match m;
+	struct utrace_plan plan;
+	struct utrace_abi_probe *a;
+	struct reloc r;
+	struct writer w;
+	uint8_t bytes[64];
+	uint64_t targets[8];
+	int err, nt, id = (int)h->nr_probes;
+	uint8_t len;
+
+	if (h->nr_probes >= h->hdr->max_probes)
+		return -ENOSPC;
+	err = resolve(h, text, &img, &m);
+	if (err)
+		return err;
+	pl = utrace_planner__new(img);
+	err = pl ? utrace_planner__plan(pl, &m, &plan) : -ENOMEM;
+	utrace_planner__free(pl);
+	utrace_image__close(img);
+	if (err) {
+		snprintf(h->why, sizeof(h->why), "plan '%s': %s (%d)", text, pl ? plan.why : "",
+			 err);
+		return err;
+	}
+	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0)
+		return -EFAULT;
+	len = (uint8_t)plan.len;
+	if (force_int3 || plan.mode != UTRACE_PLAN_JMP) {
+		/* int3: one instruction; plan.len covers it for int3 plans. */
+		if (plan.mode == UTRACE_PLAN_JMP) {
+			struct reloc one;
+			struct writer tw;
+			uint8_t tmp[256];
+			size_t l;
+
+			/* Find the first instruction's length by relocating growing prefixes. */
+			for (l = 1; l <= 15; l++) {
+				reloc_init(&one, bytes, l, plan.addr);
+				writer_init(&tw, tmp, sizeof(tmp), 0x10000);
+				if (reloc_relocate(&one, &tw, false) >= 0 && one.nr == 1)
+					break;
+			}
+			len = (uint8_t)l;
+		}
+	}
+	nt = reloc_targets(bytes, len, plan.addr, targets, 8);
+	if (nt < 0)
+		return nt;
+	err = xol_for(h, plan.addr, targets, nt > 8 ? 8 : nt);
+	if (err)
+		return err;
+	a = ahost_abi(h, id);
+	memset(a, 0, sizeof(*a));
+	a->addr = plan.addr;
+	a->slot = h->xol_next;
+	a->flags = flags;
+	a->mode = (force_int3 || plan.mode != UTRACE_PLAN_JMP) ? UTRACE_PM_INT3 : UTRACE_PM_JMP;
+	a->len = len;
+	memcpy(a->orig, bytes, sizeof(a->orig));
+	reloc_init(&r, bytes, len, plan.addr);
+	writer_init(&w, a->code, UTRACE_ABI_MAX_CODE, a->slot + UTRACE_TRAMP_XOL_OFF);
+	err = reloc_relocate(&r, &w, true);
+	if (err < 0 || w.err) {
+		snprintf(h->why, sizeof(h->why), "relocate '%s': %d", text, err < 0 ? err : w.err);
+		return err < 0 ? err : w.err;
+	}
+	a->code_len = (uint8_t)w.len;
+	a->nr_insns = (uint8_t)r.nr;
+	for (unsigned int i = 0; i < r.nr && i < UTRACE_ABI_MAX_INSNS; i++) {
+		a->src_off[i] = r.src_off[i];
+		a->dst_off[i] = r.dst_off[i];
+	}
+	reloc_clear(&r);
+	h->xol_next += UTRACE_TRAMP_SLOT;
+	h->nr_probes++;
+	return id;
+}
+
+int ahost_set_want(struct ahost *h, int id, uint32_t want)
+{
+	__atomic_store_n(&ahost_abi(h, id)->want, want, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ahost_sync(struct ahost *h)
+{
+	return ahost_cmd(h, UTRACE_CMD_SYNC, 0, 0);
+}
+
+int ahost_start(struct ahost *h)
+{
+	return ahost_cmd(h, UTRACE_CMD_START, 0, 0);
+}
+
+uint64_t ahost_hits_tid(struct ahost *h, int id, uint32_t tid)
+{
+	uint64_t n = tid ? 0 : __atomic_load_n(&ahost_abi(h, id)->hits_shared, __ATOMIC_RELAXED);
+	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
+
+	for (i = 0; i < nt; i++) {
+		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
+
+		if (tid && t->tid != tid)
+			continue;
+		n += __atomic_load_n(&utrace_abi_hits(t)[id], __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
+uint64_t ahost_hits(struct ahost *h, int id)
+{
+	return ahost_hits_tid(h, id, 0);
+}
+
+uint64_t ahost_drops(struct ahost *h)
+{
+	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
+	uint64_t n = 0;
+
+	for (i = 0; i < nt; i++)
+		n += utrace_abi_thread(h->arena, i)->drops;
+	return n;
+}
+
+uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data)
+{
+	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
+	uint64_t n = 0, mask = h->hdr->ring_records - 1;
+
+	for (i = 0; i < nt; i++) {
+		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
+		struct utrace_abi_event *ring = utrace_abi_ring(h->arena, i);
+		uint64_t head =
+			__atomic_load_n(&t->head, __ATOMIC_ACQUIRE); /* pairs: ring_emit() */
+		uint64_t tail = t->tail;
+
+		for (; tail != head; tail++, n++) {
+			struct utrace_abi_event ev = ring[tail & mask];
+
+			if (fn)
+				fn(&ev, data);
+		}
+		__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE); /* the slots may be reused */
+	}
+	return n;
+}
+
+int ahost_wait(struct ahost *h)
+{
+	int st;
+
+	if (h->stdin_fd >= 0) {
+		close(h->stdin_fd);
+		h->stdin_fd = -1;
+	}
+	if (!h->pid || waitpid(h->pid, &st, 0) != h->pid)
+		return -ECHILD;
+	h->pid = 0;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+void ahost_close(struct ahost *h)
+{
+	if (h->pid > 0) {
+		kill(h->pid, SIGKILL);
+		waitpid(h->pid, NULL, 0);
+	}
+	if (h->stdin_fd >= 0)
+		close(h->stdin_fd);
+	if (h->stdout_fd >= 0)
+		close(h->stdout_fd);
+	if (h->arena && h->arena != MAP_FAILED)
+		munmap(h->arena, h->hdr->arena_size);
+	if (h->fd >= 0)
+		close(h->fd);
+	memset(h, 0, sizeof(*h));
+}

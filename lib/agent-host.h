@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent-host.h - the host side of libutrace-agent.so (internal, not
+ * installed): creates the arena (memfd, 0600), launches a target with
+ * LD_PRELOAD and UTRACE_AGENT_FD, plans and relocates probe sites with
+ * lib/arch.h ("decode on the host, patch in the target"), picks XOL areas
+ * from the target's maps, drives the mailbox, sums counters and drains the
+ * per-thread rings. Runs in the tracer process. The agent tests and the hit
+ * benchmark use it; lib/backend-agent.c is meant to build on it (attach mode
+ * needs only a different way to get the arena fd into the target:
+ * lib/inject.c). Protocol: docs/agent.md and common/abi.h.
+ */
+#ifndef __UTRACE_AGENT_HOST_H
+#define __UTRACE_AGENT_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi.h"
+
+struct ahost {
+	int fd;
+	void *arena;
+	struct utrace_arena_hdr *hdr;
+	pid_t pid;
+	int stdin_fd; /* write end of the target's stdin, or -1 */
+	int stdout_fd; /* read end of the target's stdout, or -1 */
+	uint32_t nr_probes;
+	uint64_t xol_base, xol_next, xol_end; /* current XOL area */
+	char why[256]; /* last failure, for test messages */
+};
+
+struct ahost_opts {
+	uint32_t max_probes, max_threads, ring_records, max_depth, flags;
+	bool pipe_stdin, pipe_stdout;
+};
+
+int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]);
+int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1);
+/* Returns the probe id (>= 0). @force_int3 keeps a jmp-able site in int3 mode. */
+int ahost_probe(struct ahost *h, const char *spec, uint32_t flags, bool force_int3);
+int ahost_set_want(struct ahost *h, int id, uint32_t want);
+int ahost_sync(struct ahost *h);
+int ahost_start(struct ahost *h);
+struct utrace_abi_probe *ahost_abi(struct ahost *h, int id);
+uint64_t ahost_hits(struct ahost *h, int id);
+uint64_t ahost_hits_tid(struct ahost *h, int id, uint32_t tid);
+uint64_t ahost_drops(struct ahost *h);
+/*
+ * Consume the records of every thread ring (load-acquire head, copy,
+ * store-release tail), calling @fn for each. Returns the number consumed.
+ */
+typedef void (*ahost_event_fn)(const struct utrace_abi_event *ev, void *data);
+uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data);
+int ahost_wait(struct ahost *h); /* exit status of the target */
+uint64_t ahost_sym(struct ahost *h, const char *spec); /* runtime address of a symbol */
+void ahost_close(struct ahost *h);
+const char *ahost_agent_path(void);
+
+#endif /* __UTRACE_AGENT_HOST_H */

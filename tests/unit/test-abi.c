@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-abi.c - the lib<->agent wire contract (common/abi.h): layout
+ * arithmetic both sides share, record and header sizes, log2 buckets.
+ */
+#include <stddef.h>
+
+#include "abi.h"
+#include "harness.h"
+
+TEST(layout_sections_are_ordered_and_aligned)
+{
+	struct utrace_arena_hdr h = { .max_probes = 100, .max_threads = 17, .ring_records = 256 };
+
+	utrace_abi_layout(&h);
+	CHECK_EQ(h.magic, UTRACE_ABI_MAGIC);
+	CHECK_EQ(h.version, UTRACE_ABI_VERSION);
+	CHECK_EQ(h.hdr_size, 4096);
+	CHECK_EQ(h.probes_off, 4096);
+	CHECK_EQ(h.threads_off % 4096, 0);
+	CHECK_EQ(h.rings_off % 4096, 0);
+	CHECK_EQ(h.arena_size % 4096, 0);
+	CHECK(h.threads_off >= h.probes_off + 100 * sizeof(struct utrace_abi_probe));
+	CHECK(h.thread_stride >= sizeof(struct utrace_abi_thread) + 100 * 8);
+	CHECK_EQ(h.thread_stride % 64, 0);
+	CHECK(h.rings_off >= h.threads_off + 17 * h.thread_stride);
+	CHECK(h.arena_size >= h.rings_off + 17ull * 256 * sizeof(struct utrace_abi_event));
+}
+
+TEST(fixed_sizes)
+{
+	CHECK_EQ(sizeof(struct utrace_abi_event), 80);
+	CHECK_EQ(sizeof(struct utrace_abi_thread), 192);
+	CHECK_EQ(offsetof(struct utrace_abi_thread, head), 64);
+	CHECK_EQ(offsetof(struct utrace_abi_thread, tail), 128);
+	CHECK_EQ(offsetof(struct utrace_arena_hdr, cmd_seq), 96);
+	CHECK_EQ(offsetof(struct utrace_abi_probe, code), 64);
+	CHECK_EQ(sizeof(struct utrace_abi_probe), 880);
+	CHECK(UTRACE_TRAMP_XOL_OFF + UTRACE_ABI_MAX_CODE <= UTRACE_TRAMP_SLOT);
+}
+
+TEST(log2_buckets)
+{
+	CHECK_EQ(utrace_abi_log2_bucket(0), 0);
+	CHECK_EQ(utrace_abi_log2_bucket(1), 1);
+	CHECK_EQ(utrace_abi_log2_bucket(2), 2);
+	CHECK_EQ(utrace_abi_log2_bucket(3), 2);
+	CHECK_EQ(utrace_abi_log2_bucket(4), 3);
+	CHECK_EQ(utrace_abi_log2_bucket(1000), 10);
+	CHECK_EQ(utrace_abi_log2_bucket(~0ull), UTRACE_ABI_HIST_BUCKETS - 1);
+}
+
+TEST(accessors_follow_the_layout)
+{
+	static uint64_t arena[(4096 * 8) / 8];
+	struct utrace_arena_hdr *h = (struct utrace_arena_hdr *)arena;
+
+	h->max_probes = 2;
+	h->max_threads = 2;
+	h->ring_records = 4;
+	utrace_abi_layout(h);
+	CHECK((char *)utrace_abi_probe(arena, 1) == (char *)arena + 4096 + 880);
+	CHECK((char *)utrace_abi_thread(arena, 1) ==
+	      (char *)arena + h->threads_off + h->thread_stride);
+	CHECK((char *)utrace_abi_hits(utrace_abi_thread(arena, 0)) ==
+	      (char *)arena + h->threads_off + 192);
+	CHECK((char *)utrace_abi_ring(arena, 1) == (char *)arena + h->rings_off + 4 * 80);
+}
