@@ -1,10 +1,734 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-syscalls.c - utrace -s: system-call tracing. Tracer process. */
+/*
+ * cmd-syscalls.c - utrace -s: system-call tracing, strace style, on the
+ * engine layer (include/utrace/session.h). Tracer process.
+ *
+ * How syscalls are intercepted
+ * ----------------------------
+ * Launch mode (-- COMMAND) uses a seccomp-bpf filter, as strace
+ * --seccomp-bpf does: the command, between its fork and its execve (the
+ * engine's pre-exec hook), installs a classic BPF program that returns
+ * SECCOMP_RET_TRACE for the selected syscall numbers and SECCOMP_RET_ALLOW
+ * for everything else. Untraced syscalls then never stop the tracee; each
+ * traced one costs a seccomp stop plus one syscall-exit stop.
+ *
+ * The filter cannot be removed. Once no tracer is attached, every
+ * SECCOMP_RET_TRACE syscall fails with ENOSYS, so a process carrying the
+ * filter must never run on untraced. Hence, in seccomp mode:
+ *   - the launch sets PTRACE_O_EXITKILL (kill_on_exit): if utrace dies
+ *     (even by SIGKILL) the kernel kills the command rather than leave it
+ *     broken;
+ *   - children that are not followed (no -F) stay silently traced by the
+ *     session instead of being detached;
+ *   - Ctrl-C ends the trace and the command is killed, like strace
+ *     --seccomp-bpf (which implies --kill-on-exit).
+ * When the user asks for a detach that must leave the command running
+ * (launch mode with -d SEC), utrace does not install the filter and traces
+ * with PTRACE_SYSCALL stops instead, which it can leave cleanly.
+ *
+ * Attach mode (-p PID) always uses PTRACE_SYSCALL stops (a filter can only
+ * be installed by the task itself); the -s SET then only filters what is
+ * shown. -d SEC and SIGINT/SIGTERM detach every thread; the target runs on.
+ *
+ * Output
+ * ------
+ * A syscall is printed as one line when it returns (strace would print
+ * "<unfinished ...>"/"resumed" pairs when tracees interleave; a single line
+ * per call is easier to read and to parse). Syscalls that never return
+ * (exit_group, or a task killed inside one) end with " = ?". With -c
+ * nothing is decoded: only counts and times are kept, and strace's -c table
+ * is printed at the end (times are wall-clock between the entry and exit
+ * stops, like strace -c -w).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "utrace/utrace.h"
+#include "utrace/session.h"
 #include "cli.h"
+#include "output.h"
+#include "sysdec.h"
+
+/* Per-thread state: the syscall in progress. */
+struct task {
+	pid_t tid;
+	pid_t pid;
+	bool in_syscall;
+	uint64_t entry_real_ns; /* timestamp printed */
+	uint64_t entry_mono_ns; /* for durations */
+	struct sysdec_call call;
+	struct task *next; /* hash chain */
+};
+
+struct sc_stats {
+	uint64_t calls;
+	uint64_t errors;
+	uint64_t total_ns;
+	uint64_t min_ns;
+	uint64_t max_ns;
+};
+
+#define TASK_HASH 1024
+
+struct tracer {
+	struct cli_opts *opts;
+	struct utrace_session *s;
+	struct output out;
+	struct sysdec_set set;
+	bool seccomp;
+	int nr_tasks; /* live traced threads, for the [pid] prefix */
+	struct task *tasks[TASK_HASH];
+	struct sc_stats stats[SYSDEC_NR_MAX];
+	pid_t main_pid; /* launched command, or the first -p pid */
+	/*
+	 * The engine launches with execvp(): until the command's first
+	 * successful execve, the failed attempts along $PATH are the
+	 * launcher's, not the command's. strace resolves the path in the
+	 * tracer and never shows them; neither do we.
+	 */
+	bool launch_pending;
+};
+
+static struct tracer *the_tracer; /* for the signal handlers */
+static volatile sig_atomic_t last_signal; /* SIGINT/SIGTERM/SIGHUP received */
+
+static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create)
+{
+	struct task **pp = &t->tasks[(unsigned int)tid % TASK_HASH];
+	struct task *tk;
+
+	for (tk = *pp; tk; tk = tk->next)
+		if (tk->tid == tid)
+			return tk;
+	if (!create)
+		return NULL;
+	tk = calloc(1, sizeof(*tk));
+	if (!tk)
+		return NULL;
+	tk->tid = tid;
+	tk->pid = pid;
+	tk->call.strsize = t->opts->strsize;
+	tk->next = *pp;
+	*pp = tk;
+	return tk;
+}
+
+static void task_free(struct tracer *t, pid_t tid)
+{
+	struct task **pp = &t->tasks[(unsigned int)tid % TASK_HASH];
+	struct task *tk;
+
+	for (; (tk = *pp); pp = &tk->next) {
+		if (tk->tid == tid) {
+			*pp = tk->next;
+			sysdec_call_clear(&tk->call);
+			free(tk);
+			return;
+		}
+	}
+}
+
+static ssize_t read_tracee(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	return utrace_thread__read_mem(ctx, addr, buf, len);
+}
+
+static bool show_pid(struct tracer *t)
+{
+	return t->nr_tasks > 1 || t->opts->follow_forks;
+}
+
+/* -1 for failures (errno says which), the raw value otherwise. */
+static long user_ret(const struct sysdec_call *c)
+{
+	return c->failed ? -1 : c->ret;
+}
+
+static void print_json_args(FILE *f, const struct sysdec_call *c)
+{
+	int i;
+
+	fputs(", \"args\": [", f);
+	for (i = 0; i < c->nr_out; i++) {
+		const struct sysdec_arg *a = &c->out[i];
+
+		if (i)
+			fputs(", ", f);
+		if (a->kind == SYSDEC_INT)
+			fputs(a->text, f);
+		else if (a->kind == SYSDEC_STR && a->raw)
+			json_str(f, a->raw, a->raw_len);
+		else
+			json_str(f, a->text, strlen(a->text));
+	}
+	fputc(']', f);
+}
+
+/* One finished (or never-finishing) syscall. */
+static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
+{
+	struct output *o = &t->out;
+	const struct sysdec_call *c = &tk->call;
+	const char *name = sysdec_name(c->nr);
+	char line[8192];
+
+	if (o->format == CLI_FMT_JSON) {
+		char unk[32];
+
+		if (!name) {
+			snprintf(unk, sizeof(unk), "syscall_%#lx", (unsigned long)c->nr);
+			name = unk;
+		}
+		fprintf(o->f,
+			"{\"ts_ns\": %llu, \"pid\": %d, \"tid\": %d, \"type\": \"syscall\", "
+			"\"probe\": \"syscall:%s\", \"name\": \"%s\"",
+			(unsigned long long)tk->entry_real_ns, (int)tk->pid, (int)tk->tid, name,
+			name);
+		print_json_args(o->f, c);
+		if (finished) {
+			fprintf(o->f, ", \"ret\": %ld", user_ret(c));
+			if (c->failed)
+				fprintf(o->f, ", \"errno\": \"%s\"", c->errname ? c->errname : "?");
+			fprintf(o->f, ", \"dur_ns\": %llu}\n", (unsigned long long)dur_ns);
+		} else {
+			fputs(", \"ret\": null}\n", o->f);
+		}
+		return;
+	}
+	output_prefix(o, tk->entry_real_ns, tk->tid, show_pid(t));
+	sysdec_format(c, finished, line, sizeof(line));
+	fputs(line, o->f);
+	if (finished)
+		output_duration(o, dur_ns);
+	fputc('\n', o->f);
+}
+
+static void count_call(struct tracer *t, long nr, bool failed, uint64_t dur_ns)
+{
+	struct sc_stats *st;
+
+	if (nr < 0 || nr >= SYSDEC_NR_MAX)
+		return;
+	st = &t->stats[nr];
+	if (!st->calls || dur_ns < st->min_ns)
+		st->min_ns = dur_ns;
+	if (dur_ns > st->max_ns)
+		st->max_ns = dur_ns;
+	st->calls++;
+	st->errors += failed;
+	st->total_ns += dur_ns;
+}
+
+/* exit and exit_group never reach their exit stop: print them at entry. */
+static bool never_returns(long nr)
+{
+	return nr == SYS_exit || nr == SYS_exit_group;
+}
+
+static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
+			    struct utrace_syscall *sc)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	struct task *tk;
+	int i;
+
+	if (!sysdec_set_has(&t->set, sc->nr))
+		return UTRACE_RESUME;
+	tk = task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
+	if (!tk)
+		return UTRACE_RESUME;
+	tk->in_syscall = true;
+	tk->call.nr = sc->nr;
+	tk->entry_mono_ns = now_mono_ns();
+	if (t->opts->summary)
+		return UTRACE_RESUME;
+	tk->entry_real_ns =
+		t->opts->timestamps || t->out.format == CLI_FMT_JSON ? now_realtime_ns() : 0;
+	for (i = 0; i < 6; i++)
+		tk->call.args[i] = sc->args[i];
+	tk->call.read = read_tracee;
+	tk->call.ctx = th;
+	sysdec_decode_entry(&tk->call);
+	if (never_returns(sc->nr)) {
+		print_call(t, tk, false, 0);
+		tk->in_syscall = false;
+	}
+	return UTRACE_RESUME;
+}
+
+static int on_syscall_exit(struct utrace_engine *e, struct utrace_thread *th,
+			   struct utrace_syscall *sc)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	struct task *tk = task_get(t, utrace_thread__tid(th), 0, false);
+	uint64_t dur;
+
+	if (!tk || !tk->in_syscall)
+		return UTRACE_RESUME; /* entry not seen (attached mid-call) or not selected */
+	tk->in_syscall = false;
+	if (t->launch_pending && tk->pid == t->main_pid && tk->call.nr == SYS_execve) {
+		if (sysdec_is_error(SYS_execve, sc->ret)) {
+			sysdec_call_clear(&tk->call);
+			return UTRACE_RESUME;
+		}
+		t->launch_pending = false;
+	}
+	dur = now_mono_ns() - tk->entry_mono_ns;
+	if (t->opts->summary) {
+		count_call(t, tk->call.nr, sysdec_is_error(tk->call.nr, sc->ret) != 0, dur);
+		return UTRACE_RESUME;
+	}
+	tk->call.ctx = th;
+	sysdec_decode_exit(&tk->call, sc->ret);
+	print_call(t, tk, true, dur);
+	sysdec_call_clear(&tk->call);
+	return UTRACE_RESUME;
+}
+
+static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+
+	t->nr_tasks++;
+	task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
+	return UTRACE_RESUME;
+}
+
+/* A non-leader thread called execve: its state moves to the leader's tid. */
+static int on_task_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former_tid)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	pid_t tid = utrace_thread__tid(th);
+	struct task *old, *tk;
+
+	if (former_tid == tid)
+		return UTRACE_RESUME;
+	old = task_get(t, former_tid, 0, false);
+	tk = task_get(t, tid, utrace_thread__pid(th), true);
+	if (old && tk) {
+		sysdec_call_clear(&tk->call);
+		tk->in_syscall = old->in_syscall;
+		tk->entry_real_ns = old->entry_real_ns;
+		tk->entry_mono_ns = old->entry_mono_ns;
+		tk->call = old->call;
+		memset(&old->call, 0, sizeof(old->call));
+		task_free(t, former_tid);
+		t->nr_tasks--;
+	}
+	return UTRACE_RESUME;
+}
+
+static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int status)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	pid_t tid = utrace_thread__tid(th), pid = utrace_thread__pid(th);
+	struct task *tk = task_get(t, tid, pid, false);
+	struct output *o = &t->out;
+
+	if (tk && tk->in_syscall && !t->opts->summary)
+		print_call(t, tk, false, 0); /* killed inside a syscall */
+	if (tid == pid && !t->opts->summary && o->format == CLI_FMT_TEXT) {
+		output_prefix(o, t->opts->timestamps ? now_realtime_ns() : 0, tid, show_pid(t));
+		if (WIFSIGNALED(status))
+			fprintf(o->f, "+++ killed by %s%s +++\n",
+				sysdec_signal_name(WTERMSIG(status)) ?
+					sysdec_signal_name(WTERMSIG(status)) :
+					"?",
+				WCOREDUMP(status) ? " (core dumped)" : "");
+		else
+			fprintf(o->f, "+++ exited with %d +++\n", WEXITSTATUS(status));
+	}
+	task_free(t, tid);
+	t->nr_tasks--;
+	return UTRACE_RESUME;
+}
+
+static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *si)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	struct output *o = &t->out;
+	const char *name = sysdec_signal_name(si->si_signo);
+
+	if (t->opts->summary || o->format != CLI_FMT_TEXT)
+		return UTRACE_RESUME;
+	output_prefix(o, t->opts->timestamps ? now_realtime_ns() : 0, utrace_thread__tid(th),
+		      show_pid(t));
+	if (!name)
+		name = "?";
+	if (si->si_code == SI_USER || si->si_code == SI_TKILL)
+		fprintf(o->f, "--- %s {si_signo=%s, si_code=%s, si_pid=%d, si_uid=%u} ---\n", name,
+			name, si->si_code == SI_USER ? "SI_USER" : "SI_TKILL", (int)si->si_pid,
+			(unsigned int)si->si_uid);
+	else if (si->si_code == SI_KERNEL)
+		fprintf(o->f, "--- %s {si_signo=%s, si_code=SI_KERNEL} ---\n", name, name);
+	else
+		fprintf(o->f, "--- %s {si_signo=%s, si_code=%d} ---\n", name, name, si->si_code);
+	return UTRACE_RESUME;
+}
+
+/*
+ * The seccomp filter: for each run [lo, hi] of selected syscall numbers, in
+ * ascending order,
+ *	jgt hi  -> next run          (jt = 3)
+ *	jge lo  -> RET_TRACE : RET_ALLOW
+ * with the returns inline so that every jump is short whatever the number
+ * of runs (cBPF jumps are 8-bit). A non-x86-64 syscall (int 0x80 from a
+ * 64-bit process) or an x32 one (bit 30) is allowed: the decoders only
+ * know the x86-64 table.
+ */
+struct filter {
+	struct sock_filter insns[4 + 4 * SYSDEC_NR_MAX / 2 + 2];
+	struct sock_fprog prog;
+};
+
+static void build_filter(struct filter *f, const struct sysdec_set *set)
+{
+	struct sock_filter *p = f->insns;
+	long nr = 0;
+
+	*p++ = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					    offsetof(struct seccomp_data, arch));
+	*p++ = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	*p++ = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	*p++ = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					    offsetof(struct seccomp_data, nr));
+	while (nr < SYSDEC_NR_MAX) {
+		long lo, hi;
+
+		if (!sysdec_set_has(set, nr)) {
+			nr++;
+			continue;
+		}
+		lo = nr;
+		while (nr < SYSDEC_NR_MAX && sysdec_set_has(set, nr))
+			nr++;
+		hi = nr - 1;
+		*p++ = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, hi, 3, 0);
+		*p++ = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, lo, 0, 1);
+		*p++ = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE);
+		*p++ = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	*p++ = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	f->prog.len = (unsigned short)(p - f->insns);
+	f->prog.filter = f->insns;
+}
+
+/*
+ * Runs in the forked child just before execve: async-signal-safe only.
+ * Without CAP_SYS_ADMIN the kernel wants no_new_privs first; it is only set
+ * when needed, since it changes how setuid programs run.
+ */
+static int install_filter(void *ctx)
+{
+	struct filter *f = ctx;
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &f->prog) == 0)
+		return 0;
+	if (errno != EACCES)
+		return -1;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -1;
+	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &f->prog) ? -1 : 0;
+}
+
+static void on_interrupt(int sig)
+{
+	last_signal = sig;
+	if (the_tracer && the_tracer->s)
+		utrace_session__interrupt(the_tracer->s);
+}
+
+static int cmp_time(const void *a, const void *b, void *ctx)
+{
+	const struct sc_stats *st = ctx;
+	long x = *(const long *)a, y = *(const long *)b;
+
+	if (st[x].total_ns != st[y].total_ns)
+		return st[x].total_ns < st[y].total_ns ? 1 : -1;
+	return x < y ? -1 : x > y;
+}
+
+/* strace -c's table, sorted by time; errors left blank when 0, like strace. */
+static void print_summary(struct tracer *t)
+{
+	FILE *f = t->out.f;
+	long order[SYSDEC_NR_MAX], n = 0, nr, i;
+	uint64_t total_ns = 0, calls = 0, errors = 0;
+	const char *dashes =
+		"------ ----------- ----------- --------- --------- ----------------\n";
+
+	for (nr = 0; nr < SYSDEC_NR_MAX; nr++) {
+		if (!t->stats[nr].calls)
+			continue;
+		order[n++] = nr;
+		total_ns += t->stats[nr].total_ns;
+		calls += t->stats[nr].calls;
+		errors += t->stats[nr].errors;
+	}
+	qsort_r(order, n, sizeof(order[0]), cmp_time, t->stats);
+	if (t->out.format == CLI_FMT_JSON) {
+		uint64_t ts = now_realtime_ns();
+
+		for (i = 0; i < n; i++) {
+			const struct sc_stats *st = &t->stats[order[i]];
+			const char *name = sysdec_name(order[i]);
+
+			fprintf(f,
+				"{\"ts_ns\": %llu, \"pid\": %d, \"tid\": %d, \"type\": \"summary\", "
+				"\"probe\": \"syscall:%s\", \"name\": \"%s\", \"calls\": %llu, "
+				"\"errors\": %llu, \"total_ns\": %llu, \"min_ns\": %llu, "
+				"\"max_ns\": %llu}\n",
+				(unsigned long long)ts, (int)t->main_pid, (int)t->main_pid, name,
+				name, (unsigned long long)st->calls, (unsigned long long)st->errors,
+				(unsigned long long)st->total_ns, (unsigned long long)st->min_ns,
+				(unsigned long long)st->max_ns);
+		}
+		return;
+	}
+	fprintf(f, "%6.6s %11.11s %11.11s %9.9s %9.9s %s\n", "% time", "seconds", "usecs/call",
+		"calls", "errors", "syscall");
+	fputs(dashes, f);
+	for (i = 0; i < n; i++) {
+		const struct sc_stats *st = &t->stats[order[i]];
+		char err[24] = "";
+
+		if (st->errors)
+			snprintf(err, sizeof(err), "%llu", (unsigned long long)st->errors);
+		fprintf(f, "%6.2f %11.6f %11llu %9llu %9s %s\n",
+			total_ns ? 100.0 * st->total_ns / total_ns : 0.0, st->total_ns / 1e9,
+			(unsigned long long)(st->total_ns / 1000 / st->calls),
+			(unsigned long long)st->calls, err, sysdec_name(order[i]));
+	}
+	fputs(dashes, f);
+	{
+		char err[24] = "";
+
+		if (errors)
+			snprintf(err, sizeof(err), "%llu", (unsigned long long)errors);
+		fprintf(f, "%6.2f %11.6f %11llu %9llu %9s %s\n", 100.0, total_ns / 1e9,
+			(unsigned long long)(calls ? total_ns / 1000 / calls : 0),
+			(unsigned long long)calls, err, "total");
+	}
+}
+
+static void print_lib_error(const char *what, int err)
+{
+	char buf[256];
+
+	utrace_strerror(err, buf, sizeof(buf));
+	cli_error("%s: %s", what, buf);
+}
+
+/*
+ * While attaching, the library's warnings are held back: when the attach
+ * fails, the one line printed is ours, which says what to do.
+ */
+static char held_msg[512];
+static utrace_print_fn_t chained_print;
+
+static int hold_print(enum utrace_print_level level, const char *fmt, va_list ap)
+{
+	if (level <= UTRACE_WARN)
+		return vsnprintf(held_msg, sizeof(held_msg), fmt, ap);
+	return chained_print ? chained_print(level, fmt, ap) : 0;
+}
+
+static int attach_all(struct tracer *t)
+{
+	int i, err;
+
+	for (i = 0; i < t->opts->nr_pids; i++) {
+		pid_t pid = t->opts->pids[i];
+		char what[128];
+
+		held_msg[0] = '\0';
+		chained_print = utrace_set_print(hold_print);
+		err = utrace_session__attach(t->s, pid);
+		utrace_set_print(chained_print);
+		if (!err) {
+			if (held_msg[0])
+				fprintf(stderr, "utrace: %s", held_msg);
+			continue;
+		}
+		if (err == -ESRCH)
+			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
+		else if (err == -UTRACE_ERRNO__TRACED)
+			cli_error("cannot attach to pid %d: it is already traced by another "
+				  "process (gdb, strace...); detach that tracer first",
+				  pid);
+		else if (err == -EPERM || err == -EACCES)
+			cli_error("cannot attach to pid %d: permission denied (check "
+				  "/proc/sys/kernel/yama/ptrace_scope or run as its owner)",
+				  pid);
+		else if (err == -EINVAL)
+			cli_error("cannot attach to pid %d: not a process id (a thread id?)", pid);
+		else {
+			snprintf(what, sizeof(what), "cannot attach to pid %d", pid);
+			print_lib_error(what, err);
+		}
+		return err;
+	}
+	t->main_pid = t->opts->pids[0];
+	return 0;
+}
+
+static int timeout_left(uint64_t deadline_ns)
+{
+	uint64_t now;
+
+	if (!deadline_ns)
+		return -1;
+	now = now_mono_ns();
+	if (now >= deadline_ns)
+		return 0;
+	return (int)((deadline_ns - now + 999999) / 1000000);
+}
 
 int cmd_syscalls(struct cli_opts *opts)
 {
-	cli_error("system-call tracing (-s) is not implemented yet");
-	return EXIT_TRACE;
+	static struct tracer tr; /* large (stats, hash); one per process */
+	struct tracer *t = &tr;
+	struct utrace_engine_ops ops = {
+		.sz = sizeof(ops),
+		.syscall_entry = on_syscall_entry,
+		.syscall_exit = on_syscall_exit,
+		.attach = on_attach,
+		.exec = on_task_exec,
+		.exit = on_task_exit,
+		.signal = on_signal,
+	};
+	struct utrace_session_opts sopts = { .sz = sizeof(sopts) };
+	struct utrace_launch_opts lopts = { .sz = sizeof(lopts) };
+	struct filter *filter = NULL;
+	struct sigaction sa = { .sa_handler = on_interrupt };
+	char errbuf[256];
+	uint64_t deadline = 0;
+	bool launched = opts->argc > 0, interrupted = false;
+	int ret = EXIT_TRACE, err, r;
+
+	t->opts = opts;
+	if (opts->format == CLI_FMT_CHROME) {
+		cli_error("--format chrome is not supported with -s yet; use text or json");
+		return EXIT_USAGE;
+	}
+	if (sysdec_parse_set(opts->syscall_set, &t->set, errbuf, sizeof(errbuf))) {
+		cli_error("%s", errbuf);
+		return EXIT_USAGE;
+	}
+	err = output_open(&t->out, opts);
+	if (err) {
+		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
+		return EXIT_USAGE;
+	}
+
+	/* seccomp only where it can never leave a filtered process untraced */
+	t->seccomp = launched && opts->duration == 0 && !getenv("UTRACE_NO_SECCOMP");
+	sopts.follow_forks = opts->follow_forks;
+	sopts.syscall_mode = t->seccomp ? UTRACE_SYSCALLS_SECCOMP : UTRACE_SYSCALLS_PTRACE;
+	t->s = utrace_session__new(&sopts);
+	if (!t->s) {
+		print_lib_error("cannot create a tracing session", -errno);
+		goto out;
+	}
+	the_tracer = t;
+	if (!utrace_engine__attach(t->s, &ops,
+				   UTRACE_EV_SYSCALL | UTRACE_EV_ATTACH | UTRACE_EV_EXEC |
+					   UTRACE_EV_EXIT | UTRACE_EV_SIGNAL,
+				   t)) {
+		print_lib_error("cannot set up the syscall engine", -errno);
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (launched) {
+		pid_t pid;
+
+		if (t->seccomp) {
+			filter = calloc(1, sizeof(*filter));
+			if (!filter) {
+				cli_error("out of memory");
+				goto out;
+			}
+			build_filter(filter, &t->set);
+			lopts.pre_exec = install_filter;
+			lopts.pre_exec_ctx = filter;
+			lopts.kill_on_exit = true;
+		}
+		pid = utrace_session__launch(t->s, opts->argv, &lopts);
+		if (pid < 0) {
+			if (pid == -ENOENT || pid == -EACCES)
+				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));
+			else
+				print_lib_error("cannot launch the command", pid);
+			ret = pid == -ENOENT || pid == -EACCES ? EXIT_USAGE : EXIT_TRACE;
+			goto out;
+		}
+		t->main_pid = pid;
+		t->launch_pending = !strchr(opts->argv[0], '/');
+	} else if (attach_all(t)) {
+		goto out;
+	}
+	if (opts->duration > 0)
+		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
+
+	for (;;) {
+		r = utrace_session__run(t->s, timeout_left(deadline));
+		if (r == UTRACE_RUN_BREAK)
+			continue;
+		if (r == UTRACE_RUN_DONE)
+			break;
+		if (r == UTRACE_RUN_TIMEOUT || r == UTRACE_RUN_INTERRUPTED) {
+			interrupted = true;
+			break;
+		}
+		print_lib_error("tracing failed", r);
+		goto out;
+	}
+
+	if (interrupted) {
+		/* -d or Ctrl-C: leave every traced process running, untouched */
+		if (!t->seccomp) {
+			err = utrace_session__detach(t->s);
+			if (err && err != -ESRCH)
+				print_lib_error("detach failed", err);
+		}
+		/*
+		 * Attach mode, or a launched command left running by -d: a
+		 * clean detach is a success. In seccomp mode the command is
+		 * killed by utrace_session__close() below: report the signal
+		 * that ended the trace, as a shell would for the command.
+		 */
+		ret = t->seccomp ? 128 + (last_signal ? last_signal : SIGKILL) : 0;
+	}
+	if (opts->summary)
+		print_summary(t);
+	fflush(t->out.f);
+	if (launched && !interrupted) {
+		ret = utrace_session__exit_status(t->s);
+		if (ret < 0)
+			ret = EXIT_TRACE;
+	} else if (!launched) {
+		ret = 0;
+	}
+out:
+	utrace_session__close(t->s); /* seccomp + interrupted: kills the command */
+	t->s = NULL;
+	the_tracer = NULL;
+	output_close(&t->out);
+	free(filter);
+	return ret;
 }

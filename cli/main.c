@@ -14,6 +14,7 @@
 
 #include "utrace/utrace.h"
 #include "cli.h"
+#include "sysdec.h"
 
 void cli_error(const char *fmt, ...)
 {
@@ -56,8 +57,8 @@ static void usage(FILE *f)
 		"  -f, --func SPEC          calls and returns of matching functions\n"
 		"  -u, --uprobe SPEC        entry probe only\n"
 		"  -r, --uretprobe SPEC     return probe only\n"
-		"  -s[SET], --syscalls[=SET] system calls (names, %%file %%process %%network\n"
-		"                           %%signal %%memory %%desc; '!' negates)\n"
+		"  -s[SET], -s SET, --syscalls[=SET] system calls (names, %%file %%process\n"
+		"                           %%network %%signal %%memory %%desc %%ipc; '!' negates)\n"
 		"How:\n"
 		"  -c, --summary            summary table at exit\n"
 		"  -H, --hist               log2 latency histograms at exit\n"
@@ -159,6 +160,28 @@ static int parse_pids(struct cli_opts *o, const char *arg)
 }
 
 /*
+ * -s takes its SET attached (-sopenat) or, like strace's -e, as the next
+ * word (-s openat) when that word cannot be the command: it does not start
+ * with '-', and either "--" or -p follows it, or it is a valid SET. So
+ * "utrace -s -- ls" and "utrace -s ls" launch ls with every syscall traced,
+ * while "utrace -s opn -- ls" reports the unknown syscall.
+ */
+static bool next_is_set(int argc, char **argv, int idx)
+{
+	struct sysdec_set set;
+	char err[256];
+	int i;
+
+	if (idx >= argc || argv[idx][0] == '-')
+		return false;
+	for (i = idx + 1; i < argc; i++)
+		if (!strcmp(argv[i], "--") || !strncmp(argv[i], "-p", 2) ||
+		    !strncmp(argv[i], "--pid", 5))
+			return true;
+	return sysdec_parse_set(argv[idx], &set, err, sizeof(err)) == 0;
+}
+
+/*
  * strace spells -tt and -ttt as repeated flags; getopt sees each 't'
  * separately, which counts them for free.
  */
@@ -184,6 +207,8 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 		case 's':
 			o->syscalls = true;
 			o->syscall_set = optarg;
+			if (!optarg && next_is_set(argc, argv, optind))
+				o->syscall_set = argv[optind++];
 			break;
 		case 'c':
 			o->summary = true;

@@ -47,4 +47,136 @@ void elf_ident(const struct utrace_elf *elf, int *ret_class, int *ret_machine);
 bool spec_object_is_path(const char *object);
 bool spec_name_matches(const char *object, const char *base);
 
+/* ---- ptrace.c: one wrapper per request, 0/value or negative errno ---- */
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+
+#include "utrace/session.h"
+
+int ptrace_seize(pid_t tid, unsigned long options);
+int ptrace_setoptions(pid_t tid, unsigned long options);
+int ptrace_interrupt(pid_t tid);
+int ptrace_resume(pid_t tid, int req, int sig);
+int ptrace_listen(pid_t tid);
+int ptrace_detach(pid_t tid, int sig);
+int ptrace_getregs(pid_t tid, struct user_regs_struct *regs);
+int ptrace_setregs(pid_t tid, const struct user_regs_struct *regs);
+int ptrace_getregset(pid_t tid, int type, void *buf, size_t size);
+int ptrace_setregset(pid_t tid, int type, const void *buf, size_t size);
+int ptrace_getsiginfo(pid_t tid, siginfo_t *info);
+int ptrace_setsiginfo(pid_t tid, const siginfo_t *info);
+int ptrace_geteventmsg(pid_t tid, unsigned long *ret);
+int ptrace_getsigmask(pid_t tid, uint64_t *mask);
+int ptrace_setsigmask(pid_t tid, uint64_t mask);
+int ptrace_get_syscall_info(pid_t tid, struct __ptrace_syscall_info *info);
+
+/* ---- session.c / remote.c: the engine layer's private state ---- */
+
+/*
+ * enum tstop - where a traced thread is, as last reported by waitpid().
+ * Everything but TSTOP_RUNNING is a ptrace stop in which registers can be
+ * accessed. The kind matters when resuming (a signal to deliver, LISTEN
+ * for a group-stop) and for remote syscalls (see remote.c).
+ */
+enum tstop {
+	TSTOP_RUNNING = 0,
+	TSTOP_EVENT,	     /* PTRACE_EVENT_STOP, SIGTRAP: interrupt / new thread; in get_signal() */
+	TSTOP_GROUP,	     /* PTRACE_EVENT_STOP for a stop signal: group-stop; in get_signal() */
+	TSTOP_SIGNAL,	     /* signal-delivery stop; in get_signal() */
+	TSTOP_SYSCALL_ENTRY, /* syscall-entry stop */
+	TSTOP_SYSCALL_EXIT,  /* syscall-exit stop */
+	TSTOP_SECCOMP,	     /* PTRACE_EVENT_SECCOMP; inside syscall entry */
+	TSTOP_PEVENT,	     /* clone/fork/vfork/exec/vfork-done event; inside a syscall */
+};
+
+struct tproc;
+
+struct utrace_thread {
+	struct utrace_session *s;
+	struct tproc *proc;
+	struct utrace_thread *prev, *next; /* session list */
+	pid_t tid;
+	enum tstop stop;
+	int stop_sig;	     /* TSTOP_SIGNAL: signal to deliver (0 = none); TSTOP_GROUP: signo */
+	bool seen;	     /* its first stop has been seen */
+	bool want_stop;	     /* quiesce requested (session, API, detach) */
+	bool notify_quiesce; /* report UTRACE_EV_QUIESCE when the stop comes */
+	bool engine_stop;    /* an engine returned UTRACE_STOP */
+	bool interrupted;    /* PTRACE_INTERRUPT sent, its PTRACE_EVENT_STOP not seen yet */
+	bool listening;	     /* resumed with PTRACE_LISTEN (group-stopped) */
+	bool group_stopped;  /* UTRACE_EV_STOP reported, no continue seen since */
+	bool stepping;	     /* resumed with PTRACE_SINGLESTEP */
+	bool in_syscall;     /* between syscall entry and exit */
+	bool exit_wanted;    /* seccomp mode: one PTRACE_SYSCALL for the exit stop */
+	bool in_vfork;	     /* vfork parent waiting for its child (cannot stop) */
+	bool launch_sigcont; /* launched child: swallow our own SIGCONT once */
+	bool override_resume; /* utrace_thread__resume() called from its own callback */
+	bool skip;	     /* syscall skipped, force @skip_ret at exit */
+	long skip_ret;
+	long cur_nr;		     /* syscall in progress */
+	uint64_t cur_args[6];
+	bool regs_valid;
+	struct user_regs_struct regs; /* cache, valid while stopped */
+};
+
+struct tproc {
+	struct tproc *prev, *next;
+	pid_t pid;
+	int nr_threads;
+	bool hidden;	    /* traced silently: seccomp mode, fork not followed */
+	bool detach_new;    /* fork not followed: detach at the first stop */
+	bool hide_pre_exec; /* launched, execve not reached yet */
+	bool launched;
+	uint64_t gadget;    /* address of a syscall instruction; 0: not searched */
+};
+
+struct utrace_engine {
+	struct utrace_session *s;
+	struct utrace_engine *next;
+	struct utrace_engine_ops ops;
+	uint32_t events;
+	void *ctx;
+	unsigned long gen;
+	bool dead;
+};
+
+struct utrace_session {
+	pid_t tracer_tid;
+	bool follow_forks;
+	int mode;
+	unsigned long options; /* PTRACE_O_* for every tracee */
+	struct utrace_engine *engines;
+	unsigned long engine_gen;
+	struct utrace_thread *threads;
+	struct tproc *procs;
+	int dispatch_depth;
+	struct utrace_thread *dispatch_th; /* thread whose event is being dispatched */
+	bool break_req;
+	volatile sig_atomic_t interrupted;
+	pid_t launched_pid;
+	int launch_status; /* -EAGAIN while running, -ECHILD if none */
+	bool launch_kill;
+	bool launch_reaped;
+	bool closing;
+};
+
+/**
+ * session_handle_status - process one waitpid() result for @tid (defined
+ * in session.c; remote.c hands it the statuses it does not expect).
+ */
+void session_handle_status(struct utrace_session *s, pid_t tid, int status);
+
+/** thread_invalidate_regs - forget the register cache of @th (session.c). */
+void thread_invalidate_regs(struct utrace_thread *th);
+
+/**
+ * remote_find_syscall_insn - address of a syscall instruction in @th's
+ * process, searched in the vdso then in libc (cached per process).
+ */
+int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr);
+
 #endif /* __UTRACE_INTERNAL_H */

@@ -19,13 +19,13 @@
 
 /* Class flags (strace's TD, TF, ...), used by %class filters. */
 enum sysdec_class {
-	SYSDEC_TRACE_FILE = 1U << 0,	/* %file: takes a file name */
-	SYSDEC_TRACE_DESC = 1U << 1,	/* %desc: takes or returns a file descriptor */
+	SYSDEC_TRACE_FILE = 1U << 0, /* %file: takes a file name */
+	SYSDEC_TRACE_DESC = 1U << 1, /* %desc: takes or returns a file descriptor */
 	SYSDEC_TRACE_PROCESS = 1U << 2, /* %process */
 	SYSDEC_TRACE_NETWORK = 1U << 3, /* %network */
-	SYSDEC_TRACE_SIGNAL = 1U << 4,	/* %signal */
-	SYSDEC_TRACE_MEMORY = 1U << 5,	/* %memory */
-	SYSDEC_TRACE_IPC = 1U << 6,	/* %ipc */
+	SYSDEC_TRACE_SIGNAL = 1U << 4, /* %signal */
+	SYSDEC_TRACE_MEMORY = 1U << 5, /* %memory */
+	SYSDEC_TRACE_IPC = 1U << 6, /* %ipc */
 };
 
 #define SYSDEC_NR_MAX 512 /* syscall numbers are < SYSDEC_NR_MAX */
@@ -66,17 +66,17 @@ int sysdec_parse_set(const char *set, struct sysdec_set *ret, char *errbuf, size
 
 /* How an argument (or the return value) was rendered, for JSON output. */
 enum sysdec_kind {
-	SYSDEC_INT,  /* a plain decimal integer: JSON number */
-	SYSDEC_STR,  /* a string read from memory: JSON string, text shows it quoted */
+	SYSDEC_INT, /* a plain decimal integer: JSON number */
+	SYSDEC_STR, /* a string read from memory: JSON string, text shows it quoted */
 	SYSDEC_TEXT, /* anything else (flags, hex, structs): JSON string of the text */
 };
 
-#define SYSDEC_ARG_LEN 512
+#define SYSDEC_ARG_LEN 1024
 
 struct sysdec_arg {
 	enum sysdec_kind kind;
 	char text[SYSDEC_ARG_LEN]; /* as strace prints it (strings quoted and escaped) */
-	char *raw;		   /* SYSDEC_STR: unescaped bytes (malloc'ed), else NULL */
+	char *raw; /* SYSDEC_STR: unescaped bytes (malloc'ed), else NULL */
 	size_t raw_len;
 };
 
@@ -94,13 +94,20 @@ struct sysdec_call {
 	void *ctx;
 	int strsize; /* -S: bytes of strings to show */
 	/* filled by the decoder */
-	int nr_out;		    /* number of arguments shown */
+	int nr_out; /* number of arguments shown */
 	struct sysdec_arg out[6];
-	bool decoded_at_exit[6];    /* out[i] still to be filled at exit */
-	long ret;		    /* raw return value (from rax) */
-	bool failed;		    /* ret in [-4095, -1] */
-	const char *errname;	    /* "ENOENT" when failed, else NULL */
-	struct sysdec_arg retval;   /* "3", "0x7f...", "-1 ENOENT (No such file or directory)" */
+	bool decoded_at_exit[6]; /* out[i] still to be filled at exit */
+	long ret; /* raw return value (from rax) */
+	bool failed; /* ret in [-4095, -1] */
+	const char *errname; /* "ENOENT" when failed, else NULL */
+	struct sysdec_arg retval; /* "3", "0x7f...", "-1 ENOENT (No such file or directory)" */
+	/* decoder-private state, kept between entry and exit */
+	bool exiting; /* sysdec_decode_exit() is running */
+	bool entered; /* sysdec_decode_entry() ran */
+	bool want_exit; /* run the decoder at exit even with no output args */
+	unsigned int rfmt; /* enum sysdec_rfmt of the return value */
+	uint64_t priv[2]; /* values a decoder saves at entry for exit */
+	char rextra[SYSDEC_ARG_LEN]; /* " (flags O_RDONLY)" after the return value */
 };
 
 /** sysdec_decode_entry - format the input arguments of @call. Return: 0 or negative errno. */
@@ -112,10 +119,39 @@ int sysdec_decode_exit(struct sysdec_call *call, long ret);
 /** sysdec_call_clear - free what the decoder allocated in @call. */
 void sysdec_call_clear(struct sysdec_call *call);
 
+/**
+ * sysdec_format - the strace line of @call without a newline:
+ * "openat(AT_FDCWD, \"/etc/hosts\", O_RDONLY|O_CLOEXEC) = 3". If @finished is
+ * false (exit_group, a task killed inside a syscall) the return is " = ?".
+ * Return: the length the full line needs (like snprintf); @buf is always
+ * NUL-terminated when @len > 0.
+ */
+int sysdec_format(const struct sysdec_call *call, bool finished, char *buf, size_t len);
+
+/**
+ * sysdec_format_args - "AT_FDCWD, \"/etc/hosts\", O_RDONLY|O_CLOEXEC": the
+ * arguments of @call joined by ", ". Return: as sysdec_format().
+ */
+int sysdec_format_args(const struct sysdec_call *call, char *buf, size_t len);
+
+/**
+ * sysdec_is_error - does @ret (raw rax) of syscall @nr mean failure?
+ * Return: the positive errno, or 0 on success. Syscalls returning addresses
+ * (mmap, brk) only fail in [-4095, -1], like everything else on x86-64.
+ */
+int sysdec_is_error(long nr, long ret);
+
+/** sysdec_errno_desc - "No such file or directory" for ENOENT; strace's text
+ * for the kernel-internal ERESTART* codes; NULL if unknown. */
+const char *sysdec_errno_desc(int err);
+
 /** sysdec_errno_name - "ENOENT" for 2, NULL if unknown. */
 const char *sysdec_errno_name(int err);
 
 /** sysdec_signal_name - "SIGINT" for 2, NULL if unknown. */
 const char *sysdec_signal_name(int sig);
+
+/** sysdec_class_by_name - the enum sysdec_class named @cls ("%file" or "file"), or 0. */
+uint32_t sysdec_class_by_name(const char *cls);
 
 #endif /* __UTRACE_SYSDEC_H */

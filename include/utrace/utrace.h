@@ -9,5 +9,6 @@
 #include "utrace/elf.h"
 #include "utrace/spec.h"
 #include "utrace/plan.h"
+#include "utrace/session.h"
 
 #endif /* __UTRACE_UTRACE_H */

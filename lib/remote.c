@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * remote.c - remote syscalls: make a stopped tracee execute a syscall of
+ * the tracer's choosing, then put it back exactly as it was. Runs in the
+ * tracing thread.
+ *
+ * The syscall runs at a real "syscall" instruction of the target (vdso,
+ * else libc, else any executable mapping); the tracer stops the thread at
+ * the syscall-exit stop of that syscall, so nothing after the instruction
+ * ever runs and any 0f 05 byte pair will do.
+ *
+ * The hard part is leaving. The thread was stopped at one of these
+ * places, and must be returned to the same kind of place, with the same
+ * registers:
+ *
+ *  - in get_signal() (PTRACE_EVENT_STOP from PTRACE_INTERRUPT, or a
+ *    group-stop). If it was blocked in a syscall, rax holds -ERESTARTSYS,
+ *    -ERESTARTNOINTR, -ERESTARTNOHAND or -ERESTART_RESTARTBLOCK and the
+ *    kernel will rewind rip and restart the call (or run restart_syscall
+ *    with the thread's restart_block, for nanosleep) when get_signal()
+ *    returns with no signal to deliver (arch/x86/kernel/signal.c:
+ *    arch_do_signal_or_restart()). If we simply wrote the saved registers
+ *    back at the exit stop of our syscall, that restart code would never
+ *    run and the program would see -512 from read(). So, after writing
+ *    the registers back, we queue a PTRACE_INTERRUPT and continue: the
+ *    thread leaves syscall_exit_work(), enters get_signal() again (the
+ *    INTERRUPT set TIF_SIGPENDING) and stops there in PTRACE_EVENT_STOP
+ *    (jobctl traps are handled before any signal is dequeued), with the
+ *    original registers: the restart happens when it is resumed, as it
+ *    would have. During the call, orig_rax = -1 keeps the kernel from
+ *    "restarting" our injected syscall (gdb: amd64_linux_write_pc()).
+ *  - at a syscall-exit stop: writing the registers back at our own exit
+ *    stop is enough; pending signals are still pending (all were blocked
+ *    during the call) and recalc_sigpending() runs when the thread is
+ *    resumed from ptrace_stop().
+ *  - at a syscall-entry or seccomp stop: the current syscall slot is used
+ *    (orig_rax = our number), then the registers are set so that the
+ *    thread re-executes the original syscall instruction (rip - 2, rax =
+ *    the original number) and it is run to the next syscall-entry (or
+ *    seccomp) stop, where the saved registers are written back: the
+ *    thread is at the same entry stop as before.
+ *
+ * Signals: PTRACE_SETSIGMASK blocks everything but SIGTRAP for the
+ * duration (CRIU compel's parasite_run(); a blocked forced SIGTRAP would
+ * reset its handler), so signals arriving meanwhile stay pending and are
+ * delivered after. SIGSTOP cannot be blocked: if one arrives it is
+ * suppressed at its signal-delivery stop and re-sent with tgkill() at the
+ * end. Extended state (NT_X86_XSTATE) and the mask are restored too.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "utrace/proc.h"
+#include "utrace/session.h"
+#include "internal.h"
+
+#define XSTATE_MAX (64 * 1024)
+#define SCAN_CHUNK (64 * 1024)
+
+static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
+{
+	unsigned char *buf = malloc(SCAN_CHUNK + 1);
+	uint64_t addr, found = 0;
+
+	if (!buf)
+		return 0;
+	for (addr = m->start; addr < m->end && !found; addr += SCAN_CHUNK) {
+		size_t len = MIN((uint64_t)SCAN_CHUNK + 1, m->end - addr);
+		size_t i;
+
+		if (utrace_mem__read(pid, addr, buf, len) != (ssize_t)len)
+			break;
+		for (i = 0; i + 1 < len; i++) {
+			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+				found = addr + i;
+				break;
+			}
+		}
+	}
+	free(buf);
+	return found;
+}
+
+/**
+ * remote_find_syscall_insn - find a syscall instruction in @th's process.
+ * @th: a traced thread
+ * @ret_addr: on success, the address of a 0f 05 byte pair
+ *
+ * Searches the vdso, then libc, then any executable mapping. The result is
+ * cached per process and forgotten at exec. May allocate. Return: 0 on
+ * success; -ENOEXEC if none was found; negative errno if the maps cannot be
+ * read; @ret_addr untouched on failure.
+ */
+int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
+{
+	struct utrace_maps *maps;
+	uint64_t found = 0;
+	size_t i;
+	int pass;
+
+	if (th->proc->gadget) {
+		*ret_addr = th->proc->gadget;
+		return 0;
+	}
+	maps = utrace_maps__read(th->proc->pid);
+	if (!maps)
+		return -errno;
+	for (pass = 0; pass < 3 && !found; pass++) {
+		for (i = 0; i < maps->nr && !found; i++) {
+			const struct utrace_map *m = &maps->maps[i];
+
+			if (!(m->prot & UTRACE_MAP_EXEC))
+				continue;
+			if (pass == 0 && !(m->path && !strcmp(m->path, "[vdso]")))
+				continue;
+			if (pass == 1 && !(m->path && strstr(m->path, "/libc")))
+				continue;
+			if (pass == 2 && m->path && !strcmp(m->path, "[vsyscall]"))
+				continue;
+			found = scan_mapping(th->proc->pid, m);
+		}
+	}
+	utrace_maps__free(maps);
+	if (!found)
+		return -ENOEXEC;
+	th->proc->gadget = found;
+	*ret_addr = found;
+	return 0;
+}
+
+/*
+ * Wait for the next stop of @th during a remote call. Stops that are not
+ * part of the call are absorbed: stale interrupts and group-stops are
+ * resumed with @req, signals other than SIGTRAP are suppressed and noted in
+ * @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
+ * PTRACE_EVENT_STOP when @want_event) or a negative errno: -ESRCH if the
+ * thread is gone (its exit has been reported to the session).
+ */
+static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint64_t *requeue)
+{
+	struct utrace_session *s = th->s;
+	pid_t tid = th->tid;
+
+	for (;;) {
+		int status, sig, event;
+		pid_t r = waitpid(tid, &status, __WALL);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			session_handle_status(s, tid, status);
+			return -ESRCH;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		sig = WSTOPSIG(status);
+		event = (unsigned int)status >> 16;
+		if (sig == (SIGTRAP | 0x80) || event == PTRACE_EVENT_SECCOMP)
+			return status;
+		if (event == PTRACE_EVENT_STOP) {
+			if (want_event)
+				return status;
+			/* A stale PTRACE_INTERRUPT, or a group-stop: go on. */
+			th->interrupted = false;
+		} else if (event == 0) {
+			/* Only SIGTRAP and SIGSTOP get past our mask. */
+			if (sig != SIGTRAP)
+				*requeue |= 1ULL << (sig - 1);
+		}
+		if (ptrace_resume(tid, req, 0) < 0)
+			return -ESRCH;
+	}
+}
+
+static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struct *regs,
+			     bool *known)
+{
+	struct __ptrace_syscall_info info;
+
+	*known = false;
+	if (((unsigned int)status >> 16) == PTRACE_EVENT_SECCOMP)
+		return true;
+	if (ptrace_get_syscall_info(tid, &info) > 0) {
+		*known = true;
+		return info.op == PTRACE_SYSCALL_INFO_ENTRY ||
+		       info.op == PTRACE_SYSCALL_INFO_SECCOMP;
+	}
+	/* Fallback: at an entry stop the kernel has put -ENOSYS in rax. */
+	return (long)regs->rax == -ENOSYS;
+}
+
+/* Run the prepared registers @call to our syscall's exit stop; result in @ret. */
+static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *call,
+		       bool from_entry, long *ret, uint64_t *requeue)
+{
+	struct user_regs_struct regs;
+	bool entered = from_entry, known;
+	int r, status;
+
+	r = ptrace_setregs(th->tid, call);
+	if (r < 0)
+		return r;
+	for (;;) {
+		r = ptrace_resume(th->tid, PTRACE_SYSCALL, 0);
+		if (r < 0)
+			return r;
+		status = remote_wait(th, PTRACE_SYSCALL, false, requeue);
+		if (status < 0)
+			return status;
+		r = ptrace_getregs(th->tid, &regs);
+		if (r < 0)
+			return r;
+		if (is_syscall_entry(th->tid, status, &regs, &known)) {
+			entered = true;
+			continue;
+		}
+		if (entered)
+			break;
+	}
+	*ret = (long)regs.rax;
+	return 0;
+}
+
+int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint64_t args[6],
+				  long *ret_val)
+{
+	struct user_regs_struct saved, call;
+	enum tstop kind;
+	uint64_t gadget = 0, mask = 0, requeue = 0;
+	void *xstate = NULL;
+	int xlen = 0, r, status;
+	long result = 0;
+	pid_t tid;
+	int sig;
+
+	if (!th || !ret_val)
+		return -EINVAL;
+	if (gettid() != th->s->tracer_tid)
+		return -EINVAL;
+	kind = th->stop;
+	if (kind == TSTOP_RUNNING || kind == TSTOP_SIGNAL || kind == TSTOP_PEVENT)
+		return -EBUSY;
+	tid = th->tid;
+	if (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT) {
+		r = remote_find_syscall_insn(th, &gadget);
+		if (r < 0)
+			return r;
+	}
+	r = ptrace_getregs(tid, &saved);
+	if (r < 0)
+		return r;
+	r = ptrace_getsigmask(tid, &mask);
+	if (r < 0)
+		return r;
+	xstate = malloc(XSTATE_MAX);
+	if (xstate) {
+		xlen = ptrace_getregset(tid, NT_X86_XSTATE, xstate, XSTATE_MAX);
+		if (xlen < 0)
+			xlen = 0;
+	}
+	/* Block everything but SIGTRAP (SIGKILL/SIGSTOP cannot be blocked). */
+	r = ptrace_setsigmask(tid, ~(1ULL << (SIGTRAP - 1)));
+	if (r < 0)
+		goto out_free;
+	thread_invalidate_regs(th);
+
+	call = saved;
+	call.rdi = args[0];
+	call.rsi = args[1];
+	call.rdx = args[2];
+	call.r10 = args[3];
+	call.r8 = args[4];
+	call.r9 = args[5];
+	call.eflags &= ~(0x100ULL | 0x400ULL); /* TF, DF */
+	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
+		/* Use the syscall slot we are in. */
+		call.orig_rax = (unsigned long long)nr;
+		r = run_to_exit(th, &call, true, &result, &requeue);
+	} else {
+		call.rip = gadget;
+		call.rax = (unsigned long long)nr;
+		call.orig_rax = (unsigned long long)-1;
+		r = run_to_exit(th, &call, false, &result, &requeue);
+	}
+	if (r < 0)
+		goto out_restore;
+
+	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
+		/* Re-execute the original syscall instruction up to its entry stop. */
+		struct user_regs_struct again = saved;
+		int req = kind == TSTOP_SECCOMP ? PTRACE_CONT : PTRACE_SYSCALL;
+
+		again.rip = saved.rip - 2;
+		again.rax = saved.orig_rax;
+		r = ptrace_setregs(tid, &again);
+		if (r == 0)
+			r = ptrace_resume(tid, req, 0);
+		if (r == 0) {
+			status = remote_wait(th, req, false, &requeue);
+			r = status < 0 ? status : 0;
+		}
+		if (r < 0)
+			goto out_restore;
+	}
+
+out_restore:
+	if (r == -ESRCH)
+		goto out_free;
+	/* Registers, FP/vector state and mask back as they were. */
+	if (ptrace_setregs(tid, &saved) < 0 && r == 0)
+		r = -EINTR;
+	if (xlen > 0)
+		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
+	ptrace_setsigmask(tid, mask);
+	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP)) {
+		/* Back into get_signal(), so that the kernel's restart logic runs. */
+		r = ptrace_interrupt(tid);
+		if (r == 0)
+			r = ptrace_resume(tid, PTRACE_CONT, 0);
+		if (r == 0) {
+			status = remote_wait(th, PTRACE_CONT, true, &requeue);
+			if (status < 0) {
+				r = status;
+			} else {
+				sig = WSTOPSIG(status);
+				th->stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
+							   sig == SIGTTOU ?
+						   TSTOP_GROUP :
+						   TSTOP_EVENT;
+				th->stop_sig = th->stop == TSTOP_GROUP ? sig : 0;
+			}
+		}
+		if (r == -ESRCH)
+			goto out_free;
+	}
+	for (sig = 1; sig <= 64; sig++)
+		if (requeue & (1ULL << (sig - 1)))
+			syscall(SYS_tgkill, th->proc->pid, tid, sig);
+	if (r == 0)
+		*ret_val = result;
+	else if (r != -ESRCH)
+		r = -EINTR;
+out_free:
+	free(xstate);
+	if (r == 0) {
+		th->regs = saved;
+		th->regs_valid = true;
+	}
+	return r;
+}

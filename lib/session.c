@@ -1,0 +1,1951 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.c - the utrace engine layer over ptrace. Runs in the tracer
+ * process, in the tracing thread (the one that created the session).
+ *
+ * DESIGN
+ *
+ * A session traces processes (struct tproc) made of threads (struct
+ * utrace_thread); engines (struct utrace_engine) get callbacks for the
+ * events of every thread. All kernel interaction goes through one loop:
+ * waitpid(-1, __WALL) returns (tid, status) pairs; session_handle_status()
+ * decodes the status into one kind of ptrace stop (enum tstop), calls the
+ * engines, and either resumes the thread or leaves it stopped.
+ *
+ * Why PTRACE_SEIZE everywhere. PTRACE_ATTACH sends a SIGSTOP that races
+ * with other signals and turns into a real group-stop if the tracer loses
+ * track of it; it also hides group-stops behind ordinary signal stops.
+ * SEIZE (kernel/ptrace.c: ptrace_attach(), PTRACE_SEIZE) attaches silently,
+ * makes group-stops visible as PTRACE_EVENT_STOP with the stop signal in
+ * WSTOPSIG, and enables PTRACE_INTERRUPT and PTRACE_LISTEN. New threads and
+ * (with -F) children are auto-attached with PTRACE_O_TRACECLONE/FORK/VFORK;
+ * a SEIZEd parent's children start with JOBCTL_TRAP_STOP pending
+ * (ptrace_init_task()), so their first report is a PTRACE_EVENT_STOP with
+ * SIGTRAP, and it may arrive before the parent's PTRACE_EVENT_CLONE: an
+ * unknown tid that stops is adopted by reading its Tgid from /proc.
+ *
+ * The stop kinds (enum tstop) and how each one is left:
+ *  - TSTOP_EVENT: PTRACE_EVENT_STOP with SIGTRAP, from PTRACE_INTERRUPT or
+ *    the first stop of a new thread. The thread sits in get_signal()
+ *    (kernel/signal.c: do_jobctl_trap()), *before* the syscall-restart
+ *    code of arch_do_signal_or_restart(): a thread interrupted in read()
+ *    has rax = -ERESTARTSYS and restarts the read when resumed with no
+ *    signal. Resumed with PTRACE_CONT/SYSCALL; a signal argument is
+ *    ignored by the kernel here.
+ *  - TSTOP_GROUP: PTRACE_EVENT_STOP with SIGSTOP/SIGTSTP/SIGTTIN/SIGTTOU:
+ *    the process is group-stopped. Resuming with PTRACE_CONT would let the
+ *    thread run although the process is stopped (ptrace overrides job
+ *    control), so it is resumed with PTRACE_LISTEN: the thread stays
+ *    stopped but still reports events; SIGCONT wakes it and it re-traps
+ *    with PTRACE_EVENT_STOP/SIGTRAP (JOBCTL_TRAP_NOTIFY). A LISTENing
+ *    thread is not "stopped" for ptrace requests (ptrace_freeze_traced()
+ *    refuses JOBCTL_LISTENING), so it counts as running here and is
+ *    PTRACE_INTERRUPTed when we need it.
+ *  - TSTOP_SIGNAL: signal-delivery stop. The signal is already dequeued;
+ *    it is delivered only if passed to the resuming request. Engines may
+ *    suppress or change it. It is kept across UTRACE_STOP and handed to
+ *    PTRACE_DETACH, so no signal is ever lost.
+ *  - TSTOP_SYSCALL_ENTRY/EXIT: SIGTRAP|0x80 (PTRACE_O_TRACESYSGOOD).
+ *    Entry and exit are told apart with PTRACE_GET_SYSCALL_INFO (probed
+ *    at the first syscall stop; on kernels < 5.3 a per-thread toggle is
+ *    used, which stays right because every path that resumes with
+ *    PTRACE_SYSCALL keeps entry/exit paired).
+ *  - TSTOP_SECCOMP: PTRACE_EVENT_SECCOMP, in seccomp mode. Since Linux 4.8
+ *    the seccomp stop comes after the ptrace syscall-entry stop
+ *    (kernel/entry/syscall-common.c: syscall_trace_enter()), so in
+ *    seccomp mode threads are resumed with PTRACE_CONT (no entry stops)
+ *    and, when an engine wants the exit, with one PTRACE_SYSCALL after the
+ *    seccomp stop: the next stop is then the syscall-exit stop.
+ *  - TSTOP_PEVENT: clone/fork/vfork/exec/vfork-done events, inside a
+ *    syscall.
+ *
+ * Quiescing. want_stop marks a thread that must stay stopped; a running
+ * one gets PTRACE_INTERRUPT. Any stop satisfies the request (the thread
+ * may report a syscall or signal stop before the EVENT_STOP); the pending
+ * interrupt then produces a stale EVENT_STOP later, which is recognised
+ * (interrupted flag or no reason to stay) and resumed silently. A vfork
+ * parent cannot stop until its child execs or exits (it waits in
+ * TASK_KILLABLE, which PTRACE_INTERRUPT's wake-up does not interrupt):
+ * PTRACE_O_TRACEVFORKDONE tells when it can again, and quiesce/detach do
+ * not wait for such threads.
+ *
+ * Detaching. PTRACE_DETACH needs the thread in a ptrace stop. Every
+ * thread is interrupted and waited for (events that arrive meanwhile are
+ * still reported), then detached with the signal held at a
+ * signal-delivery stop, if any. __ptrace_unlink() clears the pending
+ * JOBCTL_TRAP_* bits, so no stray stop remains, and re-arms
+ * JOBCTL_STOP_PENDING when the group is stopped: a stopped process stays
+ * stopped. Registers are written back immediately by set_regs, so there is
+ * nothing to flush.
+ *
+ * Exec. When a non-leader thread calls execve, the kernel (fs/exec.c:
+ * de_thread()) kills the other threads, which report their exit, and the
+ * exec'ing thread takes over the leader's tid: PTRACE_EVENT_EXEC arrives
+ * for tid == pid, PTRACE_GETEVENTMSG gives the former tid, and the former
+ * tid never reports again. Its state (in_syscall, etc.) moves to the
+ * leader's handle. The old leader's own death is not reported either.
+ *
+ * Forks not followed. With PTRACE_O_TRACEFORK the child is auto-attached;
+ * it is detached at its first stop and runs untraced. In seccomp mode
+ * that would be wrong: the child inherits the SECCOMP_RET_TRACE filter,
+ * and without a tracer every traced syscall fails with ENOSYS
+ * (kernel/seccomp.c: __seccomp_filter()). Such children are kept traced
+ * silently (tproc.hidden): their seccomp stops are continued and no
+ * callback sees them. That is also why close() in seccomp launch mode
+ * keeps servicing the command until it exits instead of detaching it.
+ *
+ * Launch. As strace does: the child raises SIGSTOP, the parent waits for
+ * it, PTRACE_SEIZEs it (the kernel re-traps it as a group-stop report)
+ * and sends SIGCONT; the child then runs the pre-exec hook (seccomp
+ * filter) and execs. The SIGCONT delivery is swallowed. Events before the
+ * execve are hidden unless asked.
+ *
+ * Waiting. waitpid(-1, __WALL) is the only way to wait for many tracees.
+ * run() with a timeout sleeps in poll() on a self-pipe written by a
+ * SIGCHLD handler (ptrace stops send SIGCHLD to the tracer:
+ * do_notify_parent_cldstop(), which is why SA_NOCLDSTOP must never be
+ * used), so no event is missed between the non-blocking drain and the
+ * poll().
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "utrace/proc.h"
+#include "utrace/session.h"
+#include "internal.h"
+
+#define OPTS_OK(opts, type)                                                        \
+	(!(opts) || ((opts)->sz >= offsetofend(struct type, type##__last_field) && \
+		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
+#define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
+
+#define __WALL_FLAGS __WALL
+
+extern char **environ;
+
+static bool opts_tail_zero(const void *opts, size_t known, size_t sz)
+{
+	const char *p = opts;
+	size_t i;
+
+	for (i = known; i < sz; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static pid_t gettid_raw(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SIGCHLD self-pipe                                                         */
+/* ------------------------------------------------------------------------ */
+
+static int sigchld_pipe[2] = { -1, -1 };
+static struct sigaction old_sigchld;
+
+static void sigchld_handler(int sig, siginfo_t *info, void *uctx)
+{
+	int saved = errno;
+	char c = 0;
+
+	if (write(sigchld_pipe[1], &c, 1) < 0) {
+		/* full pipe: a wake-up is already pending */
+	}
+	if (old_sigchld.sa_flags & SA_SIGINFO) {
+		if (old_sigchld.sa_sigaction)
+			old_sigchld.sa_sigaction(sig, info, uctx);
+	} else if (old_sigchld.sa_handler != SIG_DFL && old_sigchld.sa_handler != SIG_IGN) {
+		old_sigchld.sa_handler(sig);
+	}
+	errno = saved;
+}
+
+static int sigchld_setup(void)
+{
+	struct sigaction sa;
+
+	if (sigchld_pipe[0] >= 0)
+		return 0;
+	if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = sigchld_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGCHLD, &sa, &old_sigchld) < 0) {
+		int err = -errno;
+
+		close(sigchld_pipe[0]);
+		close(sigchld_pipe[1]);
+		sigchld_pipe[0] = sigchld_pipe[1] = -1;
+		return err;
+	}
+	return 0;
+}
+
+static void sigchld_drain(void)
+{
+	char buf[64];
+
+	while (read(sigchld_pipe[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Objects                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static struct tproc *find_proc(struct utrace_session *s, pid_t pid)
+{
+	struct tproc *p;
+
+	for (p = s->procs; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+struct utrace_thread *utrace_session__find_thread(struct utrace_session *s, pid_t tid)
+{
+	struct utrace_thread *th;
+
+	if (!s)
+		return NULL;
+	for (th = s->threads; th; th = th->next)
+		if (th->tid == tid)
+			return th;
+	return NULL;
+}
+
+static struct tproc *proc_new(struct utrace_session *s, pid_t pid)
+{
+	struct tproc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	p->next = s->procs;
+	if (s->procs)
+		s->procs->prev = p;
+	s->procs = p;
+	return p;
+}
+
+static void proc_free(struct utrace_session *s, struct tproc *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		s->procs = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	free(p);
+}
+
+static struct utrace_thread *thread_new(struct utrace_session *s, struct tproc *p, pid_t tid)
+{
+	struct utrace_thread *th = calloc(1, sizeof(*th));
+
+	if (!th)
+		return NULL;
+	th->s = s;
+	th->proc = p;
+	th->tid = tid;
+	th->stop = TSTOP_RUNNING;
+	th->cur_nr = -1;
+	th->next = s->threads;
+	if (s->threads)
+		s->threads->prev = th;
+	s->threads = th;
+	p->nr_threads++;
+	return th;
+}
+
+/* Unlink and free @th; frees its process when it was the last thread. */
+static void thread_free(struct utrace_session *s, struct utrace_thread *th)
+{
+	struct tproc *p = th->proc;
+
+	if (th->prev)
+		th->prev->next = th->next;
+	else
+		s->threads = th->next;
+	if (th->next)
+		th->next->prev = th->prev;
+	free(th);
+	if (--p->nr_threads == 0)
+		proc_free(s, p);
+}
+
+/**
+ * thread_invalidate_regs - forget the register cache of @th.
+ * @th: thread
+ *
+ * Called whenever the thread runs (tracer). Return: nothing.
+ */
+void thread_invalidate_regs(struct utrace_thread *th)
+{
+	th->regs_valid = false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Engines                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static uint32_t engines_mask(struct utrace_session *s)
+{
+	struct utrace_engine *e;
+	uint32_t m = 0;
+
+	for (e = s->engines; e; e = e->next)
+		if (!e->dead)
+			m |= e->events;
+	return m;
+}
+
+static void engines_reap(struct utrace_session *s)
+{
+	struct utrace_engine **pp = &s->engines;
+
+	if (s->dispatch_depth)
+		return;
+	while (*pp) {
+		struct utrace_engine *e = *pp;
+
+		if (e->dead) {
+			*pp = e->next;
+			free(e);
+		} else {
+			pp = &e->next;
+		}
+	}
+}
+
+struct utrace_engine *utrace_engine__attach(struct utrace_session *s,
+					    const struct utrace_engine_ops *ops, uint32_t events,
+					    void *ctx)
+{
+	struct utrace_engine *e, **pp;
+
+	if (!s || !ops || (events & ~(uint32_t)UTRACE_EV_ALL) || ops->sz < sizeof(size_t) ||
+	    !opts_tail_zero(ops, sizeof(*ops), ops->sz)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memcpy(&e->ops, ops, MIN(ops->sz, sizeof(e->ops)));
+	e->ops.sz = sizeof(e->ops);
+	e->s = s;
+	e->events = events;
+	e->ctx = ctx;
+	e->gen = ++s->engine_gen;
+	for (pp = &s->engines; *pp; pp = &(*pp)->next)
+		;
+	*pp = e;
+	return e;
+}
+
+void utrace_engine__detach(struct utrace_engine *e)
+{
+	if (!e || e->dead)
+		return;
+	e->dead = true;
+	if (e->ops.detach)
+		e->ops.detach(e);
+	engines_reap(e->s);
+}
+
+int utrace_engine__set_events(struct utrace_engine *e, uint32_t events)
+{
+	if (!e || (events & ~(uint32_t)UTRACE_EV_ALL))
+		return -EINVAL;
+	e->events = events;
+	return 0;
+}
+
+void *utrace_engine__ctx(const struct utrace_engine *e)
+{
+	return e ? e->ctx : NULL;
+}
+
+struct utrace_session *utrace_engine__session(const struct utrace_engine *e)
+{
+	return e ? e->s : NULL;
+}
+
+/* The arguments of one event, for dispatch(). */
+struct evargs {
+	uint32_t ev;
+	struct utrace_syscall *sc;
+	siginfo_t *info;
+	pid_t child;
+	bool vfork;
+	bool followed;
+	pid_t former;
+	int status;
+	int signo;
+};
+
+static int call_one(struct utrace_engine *e, struct utrace_thread *th, const struct evargs *a)
+{
+	const struct utrace_engine_ops *o = &e->ops;
+
+	switch (a->ev) {
+	case UTRACE_EV_SYSCALL_ENTRY:
+		return o->syscall_entry ? o->syscall_entry(e, th, a->sc) : 0;
+	case UTRACE_EV_SYSCALL_EXIT:
+		return o->syscall_exit ? o->syscall_exit(e, th, a->sc) : 0;
+	case UTRACE_EV_SECCOMP:
+		return o->seccomp ? o->seccomp(e, th, a->sc) : 0;
+	case UTRACE_EV_SIGNAL:
+		return o->signal ? o->signal(e, th, a->info) : 0;
+	case UTRACE_EV_CLONE:
+		return o->clone ? o->clone(e, th, a->child) : 0;
+	case UTRACE_EV_FORK:
+		return o->fork ? o->fork(e, th, a->child, a->vfork, a->followed) : 0;
+	case UTRACE_EV_EXEC:
+		return o->exec ? o->exec(e, th, a->former) : 0;
+	case UTRACE_EV_EXIT:
+		return o->exit ? o->exit(e, th, a->status) : 0;
+	case UTRACE_EV_STOP:
+		return o->stop ? o->stop(e, th, a->signo) : 0;
+	case UTRACE_EV_QUIESCE:
+		return o->quiesce ? o->quiesce(e, th) : 0;
+	case UTRACE_EV_STEP:
+		return o->step ? o->step(e, th) : 0;
+	case UTRACE_EV_ATTACH:
+		return o->attach ? o->attach(e, th) : 0;
+	}
+	return 0;
+}
+
+/*
+ * Call every engine interested in @a->ev, in attach order; engines attached
+ * during this dispatch are not called for it. Returns the combined action.
+ */
+static int dispatch(struct utrace_session *s, struct utrace_thread *th, const struct evargs *a)
+{
+	unsigned long gen = s->engine_gen;
+	struct utrace_engine *e;
+	int action = UTRACE_RESUME, flags = 0;
+	struct utrace_thread *saved_th = s->dispatch_th;
+
+	if (th->proc->hidden || th->proc->hide_pre_exec)
+		return 0;
+	s->dispatch_depth++;
+	s->dispatch_th = th;
+	for (e = s->engines; e; e = e->next) {
+		int r;
+
+		if (e->dead || e->gen > gen || !(e->events & a->ev))
+			continue;
+		r = call_one(e, th, a);
+		if (r < 0)
+			r = 0;
+		if ((r & UTRACE_ACTION_MASK) > action)
+			action = r & UTRACE_ACTION_MASK;
+		flags |= r & (UTRACE_SIGNAL_IGNORE | UTRACE_BREAK);
+		if (r & UTRACE_DETACH)
+			utrace_engine__detach(e);
+	}
+	s->dispatch_depth--;
+	s->dispatch_th = saved_th;
+	engines_reap(s);
+	if (flags & UTRACE_BREAK)
+		s->break_req = true;
+	return action | flags;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resuming                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static bool wants_syscall_stops(struct utrace_thread *th)
+{
+	struct utrace_session *s = th->s;
+
+	if (th->proc->hidden)
+		return th->exit_wanted;
+	if (s->mode == UTRACE_SYSCALLS_SECCOMP)
+		return th->exit_wanted;
+	return engines_mask(s) & UTRACE_EV_SYSCALL;
+}
+
+/* Let a stopped thread go, whatever held it. */
+static int thread_release(struct utrace_thread *th)
+{
+	int sig = 0, req, r;
+
+	if (th->stop == TSTOP_RUNNING)
+		return 0;
+	if (th->stop == TSTOP_SIGNAL)
+		sig = th->stop_sig;
+	thread_invalidate_regs(th);
+	th->engine_stop = false;
+	th->want_stop = false;
+	th->notify_quiesce = false;
+	if (th->stop == TSTOP_GROUP && !th->stepping) {
+		th->stop = TSTOP_RUNNING;
+		th->listening = true;
+		r = ptrace_listen(th->tid);
+		if (r < 0 && r != -ESRCH)
+			pr_warn("thread %d: PTRACE_LISTEN failed: %s\n", th->tid, strerror(-r));
+		return r == -ESRCH ? 0 : r;
+	}
+	if (th->stepping)
+		req = PTRACE_SINGLESTEP;
+	else if (wants_syscall_stops(th))
+		req = PTRACE_SYSCALL;
+	else
+		req = PTRACE_CONT;
+	th->stop = TSTOP_RUNNING;
+	r = ptrace_resume(th->tid, req, sig);
+	/* -ESRCH: killed while stopped; its exit will be reported. */
+	if (r < 0 && r != -ESRCH)
+		pr_warn("thread %d: failed to resume: %s\n", th->tid, strerror(-r));
+	return r == -ESRCH ? 0 : r;
+}
+
+/* After an event: stay stopped if anybody wants it, else resume. */
+static void thread_settle(struct utrace_thread *th)
+{
+	if (th->want_stop || th->engine_stop)
+		return;
+	thread_release(th);
+}
+
+/* Apply the combined action of a dispatch to @th. */
+static void apply_action(struct utrace_thread *th, int action)
+{
+	switch (action & UTRACE_ACTION_MASK) {
+	case UTRACE_STOP:
+		if (!th->override_resume)
+			th->engine_stop = true;
+		break;
+	case UTRACE_SINGLESTEP:
+		th->stepping = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Event decoding                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int syscall_info_state; /* 0 unknown, 1 works, -1 unsupported */
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static pid_t read_tgid(pid_t tid)
+{
+	char buf[32];
+
+	if (proc_status_field(tid, "Tgid", buf, sizeof(buf)) < 0)
+		return -1;
+	return (pid_t)atoi(buf);
+}
+
+/* Decide how a new child process of a traced one is handled. */
+static void child_policy(struct utrace_session *s, struct tproc *child, struct tproc *parent)
+{
+	if (parent && parent->hidden) {
+		child->hidden = true;
+	} else if (s->follow_forks) {
+		/* traced and reported */
+	} else if (s->mode == UTRACE_SYSCALLS_SECCOMP) {
+		child->hidden = true;
+	} else {
+		child->detach_new = true;
+	}
+}
+
+/* A tid we do not know reported a ptrace stop: a new thread or child. */
+static struct utrace_thread *adopt(struct utrace_session *s, pid_t tid, struct tproc *parent)
+{
+	pid_t tgid = read_tgid(tid);
+	struct tproc *p;
+	struct utrace_thread *th;
+
+	if (tgid <= 0)
+		return NULL;
+	p = find_proc(s, tgid);
+	if (!p) {
+		p = proc_new(s, tgid);
+		if (!p)
+			return NULL;
+		child_policy(s, p, parent);
+	}
+	th = thread_new(s, p, tid);
+	if (!th && p->nr_threads == 0)
+		proc_free(s, p);
+	return th;
+}
+
+static void fill_syscall_from_regs(struct utrace_syscall *sc, const struct user_regs_struct *r)
+{
+	sc->nr = (long)r->orig_rax;
+	sc->args[0] = r->rdi;
+	sc->args[1] = r->rsi;
+	sc->args[2] = r->rdx;
+	sc->args[3] = r->r10;
+	sc->args[4] = r->r8;
+	sc->args[5] = r->r9;
+	sc->ret = (long)r->rax;
+	sc->instruction_pointer = r->rip;
+	sc->stack_pointer = r->rsp;
+}
+
+/* Write back what an entry callback changed in @sc. */
+static void syscall_entry_writeback(struct utrace_thread *th, const struct utrace_syscall *old,
+				    const struct utrace_syscall *sc)
+{
+	struct user_regs_struct regs;
+
+	if (old->nr == sc->nr && !memcmp(old->args, sc->args, sizeof(sc->args)))
+		return;
+	if (utrace_thread__get_regs(th, &regs) < 0)
+		return;
+	regs.orig_rax = (unsigned long long)sc->nr;
+	regs.rdi = sc->args[0];
+	regs.rsi = sc->args[1];
+	regs.rdx = sc->args[2];
+	regs.r10 = sc->args[3];
+	regs.r8 = sc->args[4];
+	regs.r9 = sc->args[5];
+	utrace_thread__set_regs(th, &regs);
+	th->cur_nr = sc->nr;
+	memcpy(th->cur_args, sc->args, sizeof(sc->args));
+}
+
+static void handle_syscall_entry(struct utrace_session *s, struct utrace_thread *th,
+				 struct utrace_syscall *sc)
+{
+	struct utrace_syscall old = *sc;
+	struct evargs a = { .sc = sc };
+	int action = 0;
+
+	th->in_syscall = true;
+	th->skip = false;
+	th->cur_nr = sc->nr;
+	memcpy(th->cur_args, sc->args, sizeof(sc->args));
+	if (th->proc->hide_pre_exec && (sc->nr == SYS_execve || sc->nr == SYS_execveat))
+		th->proc->hide_pre_exec = false;
+	if (sc->seccomp) {
+		a.ev = UTRACE_EV_SECCOMP;
+		action |= dispatch(s, th, &a);
+	}
+	a.ev = UTRACE_EV_SYSCALL_ENTRY;
+	action |= dispatch(s, th, &a);
+	if (!th->skip)
+		syscall_entry_writeback(th, &old, sc);
+	if (sc->seccomp && !th->proc->hidden)
+		th->exit_wanted = (engines_mask(s) & UTRACE_EV_SYSCALL_EXIT) || th->skip;
+	apply_action(th, action);
+}
+
+static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *th,
+				struct utrace_syscall *sc)
+{
+	struct evargs a = { .ev = UTRACE_EV_SYSCALL_EXIT, .sc = sc };
+	long ret;
+	int action;
+
+	th->in_syscall = false;
+	th->exit_wanted = false;
+	sc->nr = th->cur_nr;
+	memcpy(sc->args, th->cur_args, sizeof(sc->args));
+	if (th->skip) {
+		struct user_regs_struct regs;
+
+		th->skip = false;
+		if (utrace_thread__get_regs(th, &regs) == 0 && (long)regs.rax != th->skip_ret) {
+			regs.rax = (unsigned long long)th->skip_ret;
+			utrace_thread__set_regs(th, &regs);
+		}
+		sc->ret = th->skip_ret;
+	}
+	ret = sc->ret;
+	action = dispatch(s, th, &a);
+	if (sc->ret != ret) {
+		struct user_regs_struct regs;
+
+		if (utrace_thread__get_regs(th, &regs) == 0) {
+			regs.rax = (unsigned long long)sc->ret;
+			utrace_thread__set_regs(th, &regs);
+		}
+	}
+	apply_action(th, action);
+}
+
+static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *th, bool seccomp)
+{
+	struct __ptrace_syscall_info info;
+	struct utrace_syscall sc;
+	struct user_regs_struct regs;
+	int op = -1;
+
+	memset(&sc, 0, sizeof(sc));
+	if (syscall_info_state >= 0) {
+		int r = ptrace_get_syscall_info(th->tid, &info);
+
+		if (r > 0) {
+			syscall_info_state = 1;
+			op = info.op;
+		} else if (r == -EIO || r == -EINVAL) {
+			syscall_info_state = -1;
+		}
+	}
+	if (op == PTRACE_SYSCALL_INFO_ENTRY || op == PTRACE_SYSCALL_INFO_SECCOMP) {
+		sc.nr = (long)info.entry.nr;
+		memcpy(sc.args, info.entry.args, sizeof(sc.args));
+		sc.instruction_pointer = info.instruction_pointer;
+		sc.stack_pointer = info.stack_pointer;
+		if (op == PTRACE_SYSCALL_INFO_SECCOMP) {
+			sc.seccomp = true;
+			sc.seccomp_data = info.seccomp.ret_data;
+		}
+	} else if (op == PTRACE_SYSCALL_INFO_EXIT) {
+		sc.ret = (long)info.exit.rval;
+		sc.instruction_pointer = info.instruction_pointer;
+		sc.stack_pointer = info.stack_pointer;
+	} else {
+		/* No PTRACE_GET_SYSCALL_INFO: registers and a toggle. */
+		if (utrace_thread__get_regs(th, &regs) < 0)
+			return;
+		fill_syscall_from_regs(&sc, &regs);
+		if (seccomp) {
+			unsigned long msg = 0;
+
+			ptrace_geteventmsg(th->tid, &msg);
+			sc.seccomp = true;
+			sc.seccomp_data = (uint32_t)msg;
+			op = PTRACE_SYSCALL_INFO_SECCOMP;
+		} else {
+			op = th->in_syscall ? PTRACE_SYSCALL_INFO_EXIT : PTRACE_SYSCALL_INFO_ENTRY;
+		}
+	}
+	if (op == PTRACE_SYSCALL_INFO_EXIT) {
+		th->stop = TSTOP_SYSCALL_EXIT;
+		handle_syscall_exit(s, th, &sc);
+	} else {
+		th->stop = op == PTRACE_SYSCALL_INFO_SECCOMP ? TSTOP_SECCOMP : TSTOP_SYSCALL_ENTRY;
+		handle_syscall_entry(s, th, &sc);
+	}
+}
+
+static void handle_signal_stop(struct utrace_session *s, struct utrace_thread *th, int sig)
+{
+	siginfo_t info, orig;
+	struct evargs a = { .ev = UTRACE_EV_SIGNAL, .info = &info };
+	int action;
+
+	th->stop = TSTOP_SIGNAL;
+	th->stop_sig = sig;
+	if (ptrace_getsiginfo(th->tid, &info) < 0) {
+		memset(&info, 0, sizeof(info));
+		info.si_signo = sig;
+	}
+	if (th->stepping && sig == SIGTRAP) {
+		struct evargs st = { .ev = UTRACE_EV_STEP };
+
+		/* The trap of PTRACE_SINGLESTEP (TRAP_TRACE): ours, not the program's. */
+		th->stepping = false;
+		th->stop_sig = 0;
+		apply_action(th, dispatch(s, th, &st));
+		return;
+	}
+	if (th->launch_sigcont && sig == SIGCONT) {
+		th->launch_sigcont = false;
+		th->stop_sig = 0;
+		return;
+	}
+	orig = info;
+	action = dispatch(s, th, &a);
+	if (action & UTRACE_SIGNAL_IGNORE || info.si_signo == 0) {
+		th->stop_sig = 0;
+	} else if (memcmp(&orig, &info, sizeof(info))) {
+		if (ptrace_setsiginfo(th->tid, &info) == 0)
+			th->stop_sig = info.si_signo;
+	}
+	apply_action(th, action);
+}
+
+static void handle_event_stop(struct utrace_session *s, struct utrace_thread *th, int sig)
+{
+	th->interrupted = false;
+	if (is_stop_signal(sig)) {
+		th->stop = TSTOP_GROUP;
+		th->stop_sig = sig;
+		if (!th->group_stopped) {
+			struct evargs a = { .ev = UTRACE_EV_STOP, .signo = sig };
+
+			th->group_stopped = true;
+			apply_action(th, dispatch(s, th, &a));
+		}
+	} else {
+		th->stop = TSTOP_EVENT;
+		th->stop_sig = 0;
+		th->group_stopped = false;
+	}
+}
+
+static void handle_clone_event(struct utrace_session *s, struct utrace_thread *th, int event)
+{
+	unsigned long msg = 0;
+	pid_t child;
+	pid_t tgid;
+	struct utrace_thread *cth;
+	struct tproc *cp;
+	struct evargs a = { 0 };
+
+	if (ptrace_geteventmsg(th->tid, &msg) < 0)
+		return;
+	child = (pid_t)msg;
+	if (event == PTRACE_EVENT_VFORK)
+		th->in_vfork = true;
+	cth = utrace_session__find_thread(s, child);
+	if (!cth) {
+		tgid = read_tgid(child);
+		if (tgid == th->proc->pid) {
+			cth = thread_new(s, th->proc, child);
+		} else if (tgid > 0) {
+			struct tproc tmp = { .pid = tgid };
+
+			child_policy(s, &tmp, th->proc);
+			if (tmp.detach_new) {
+				/* Detached at its first stop (seen already or to come). */
+				a.ev = UTRACE_EV_FORK;
+				a.child = tgid;
+				a.vfork = event == PTRACE_EVENT_VFORK;
+				apply_action(th, dispatch(s, th, &a));
+				return;
+			}
+			cp = proc_new(s, tgid);
+			if (cp) {
+				child_policy(s, cp, th->proc);
+				cth = thread_new(s, cp, child);
+			}
+		}
+		if (!cth) {
+			pr_warn("thread %d: cannot track new task %d\n", th->tid, child);
+			return;
+		}
+	}
+	a.child = child;
+	if (cth->proc == th->proc) {
+		a.ev = UTRACE_EV_CLONE;
+	} else {
+		a.ev = UTRACE_EV_FORK;
+		a.vfork = event == PTRACE_EVENT_VFORK;
+		a.followed = !cth->proc->detach_new && !cth->proc->hidden;
+		a.child = cth->proc->pid;
+	}
+	apply_action(th, dispatch(s, th, &a));
+}
+
+static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th)
+{
+	unsigned long msg = 0;
+	pid_t former;
+	struct utrace_thread *old;
+	struct evargs a = { .ev = UTRACE_EV_EXEC };
+
+	if (ptrace_geteventmsg(th->tid, &msg) < 0)
+		msg = (unsigned long)th->tid;
+	former = (pid_t)msg;
+	if (former != th->tid) {
+		old = utrace_session__find_thread(s, former);
+		if (old) {
+			/* The exec'ing thread took over the leader's tid. */
+			th->in_syscall = old->in_syscall;
+			th->cur_nr = old->cur_nr;
+			memcpy(th->cur_args, old->cur_args, sizeof(th->cur_args));
+			th->exit_wanted = old->exit_wanted;
+			th->engine_stop = false;
+			th->stepping = false;
+			thread_free(s, old);
+		}
+	}
+	th->proc->gadget = 0;
+	th->group_stopped = false;
+	th->proc->hide_pre_exec = false;
+	a.former = former;
+	apply_action(th, dispatch(s, th, &a));
+}
+
+static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_t tid, int status)
+{
+	struct evargs a = { .ev = UTRACE_EV_EXIT, .status = status };
+	struct tproc *p;
+
+	if (!th) {
+		if (tid == s->launched_pid && !s->launch_reaped)
+			goto launched;
+		pr_debug("reaped task %d that is not traced (status 0x%x)\n", tid, status);
+		return;
+	}
+	p = th->proc;
+	th->stop = TSTOP_RUNNING;
+	th->regs_valid = false;
+	dispatch(s, th, &a);
+	if (tid != p->pid || !p->launched) {
+		thread_free(s, th);
+		return;
+	}
+	thread_free(s, th);
+launched:
+	s->launch_reaped = true;
+	if (WIFEXITED(status))
+		s->launch_status = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		s->launch_status = 128 + WTERMSIG(status);
+}
+
+/**
+ * session_handle_status - process one waitpid() result.
+ * @s: session
+ * @tid: the task waitpid() returned
+ * @status: its wait status
+ *
+ * Runs in the tracing thread; calls engines; may allocate. Return: nothing
+ * (problems are logged).
+ */
+void session_handle_status(struct utrace_session *s, pid_t tid, int status)
+{
+	struct utrace_thread *th = utrace_session__find_thread(s, tid);
+	int sig, event;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		handle_exit(s, th, tid, status);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	if (!th) {
+		th = adopt(s, tid, NULL);
+		if (!th) {
+			pr_warn("task %d stopped but cannot be identified, resuming it\n", tid);
+			ptrace_resume(tid, PTRACE_CONT, 0);
+			return;
+		}
+	}
+	sig = WSTOPSIG(status);
+	event = (unsigned int)status >> 16;
+	th->regs_valid = false;
+	th->listening = false;
+	th->override_resume = false;
+
+	if (th->proc->detach_new) {
+		/* A fork that is not followed: let it go at its first stop. */
+		int dsig = (event == 0 && sig != (SIGTRAP | 0x80)) ? sig : 0;
+
+		ptrace_detach(tid, dsig);
+		thread_free(s, th);
+		return;
+	}
+
+	/* Provisional stop kind, refined by the handlers below. */
+	th->stop = TSTOP_EVENT;
+	if (!th->seen) {
+		struct evargs a = { .ev = UTRACE_EV_ATTACH };
+
+		th->seen = true;
+		apply_action(th, dispatch(s, th, &a));
+	}
+
+	if (sig == (SIGTRAP | 0x80)) {
+		handle_syscall_stop(s, th, false);
+	} else if (event == PTRACE_EVENT_STOP) {
+		handle_event_stop(s, th, sig);
+	} else if (event == 0) {
+		handle_signal_stop(s, th, sig);
+	} else {
+		th->stop = TSTOP_PEVENT;
+		switch (event) {
+		case PTRACE_EVENT_SECCOMP:
+			handle_syscall_stop(s, th, true);
+			break;
+		case PTRACE_EVENT_CLONE:
+		case PTRACE_EVENT_FORK:
+		case PTRACE_EVENT_VFORK:
+			handle_clone_event(s, th, event);
+			break;
+		case PTRACE_EVENT_VFORK_DONE:
+			th->in_vfork = false;
+			break;
+		case PTRACE_EVENT_EXEC:
+			handle_exec_event(s, th);
+			break;
+		default:
+			break;
+		}
+	}
+	if (th->want_stop && th->notify_quiesce) {
+		struct evargs a = { .ev = UTRACE_EV_QUIESCE };
+
+		th->notify_quiesce = false;
+		apply_action(th, dispatch(s, th, &a));
+	}
+	/* The handlers may have freed other threads, never @th itself. */
+	if (th->override_resume) {
+		th->override_resume = false;
+		th->engine_stop = false;
+		th->want_stop = false;
+	}
+	thread_settle(th);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Waiting                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Forget everything: waitpid() says we have no tracee left. */
+static void drop_all(struct utrace_session *s)
+{
+	while (s->threads) {
+		pr_debug("task %d vanished\n", s->threads->tid);
+		thread_free(s, s->threads);
+	}
+}
+
+/*
+ * Wait for one event (blocking or not) and handle it.
+ * Return: 1 if an event was handled, 0 if none was pending, -ECHILD if no
+ * child is left, -EINTR if a blocking wait was interrupted.
+ */
+static int wait_one(struct utrace_session *s, bool block)
+{
+	int status;
+	pid_t pid = waitpid(-1, &status, __WALL | (block ? 0 : WNOHANG));
+
+	if (pid == 0)
+		return 0;
+	if (pid < 0) {
+		int err = -errno;
+
+		if (err == -ECHILD)
+			drop_all(s);
+		return err;
+	}
+	session_handle_status(s, pid, status);
+	return 1;
+}
+
+static int check_tracer(const struct utrace_session *s)
+{
+	return gettid_raw() == s->tracer_tid ? 0 : -EINVAL;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int run_status(struct utrace_session *s)
+{
+	if (s->break_req) {
+		s->break_req = false;
+		return UTRACE_RUN_BREAK;
+	}
+	if (s->interrupted) {
+		s->interrupted = 0;
+		return UTRACE_RUN_INTERRUPTED;
+	}
+	if (!s->procs)
+		return UTRACE_RUN_DONE;
+	return -1;
+}
+
+int utrace_session__poll(struct utrace_session *s)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = check_tracer(s);
+	if (r)
+		return r;
+	sigchld_drain();
+	for (;;) {
+		r = run_status(s);
+		if (r >= 0)
+			return r;
+		r = wait_one(s, false);
+		if (r == 0)
+			return UTRACE_RUN_IDLE;
+		if (r < 0 && r != -ECHILD && r != -EINTR)
+			return r;
+	}
+}
+
+int utrace_session__run(struct utrace_session *s, int timeout_ms)
+{
+	long deadline;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = check_tracer(s);
+	if (r)
+		return r;
+	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	for (;;) {
+		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+		int wait_ms = -1;
+
+		r = utrace_session__poll(s);
+		if (r != UTRACE_RUN_IDLE)
+			return r;
+		if (timeout_ms >= 0) {
+			long left = deadline - now_ms();
+
+			if (left <= 0)
+				return UTRACE_RUN_TIMEOUT;
+			wait_ms = (int)left;
+		}
+		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+int utrace_session__fd(struct utrace_session *s)
+{
+	if (!s)
+		return -EINVAL;
+	return sigchld_pipe[0];
+}
+
+void utrace_session__interrupt(struct utrace_session *s)
+{
+	char c = 1;
+
+	if (!s)
+		return;
+	s->interrupted = 1;
+	if (write(sigchld_pipe[1], &c, 1) < 0) {
+		/* pipe full: poll() wakes anyway */
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Quiesce, resume                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Ask @th to stop; does not wait. */
+static int thread_request_stop(struct utrace_thread *th)
+{
+	int r;
+
+	th->want_stop = true;
+	if (th->stop != TSTOP_RUNNING || th->interrupted)
+		return 0;
+	r = ptrace_interrupt(th->tid);
+	if (r < 0)
+		return r;
+	th->interrupted = true;
+	return 0;
+}
+
+static bool thread_settled(const struct utrace_thread *th)
+{
+	return th->stop != TSTOP_RUNNING || th->in_vfork;
+}
+
+/* Stop every thread of @pid (0: all); wait until all are stopped. */
+static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
+{
+	struct utrace_thread *th;
+	int r;
+
+	for (;;) {
+		bool pending = false;
+
+		for (th = s->threads; th; th = th->next) {
+			if (pid && th->proc->pid != pid)
+				continue;
+			if (!th->want_stop || th->stop == TSTOP_RUNNING) {
+				if (notify && th->stop == TSTOP_RUNNING)
+					th->notify_quiesce = true;
+				r = thread_request_stop(th);
+				if (r < 0 && r != -ESRCH)
+					pr_debug("thread %d: PTRACE_INTERRUPT: %s\n", th->tid,
+						 strerror(-r));
+			}
+			if (!thread_settled(th))
+				pending = true;
+		}
+		if (!pending)
+			return 0;
+		r = wait_one(s, true);
+		if (r == -ECHILD)
+			return 0;
+		if (r < 0 && r != -EINTR)
+			return r;
+	}
+}
+
+int utrace_session__quiesce(struct utrace_session *s, pid_t pid)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = check_tracer(s);
+	if (r)
+		return r;
+	if (pid && !find_proc(s, pid))
+		return -ESRCH;
+	return quiesce(s, pid, true);
+}
+
+int utrace_session__resume(struct utrace_session *s, pid_t pid)
+{
+	struct utrace_thread *th, *next;
+	int ret = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (pid && !find_proc(s, pid))
+		return -ESRCH;
+	for (th = s->threads; th; th = next) {
+		next = th->next;
+		if (pid && th->proc->pid != pid)
+			continue;
+		th->want_stop = false;
+		th->engine_stop = false;
+		if (th->stop != TSTOP_RUNNING) {
+			int r = thread_release(th);
+
+			if (r < 0 && !ret)
+				ret = r;
+		}
+	}
+	return ret;
+}
+
+int utrace_session__threads(struct utrace_session *s, pid_t pid, struct utrace_thread **ret,
+			    size_t size)
+{
+	struct utrace_thread *th;
+	size_t n = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (pid && !find_proc(s, pid))
+		return -ESRCH;
+	for (th = s->threads; th; th = th->next) {
+		if (pid && th->proc->pid != pid)
+			continue;
+		if (ret && n < size)
+			ret[n] = th;
+		n++;
+	}
+	return (int)n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Detach                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int detach_thread(struct utrace_session *s, struct utrace_thread *th)
+{
+	int sig = th->stop == TSTOP_SIGNAL ? th->stop_sig : 0;
+	int r = ptrace_detach(th->tid, sig);
+
+	if (r == -ESRCH) {
+		int status;
+
+		/* Died while stopped: reap it if its exit is already there. */
+		if (waitpid(th->tid, &status, __WALL | WNOHANG) == th->tid) {
+			session_handle_status(s, th->tid, status);
+			return 0;
+		}
+	} else if (r < 0) {
+		pr_warn("thread %d: PTRACE_DETACH failed: %s\n", th->tid, strerror(-r));
+	}
+	thread_free(s, th);
+	return r == -ESRCH ? 0 : r;
+}
+
+static int detach_proc(struct utrace_session *s, pid_t pid)
+{
+	struct utrace_thread *th, *next;
+	int ret = 0, r;
+
+	for (;;) {
+		bool left = false;
+
+		r = quiesce(s, pid, false);
+		if (r < 0 && !ret)
+			ret = r;
+		if (!find_proc(s, pid))
+			break;
+		for (th = s->threads; th; th = next) {
+			next = th->next;
+			if (th->proc->pid != pid)
+				continue;
+			if (th->stop == TSTOP_RUNNING) {
+				left = true; /* a vfork parent: comes back later */
+				continue;
+			}
+			r = detach_thread(s, th);
+			if (r < 0 && !ret)
+				ret = r;
+			/* thread_free() may have freed the next entries' process. */
+			next = s->threads;
+		}
+		if (!left || !find_proc(s, pid))
+			break;
+		/* Wait for the vfork parents (their child runs untraced now). */
+		for (th = s->threads; th; th = th->next)
+			if (th->proc->pid == pid)
+				th->in_vfork = false;
+	}
+	return ret;
+}
+
+int utrace_session__detach_pid(struct utrace_session *s, pid_t pid)
+{
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	r = check_tracer(s);
+	if (r)
+		return r;
+	if (!find_proc(s, pid))
+		return -ESRCH;
+	return detach_proc(s, pid);
+}
+
+int utrace_session__detach(struct utrace_session *s)
+{
+	int ret = 0;
+
+	if (!s)
+		return -EINVAL;
+	if (check_tracer(s))
+		return -EINVAL;
+	while (s->procs) {
+		pid_t pid = s->procs->pid;
+		int r;
+
+		/* Seccomp mode: a launched command cannot run untraced. */
+		if (s->mode == UTRACE_SYSCALLS_SECCOMP && s->procs->launched)
+			return ret ? ret : -EBUSY;
+		r = detach_proc(s, pid);
+		if (r < 0 && !ret)
+			ret = r;
+		if (find_proc(s, pid))
+			return ret ? ret : -EIO; /* could not make progress */
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Session                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct utrace_session *utrace_session__new(const struct utrace_session_opts *opts)
+{
+	struct utrace_session *s;
+	int r;
+
+	if (!OPTS_OK(opts, utrace_session_opts) ||
+	    (opts && (opts->syscall_mode < 0 || opts->syscall_mode >= __UTRACE_SYSCALLS_MAX))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = sigchld_setup();
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->tracer_tid = gettid_raw();
+	s->follow_forks = opts ? opts->follow_forks : false;
+	s->mode = opts ? opts->syscall_mode : UTRACE_SYSCALLS_PTRACE;
+	s->options = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+		     PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC;
+	if (s->mode == UTRACE_SYSCALLS_SECCOMP)
+		s->options |= PTRACE_O_TRACESECCOMP;
+	s->launched_pid = 0;
+	s->launch_status = -ECHILD;
+	return s;
+}
+
+/* TracerPid of thread @tid of @pid; negative errno if it is gone. */
+static int proc_task_tracer(pid_t pid, pid_t tid)
+{
+	char path[64], line[256];
+	int tracer = -ESRCH;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "TracerPid:", 10)) {
+			tracer = atoi(line + 10);
+			break;
+		}
+	}
+	fclose(f);
+	return tracer;
+}
+
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char path[64], buf[256];
+	char *p;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/*
+ * PTRACE_SEIZE of @tid said EPERM: find out why. The kernel also refuses
+ * zombies and threads that are already exiting (PF_EXITING in
+ * ptrace_attach()), which a process that creates and ends threads all the
+ * time has at any moment: those are skipped (-ESRCH). Another tracer is
+ * reported as such.
+ */
+static int seize_eperm(struct utrace_session *s, struct tproc *p, pid_t pid, pid_t tid)
+{
+	char buf[32];
+	int tracer;
+
+	if (is_zombie(pid, tid))
+		return -ESRCH;
+	if (proc_status_field(pid, "TracerPid", buf, sizeof(buf)) == 0 && tid == pid) {
+		tracer = atoi(buf);
+		if (tracer)
+			return -UTRACE_ERRNO__TRACED;
+	}
+	tracer = proc_task_tracer(pid, tid);
+	if (tracer < 0)
+		return -ESRCH; /* gone meanwhile */
+	if (tracer > 0 && tracer != getpid())
+		return -UTRACE_ERRNO__TRACED;
+	/* Permission is per process: if a sibling was seized, this one is exiting. */
+	if (p->nr_threads > 1)
+		return -ESRCH;
+	return -EPERM;
+}
+
+int utrace_session__attach(struct utrace_session *s, pid_t pid)
+{
+	struct tproc *p;
+	struct utrace_thread *th;
+	bool added;
+	int r, rounds = 0;
+
+	if (!s || pid <= 0)
+		return -EINVAL;
+	r = check_tracer(s);
+	if (r)
+		return r;
+	if (find_proc(s, pid))
+		return -EEXIST;
+	if (read_tgid(pid) != pid)
+		return read_tgid(pid) < 0 ? -ESRCH : -EINVAL;
+	if (is_zombie(pid, pid)) {
+		pid_t *tids;
+		size_t n;
+
+		/* A zombie process, or a zombie leader with live threads. */
+		if (utrace_proc__threads(pid, &tids, &n) < 0)
+			return -ESRCH;
+		free(tids);
+		if (n <= 1)
+			return -ESRCH;
+	}
+	r = utrace_proc__tracer(pid);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		pr_warn("process %d: already traced by process %d\n", pid, r);
+		return -UTRACE_ERRNO__TRACED;
+	}
+	p = proc_new(s, pid);
+	if (!p)
+		return -ENOMEM;
+	/* proc_new() + no thread: keep it alive by hand until a thread joins. */
+	p->nr_threads++;
+	do {
+		pid_t *tids;
+		size_t n, i;
+
+		added = false;
+		r = utrace_proc__threads(pid, &tids, &n);
+		if (r < 0)
+			break;
+		for (i = 0; i < n; i++) {
+			if (utrace_session__find_thread(s, tids[i]))
+				continue;
+			r = ptrace_seize(tids[i], s->options);
+			if (r == -EPERM)
+				r = seize_eperm(s, p, pid, tids[i]);
+			if (r == -ESRCH) {
+				/* Gone, a zombie or exiting: nothing to trace. */
+				r = 0;
+				continue;
+			}
+			if (r < 0)
+				break;
+			th = thread_new(s, p, tids[i]);
+			if (!th) {
+				ptrace_interrupt(tids[i]);
+				r = -ENOMEM;
+				break;
+			}
+			th->want_stop = true;
+			if (ptrace_interrupt(tids[i]) == 0)
+				th->interrupted = true;
+			added = true;
+		}
+		free(tids);
+	} while (r == 0 && added && ++rounds < 1000);
+	if (r == 0 && p->nr_threads == 1) {
+		p->nr_threads--;
+		proc_free(s, p);
+		return -ESRCH;
+	}
+	/* Wait for every thread's first stop (new threads included). */
+	if (r == 0)
+		r = quiesce(s, pid, false);
+	p = find_proc(s, pid);
+	if (!p)
+		return r < 0 ? r : -ESRCH;
+	if (r < 0) {
+		pr_warn("process %d: attach failed: %s; detaching\n", pid, strerror(-r));
+		p->nr_threads--;
+		if (p->nr_threads == 0)
+			proc_free(s, p);
+		else
+			detach_proc(s, pid);
+		return r;
+	}
+	p->nr_threads--;
+	if (p->nr_threads == 0) {
+		proc_free(s, p);
+		return -ESRCH;
+	}
+	/* Let them run (a group-stopped process stays stopped: LISTEN). */
+	for (th = s->threads; th; th = th->next) {
+		if (th->proc != p)
+			continue;
+		th->want_stop = false;
+		thread_settle(th);
+	}
+	return 0;
+}
+
+static int find_in_path(const char *file)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+	int err = -ENOENT;
+
+	if (strchr(file, '/'))
+		return access(file, X_OK) ? -errno : 0;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		const char *end = strchrnul(path, ':');
+		int len = (int)(end - path);
+		struct stat st;
+
+		snprintf(buf, sizeof(buf), "%.*s%s%s", len, path, len ? "/" : "", file);
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(buf, X_OK) == 0)
+				return 0;
+			err = -EACCES;
+		}
+		path = *end ? end + 1 : end;
+	}
+	return err;
+}
+
+pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
+			     const struct utrace_launch_opts *opts)
+{
+	struct tproc *p;
+	struct utrace_thread *th;
+	unsigned long options;
+	pid_t pid;
+	int r, status;
+
+	if (!s || !argv || !argv[0] || !OPTS_OK(opts, utrace_launch_opts))
+		return -EINVAL;
+	r = check_tracer(s);
+	if (r)
+		return r;
+	if (s->launched_pid)
+		return -EBUSY;
+	r = find_in_path(argv[0]);
+	if (r < 0)
+		return r;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char *const *envp = opts && opts->envp ? opts->envp : environ;
+		sigset_t none;
+
+		/* Child: wait to be seized, then run the hook and exec. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGCHLD, SIG_DFL);
+		kill(getpid(), SIGSTOP);
+		if (opts && opts->pre_exec && opts->pre_exec(opts->pre_exec_ctx))
+			_exit(127);
+		execvpe(argv[0], argv, envp);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	if (waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) {
+		r = -ECHILD;
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return r;
+		goto err_kill;
+	}
+	options = s->options;
+	if ((opts && opts->kill_on_exit) || s->mode == UTRACE_SYSCALLS_SECCOMP)
+		options |= PTRACE_O_EXITKILL;
+	r = ptrace_seize(pid, options);
+	if (r < 0)
+		goto err_kill;
+	p = proc_new(s, pid);
+	th = p ? thread_new(s, p, pid) : NULL;
+	if (!th) {
+		if (p)
+			proc_free(s, p);
+		r = -ENOMEM;
+		goto err_kill;
+	}
+	p->launched = true;
+	p->hide_pre_exec = !(opts && opts->show_pre_exec);
+	th->launch_sigcont = true;
+	s->launched_pid = pid;
+	s->launch_status = -EAGAIN;
+	s->launch_kill = opts && opts->kill_on_exit;
+	kill(pid, SIGCONT);
+	return pid;
+
+err_kill:
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, __WALL);
+	return r;
+}
+
+int utrace_session__exit_status(const struct utrace_session *s)
+{
+	if (!s || !s->launched_pid)
+		return -ECHILD;
+	return s->launch_reaped ? s->launch_status : -EAGAIN;
+}
+
+void utrace_session__close(struct utrace_session *s)
+{
+	struct utrace_engine *e;
+	struct tproc *p;
+
+	if (!s)
+		return;
+	s->closing = true;
+	s->dispatch_depth++;
+	for (e = s->engines; e; e = e->next)
+		utrace_engine__detach(e);
+	s->dispatch_depth--;
+	engines_reap(s);
+	if (check_tracer(s) == 0) {
+		if (s->mode == UTRACE_SYSCALLS_SECCOMP && s->launched_pid && !s->launch_reaped &&
+		    !s->launch_kill) {
+			/* Keep servicing seccomp stops silently until everything exits. */
+			for (p = s->procs; p; p = p->next)
+				p->hidden = true;
+			utrace_session__resume(s, 0);
+			while (s->procs && wait_one(s, true) != -ECHILD)
+				;
+		}
+		while (s->procs) {
+			pid_t pid = s->procs->pid;
+
+			detach_proc(s, pid);
+			if (s->procs && s->procs->pid == pid) {
+				pr_warn("process %d: could not detach, dropping it\n", pid);
+				while (s->procs && s->procs->pid == pid) {
+					struct utrace_thread *th;
+
+					for (th = s->threads; th && th->proc != s->procs;
+					     th = th->next)
+						;
+					if (!th) {
+						proc_free(s, s->procs);
+						break;
+					}
+					thread_free(s, th);
+				}
+			}
+		}
+		if (s->launched_pid && !s->launch_reaped) {
+			int status;
+
+			if (s->launch_kill)
+				kill(s->launched_pid, SIGKILL);
+			if (waitpid(s->launched_pid, &status, 0) == s->launched_pid)
+				handle_exit(s, NULL, s->launched_pid, status);
+		}
+	}
+	drop_all(s);
+	while (s->procs)
+		proc_free(s, s->procs);
+	free(s);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Threads                                                                   */
+/* ------------------------------------------------------------------------ */
+
+pid_t utrace_thread__tid(const struct utrace_thread *th)
+{
+	return th ? th->tid : -EINVAL;
+}
+
+pid_t utrace_thread__pid(const struct utrace_thread *th)
+{
+	return th ? th->proc->pid : -EINVAL;
+}
+
+struct utrace_session *utrace_thread__session(const struct utrace_thread *th)
+{
+	return th ? th->s : NULL;
+}
+
+bool utrace_thread__is_stopped(const struct utrace_thread *th)
+{
+	return th && th->stop != TSTOP_RUNNING;
+}
+
+int utrace_thread__get_regs(struct utrace_thread *th, struct user_regs_struct *regs)
+{
+	int r;
+
+	if (!th || !regs)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -ESRCH;
+	if (!th->regs_valid) {
+		r = ptrace_getregs(th->tid, &th->regs);
+		if (r < 0)
+			return r;
+		th->regs_valid = true;
+	}
+	*regs = th->regs;
+	return 0;
+}
+
+int utrace_thread__set_regs(struct utrace_thread *th, const struct user_regs_struct *regs)
+{
+	int r;
+
+	if (!th || !regs)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -ESRCH;
+	r = ptrace_setregs(th->tid, regs);
+	if (r < 0) {
+		th->regs_valid = false;
+		return r;
+	}
+	th->regs = *regs;
+	th->regs_valid = true;
+	return 0;
+}
+
+int utrace_thread__get_fpregs(struct utrace_thread *th, struct user_fpregs_struct *fpregs)
+{
+	int r;
+
+	if (!th || !fpregs)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -ESRCH;
+	r = ptrace_getregset(th->tid, NT_PRFPREG, fpregs, sizeof(*fpregs));
+	return r < 0 ? r : 0;
+}
+
+int utrace_thread__set_fpregs(struct utrace_thread *th, const struct user_fpregs_struct *fpregs)
+{
+	if (!th || !fpregs)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -ESRCH;
+	return ptrace_setregset(th->tid, NT_PRFPREG, fpregs, sizeof(*fpregs));
+}
+
+int utrace_thread__get_xstate(struct utrace_thread *th, void *buf, size_t size)
+{
+	int r;
+
+	if (!th || !buf)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -ESRCH;
+	r = ptrace_getregset(th->tid, NT_X86_XSTATE, buf, size);
+	return r == -EINVAL || r == -EIO ? -ENODEV : r;
+}
+
+int utrace_thread__set_xstate(struct utrace_thread *th, const void *buf, size_t size)
+{
+	if (!th || !buf)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -ESRCH;
+	return ptrace_setregset(th->tid, NT_X86_XSTATE, buf, size);
+}
+
+ssize_t utrace_thread__read_mem(struct utrace_thread *th, uint64_t addr, void *buf, size_t len)
+{
+	if (!th)
+		return -EINVAL;
+	return utrace_mem__read(th->tid, addr, buf, len);
+}
+
+ssize_t utrace_thread__write_mem(struct utrace_thread *th, uint64_t addr, const void *buf,
+				 size_t len)
+{
+	if (!th)
+		return -EINVAL;
+	return utrace_mem__write(th->tid, addr, buf, len);
+}
+
+int utrace_thread__quiesce(struct utrace_thread *th, bool wait)
+{
+	struct utrace_session *s;
+	pid_t tid;
+	int r;
+
+	if (!th)
+		return -EINVAL;
+	s = th->s;
+	tid = th->tid;
+	if (th->stop != TSTOP_RUNNING) {
+		th->want_stop = true;
+		return 0;
+	}
+	th->notify_quiesce = true;
+	r = thread_request_stop(th);
+	if (r < 0)
+		return r;
+	while (wait) {
+		th = utrace_session__find_thread(s, tid);
+		if (!th)
+			return -ESRCH;
+		if (thread_settled(th))
+			return 0;
+		r = wait_one(s, true);
+		if (r == -ECHILD)
+			return -ESRCH;
+		if (r < 0 && r != -EINTR)
+			return r;
+	}
+	return 0;
+}
+
+int utrace_thread__resume(struct utrace_thread *th)
+{
+	if (!th)
+		return -EINVAL;
+	th->want_stop = false;
+	th->engine_stop = false;
+	if (th->stop == TSTOP_RUNNING)
+		return 0;
+	if (th->s->dispatch_depth && th->s->dispatch_th == th) {
+		/* Inside a callback for @th: released when the event is done. */
+		th->override_resume = true;
+		return 0;
+	}
+	return thread_release(th);
+}
+
+int utrace_thread__singlestep(struct utrace_thread *th)
+{
+	if (!th)
+		return -EINVAL;
+	if (th->stop == TSTOP_RUNNING)
+		return -EBUSY;
+	th->stepping = true;
+	th->want_stop = false;
+	th->engine_stop = false;
+	if (th->s->dispatch_depth && th->s->dispatch_th == th) {
+		th->override_resume = true;
+		return 0;
+	}
+	return thread_release(th);
+}
+
+int utrace_thread__skip_syscall(struct utrace_thread *th, long ret)
+{
+	struct user_regs_struct regs;
+	int r;
+
+	if (!th)
+		return -EINVAL;
+	if (th->stop != TSTOP_SYSCALL_ENTRY && th->stop != TSTOP_SECCOMP)
+		return -EINVAL;
+	r = utrace_thread__get_regs(th, &regs);
+	if (r < 0)
+		return r;
+	regs.orig_rax = (unsigned long long)-1;
+	regs.rax = (unsigned long long)ret;
+	r = utrace_thread__set_regs(th, &regs);
+	if (r < 0)
+		return r;
+	th->skip = true;
+	th->skip_ret = ret;
+	return 0;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/* xlat/fs.h - open flags, *at() flags, access modes, lseek, fcntl, statx. */
+#ifndef __UTRACE_XLAT_FS_H
+#define __UTRACE_XLAT_FS_H
+
+#include <fcntl.h>
+#include <linux/stat.h>
+#include <unistd.h>
+
+#include "decode.h"
+
+/* O_ACCMODE values; printed first, then the flags below. */
+static const struct xlat xlat_open_access[] = {
+	XLAT(O_RDONLY), XLAT(O_WRONLY), XLAT(O_RDWR), XLAT_PAIR(3, "O_ACCMODE"), XLAT_END,
+};
+
+/* Multi-bit values first so O_SYNC is not shown as O_DSYNC|0x100000. */
+static const struct xlat xlat_open_flags[] = {
+	XLAT_PAIR(020200000, "O_TMPFILE"),
+	XLAT_PAIR(04010000, "O_SYNC"),
+	XLAT(O_CREAT),
+	XLAT(O_EXCL),
+	XLAT(O_NOCTTY),
+	XLAT(O_TRUNC),
+	XLAT(O_APPEND),
+	XLAT(O_NONBLOCK),
+	XLAT(O_DSYNC),
+	XLAT_PAIR(020000, "O_ASYNC"),
+	XLAT_PAIR(040000, "O_DIRECT"),
+	XLAT_PAIR(0100000, "O_LARGEFILE"),
+	XLAT(O_DIRECTORY),
+	XLAT(O_NOFOLLOW),
+	XLAT_PAIR(01000000, "O_NOATIME"),
+	XLAT(O_CLOEXEC),
+	XLAT_PAIR(010000000, "O_PATH"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_at_flags[] = {
+	XLAT(AT_SYMLINK_NOFOLLOW),
+	XLAT(AT_REMOVEDIR),
+	XLAT(AT_SYMLINK_FOLLOW),
+	XLAT_PAIR(0x800, "AT_NO_AUTOMOUNT"),
+	XLAT_PAIR(0x1000, "AT_EMPTY_PATH"),
+	XLAT_PAIR(0x2000, "AT_STATX_FORCE_SYNC"),
+	XLAT_PAIR(0x4000, "AT_STATX_DONT_SYNC"),
+	XLAT_PAIR(0x8000, "AT_RECURSIVE"),
+	XLAT_END,
+};
+
+/* faccessat2: AT_EACCESS shares its value with AT_REMOVEDIR. */
+static const struct xlat xlat_faccessat_flags[] = {
+	XLAT_PAIR(0x100, "AT_SYMLINK_NOFOLLOW"),
+	XLAT_PAIR(0x200, "AT_EACCESS"),
+	XLAT_PAIR(0x1000, "AT_EMPTY_PATH"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_access_modes[] = {
+	XLAT(R_OK),
+	XLAT(W_OK),
+	XLAT(X_OK),
+	XLAT_END,
+};
+
+static const struct xlat xlat_whence[] = {
+	XLAT(SEEK_SET),
+	XLAT(SEEK_CUR),
+	XLAT(SEEK_END),
+	XLAT_PAIR(3, "SEEK_DATA"),
+	XLAT_PAIR(4, "SEEK_HOLE"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_fcntl_cmds[] = {
+	XLAT(F_DUPFD),
+	XLAT(F_GETFD),
+	XLAT(F_SETFD),
+	XLAT(F_GETFL),
+	XLAT(F_SETFL),
+	XLAT(F_GETLK),
+	XLAT(F_SETLK),
+	XLAT(F_SETLKW),
+	XLAT(F_SETOWN),
+	XLAT(F_GETOWN),
+	XLAT(F_SETSIG),
+	XLAT(F_GETSIG),
+	XLAT_PAIR(15, "F_SETOWN_EX"),
+	XLAT_PAIR(16, "F_GETOWN_EX"),
+	XLAT_PAIR(36, "F_OFD_GETLK"),
+	XLAT_PAIR(37, "F_OFD_SETLK"),
+	XLAT_PAIR(38, "F_OFD_SETLKW"),
+	XLAT_PAIR(1024, "F_SETLEASE"),
+	XLAT_PAIR(1025, "F_GETLEASE"),
+	XLAT_PAIR(1026, "F_NOTIFY"),
+	XLAT_PAIR(1030, "F_DUPFD_CLOEXEC"),
+	XLAT_PAIR(1031, "F_SETPIPE_SZ"),
+	XLAT_PAIR(1032, "F_GETPIPE_SZ"),
+	XLAT_PAIR(1033, "F_ADD_SEALS"),
+	XLAT_PAIR(1034, "F_GET_SEALS"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_fd_flags[] = {
+	XLAT(FD_CLOEXEC),
+	XLAT_END,
+};
+
+static const struct xlat xlat_file_types[] = {
+	XLAT_PAIR(0140000, "S_IFSOCK"), XLAT_PAIR(0120000, "S_IFLNK"),
+	XLAT_PAIR(0100000, "S_IFREG"),	XLAT_PAIR(0060000, "S_IFBLK"),
+	XLAT_PAIR(0040000, "S_IFDIR"),	XLAT_PAIR(0020000, "S_IFCHR"),
+	XLAT_PAIR(0010000, "S_IFIFO"),	XLAT_END,
+};
+
+static const struct xlat xlat_statx_mask[] = {
+	XLAT_PAIR(0x00000fffU, "STATX_ALL"),	       XLAT_PAIR(0x000007ffU, "STATX_BASIC_STATS"),
+	XLAT_PAIR(0x00000001U, "STATX_TYPE"),	       XLAT_PAIR(0x00000002U, "STATX_MODE"),
+	XLAT_PAIR(0x00000004U, "STATX_NLINK"),	       XLAT_PAIR(0x00000008U, "STATX_UID"),
+	XLAT_PAIR(0x00000010U, "STATX_GID"),	       XLAT_PAIR(0x00000020U, "STATX_ATIME"),
+	XLAT_PAIR(0x00000040U, "STATX_MTIME"),	       XLAT_PAIR(0x00000080U, "STATX_CTIME"),
+	XLAT_PAIR(0x00000100U, "STATX_INO"),	       XLAT_PAIR(0x00000200U, "STATX_SIZE"),
+	XLAT_PAIR(0x00000400U, "STATX_BLOCKS"),	       XLAT_PAIR(0x00000800U, "STATX_BTIME"),
+	XLAT_PAIR(0x00001000U, "STATX_MNT_ID"),	       XLAT_PAIR(0x00002000U, "STATX_DIOALIGN"),
+	XLAT_PAIR(0x00004000U, "STATX_MNT_ID_UNIQUE"), XLAT_PAIR(0x00008000U, "STATX_SUBVOL"),
+	XLAT_PAIR(0x00010000U, "STATX_WRITE_ATOMIC"),  XLAT_END,
+};
+
+static const struct xlat xlat_renameat2_flags[] = {
+	XLAT_PAIR(1, "RENAME_NOREPLACE"),
+	XLAT_PAIR(2, "RENAME_EXCHANGE"),
+	XLAT_PAIR(4, "RENAME_WHITEOUT"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_mfd_flags[] = {
+	XLAT_PAIR(1, "MFD_CLOEXEC"), XLAT_PAIR(2, "MFD_ALLOW_SEALING"),
+	XLAT_PAIR(4, "MFD_HUGETLB"), XLAT_PAIR(8, "MFD_NOEXEC_SEAL"),
+	XLAT_PAIR(16, "MFD_EXEC"),   XLAT_END,
+};
+
+/* The ioctl requests a shell and coreutils issue; others are shown in hex. */
+static const struct xlat xlat_ioctl_cmds[] = {
+	XLAT_PAIR(0x5401, "TCGETS"),	 XLAT_PAIR(0x5402, "TCSETS"),
+	XLAT_PAIR(0x5403, "TCSETSW"),	 XLAT_PAIR(0x5404, "TCSETSF"),
+	XLAT_PAIR(0x540f, "TIOCGPGRP"),	 XLAT_PAIR(0x5410, "TIOCSPGRP"),
+	XLAT_PAIR(0x5413, "TIOCGWINSZ"), XLAT_PAIR(0x5414, "TIOCSWINSZ"),
+	XLAT_PAIR(0x541b, "FIONREAD"),	 XLAT_PAIR(0x5421, "FIONBIO"),
+	XLAT_PAIR(0x5450, "FIONCLEX"),	 XLAT_PAIR(0x5451, "FIOCLEX"),
+	XLAT_PAIR(0x5452, "FIOASYNC"),	 XLAT_END,
+};
+
+#endif /* __UTRACE_XLAT_FS_H */

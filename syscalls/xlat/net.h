@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* xlat/net.h - address families, socket types and flags, MSG_* flags. */
+#ifndef __UTRACE_XLAT_NET_H
+#define __UTRACE_XLAT_NET_H
+
+#include "decode.h"
+
+static const struct xlat xlat_af[] = {
+	XLAT_PAIR(0, "AF_UNSPEC"),
+	XLAT_PAIR(1, "AF_UNIX"),
+	XLAT_PAIR(2, "AF_INET"),
+	XLAT_PAIR(3, "AF_AX25"),
+	XLAT_PAIR(4, "AF_IPX"),
+	XLAT_PAIR(5, "AF_APPLETALK"),
+	XLAT_PAIR(6, "AF_NETROM"),
+	XLAT_PAIR(7, "AF_BRIDGE"),
+	XLAT_PAIR(8, "AF_ATMPVC"),
+	XLAT_PAIR(9, "AF_X25"),
+	XLAT_PAIR(10, "AF_INET6"),
+	XLAT_PAIR(16, "AF_NETLINK"),
+	XLAT_PAIR(17, "AF_PACKET"),
+	XLAT_PAIR(29, "AF_CAN"),
+	XLAT_PAIR(31, "AF_BLUETOOTH"),
+	XLAT_PAIR(38, "AF_ALG"),
+	XLAT_PAIR(40, "AF_VSOCK"),
+	XLAT_PAIR(44, "AF_XDP"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_sock_types[] = {
+	XLAT_PAIR(1, "SOCK_STREAM"),	XLAT_PAIR(2, "SOCK_DGRAM"),
+	XLAT_PAIR(3, "SOCK_RAW"),	XLAT_PAIR(4, "SOCK_RDM"),
+	XLAT_PAIR(5, "SOCK_SEQPACKET"), XLAT_PAIR(6, "SOCK_DCCP"),
+	XLAT_PAIR(10, "SOCK_PACKET"),	XLAT_END,
+};
+
+static const struct xlat xlat_sock_flags[] = {
+	XLAT_PAIR(04000, "SOCK_NONBLOCK"),
+	XLAT_PAIR(02000000, "SOCK_CLOEXEC"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_inet_protos[] = {
+	XLAT_PAIR(0, "IPPROTO_IP"),
+	XLAT_PAIR(1, "IPPROTO_ICMP"),
+	XLAT_PAIR(6, "IPPROTO_TCP"),
+	XLAT_PAIR(17, "IPPROTO_UDP"),
+	XLAT_PAIR(41, "IPPROTO_IPV6"),
+	XLAT_PAIR(58, "IPPROTO_ICMPV6"),
+	XLAT_PAIR(132, "IPPROTO_SCTP"),
+	XLAT_PAIR(136, "IPPROTO_UDPLITE"),
+	XLAT_PAIR(255, "IPPROTO_RAW"),
+	XLAT_PAIR(262, "IPPROTO_MPTCP"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_msg_flags[] = {
+	XLAT_PAIR(0x1, "MSG_OOB"),
+	XLAT_PAIR(0x2, "MSG_PEEK"),
+	XLAT_PAIR(0x4, "MSG_DONTROUTE"),
+	XLAT_PAIR(0x8, "MSG_CTRUNC"),
+	XLAT_PAIR(0x10, "MSG_PROXY"),
+	XLAT_PAIR(0x20, "MSG_TRUNC"),
+	XLAT_PAIR(0x40, "MSG_DONTWAIT"),
+	XLAT_PAIR(0x80, "MSG_EOR"),
+	XLAT_PAIR(0x100, "MSG_WAITALL"),
+	XLAT_PAIR(0x200, "MSG_FIN"),
+	XLAT_PAIR(0x400, "MSG_SYN"),
+	XLAT_PAIR(0x800, "MSG_CONFIRM"),
+	XLAT_PAIR(0x1000, "MSG_RST"),
+	XLAT_PAIR(0x2000, "MSG_ERRQUEUE"),
+	XLAT_PAIR(0x4000, "MSG_NOSIGNAL"),
+	XLAT_PAIR(0x8000, "MSG_MORE"),
+	XLAT_PAIR(0x10000, "MSG_WAITFORONE"),
+	XLAT_PAIR(0x20000, "MSG_SENDPAGE_NOPOLICY"),
+	XLAT_PAIR(0x40000000, "MSG_CMSG_CLOEXEC"),
+	XLAT_END,
+};
+
+static const struct xlat xlat_shutdown_how[] = {
+	XLAT_PAIR(0, "SHUT_RD"),
+	XLAT_PAIR(1, "SHUT_WR"),
+	XLAT_PAIR(2, "SHUT_RDWR"),
+	XLAT_END,
+};
+
+#endif /* __UTRACE_XLAT_NET_H */

@@ -1,0 +1,769 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-engine.c - the engine layer against real processes: attach and
+ * detach, launch and exit status, syscall events (PTRACE_SYSCALL and
+ * seccomp), signals, group-stop, exec from a non-leader thread, fork and
+ * vfork with and without -F, zombies, threads that exit while being
+ * stopped. Targets are tests/targets/s-*, which check themselves.
+ */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+
+#include "utrace/utrace.h"
+#include "ptrace-util.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A recording engine shared by the tests. */
+struct rec {
+	int entries, exits, seccomps, signals, clones, forks, execs, exits_thread, stops, quiesces;
+	int steps, attaches;
+	long first_nr, last_entry_nr, exit_after_exec_nr;
+	int entry_nr_mismatch;
+	long open_nr;
+	int sigs[65];
+	pid_t fork_child;
+	bool fork_vfork, fork_followed;
+	pid_t exec_tid, exec_former, exec_pid;
+	int break_on_stop;
+	int break_on_exec;
+	pid_t pids_seen[16];
+	int nr_pids;
+};
+
+static void rec_pid(struct rec *r, pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < r->nr_pids; i++)
+		if (r->pids_seen[i] == pid)
+			return;
+	if (r->nr_pids < 16)
+		r->pids_seen[r->nr_pids++] = pid;
+}
+
+static int on_entry(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	if (!r->entries)
+		r->first_nr = sc->nr;
+	r->entries++;
+	r->last_entry_nr = sc->nr;
+	r->open_nr = sc->nr;
+	rec_pid(r, utrace_thread__pid(th));
+	return UTRACE_RESUME;
+}
+
+static int on_exit_sc(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->exits++;
+	if (sc->nr != r->open_nr && sc->nr != SYS_execve)
+		r->entry_nr_mismatch++;
+	if (r->execs && !r->exit_after_exec_nr)
+		r->exit_after_exec_nr = sc->nr;
+	return UTRACE_RESUME;
+}
+
+static int on_seccomp(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->seccomps++;
+	return UTRACE_RESUME;
+}
+
+static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->signals++;
+	if (info->si_signo > 0 && info->si_signo <= 64)
+		r->sigs[info->si_signo]++;
+	return UTRACE_RESUME;
+}
+
+static int on_clone(struct utrace_engine *e, struct utrace_thread *th, pid_t child)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->clones++;
+	return UTRACE_RESUME;
+}
+
+static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t child, bool vfork,
+		   bool followed)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	if (!r->forks++) {
+		r->fork_child = child;
+		r->fork_vfork = vfork;
+		r->fork_followed = followed;
+	}
+	return UTRACE_RESUME;
+}
+
+static int on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->execs++;
+	r->exec_tid = utrace_thread__tid(th);
+	r->exec_pid = utrace_thread__pid(th);
+	r->exec_former = former;
+	rec_pid(r, utrace_thread__pid(th));
+	return r->break_on_exec ? UTRACE_BREAK : UTRACE_RESUME;
+}
+
+static int on_exit_th(struct utrace_engine *e, struct utrace_thread *th, int status)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->exits_thread++;
+	return UTRACE_RESUME;
+}
+
+static int on_stop(struct utrace_engine *e, struct utrace_thread *th, int signo)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->stops++;
+	return r->break_on_stop ? UTRACE_BREAK : UTRACE_RESUME;
+}
+
+static int on_quiesce(struct utrace_engine *e, struct utrace_thread *th)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->quiesces++;
+	return UTRACE_RESUME;
+}
+
+static int on_step(struct utrace_engine *e, struct utrace_thread *th)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->steps++;
+	return UTRACE_STOP | UTRACE_BREAK;
+}
+
+static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
+{
+	struct rec *r = utrace_engine__ctx(e);
+
+	r->attaches++;
+	return UTRACE_RESUME;
+}
+
+static const struct utrace_engine_ops rec_ops = {
+	.sz = sizeof(struct utrace_engine_ops),
+	.syscall_entry = on_entry,
+	.syscall_exit = on_exit_sc,
+	.seccomp = on_seccomp,
+	.signal = on_signal,
+	.clone = on_clone,
+	.fork = on_fork,
+	.exec = on_exec,
+	.exit = on_exit_th,
+	.stop = on_stop,
+	.quiesce = on_quiesce,
+	.step = on_step,
+	.attach = on_attach,
+};
+
+static struct utrace_session *new_session(bool follow, int mode)
+{
+	UTRACE_OPTS(utrace_session_opts, o, .follow_forks = follow, .syscall_mode = mode);
+	struct utrace_session *s = utrace_session__new(&o);
+
+	CHECK(s);
+	return s;
+}
+
+/* Run the session until all processes are gone (or @ms elapse). */
+static void run_to_end(struct utrace_session *s, int ms)
+{
+	int r;
+
+	do {
+		r = utrace_session__run(s, ms);
+	} while (r == UTRACE_RUN_BREAK);
+	CHECK_EQ(r, UTRACE_RUN_DONE);
+}
+
+/* ------------------------------------------------------------------------ */
+
+TEST(attach_detach_basic)
+{
+	const char *args[] = { "4", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *ths[16];
+	struct rec rec = { 0 };
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_ATTACH | UTRACE_EV_SIGNAL, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__attach(s, t.pid), -EEXIST);
+	CHECK_EQ(utrace_session__threads(s, t.pid, ths, 16), 5);
+	CHECK_EQ(rec.attaches, 5);
+	CHECK(proc_status_num(t.pid, "TracerPid", false) == (unsigned long long)getpid());
+	CHECK_EQ(utrace_session__run(s, 50), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	CHECK_EQ(proc_status_num(t.pid, "TracerPid", false), 0);
+	CHECK(strchr("RS", proc_state(t.pid)));
+	CHECK_EQ(rec.signals, 0);
+	utrace_session__close(s);
+	kill(t.pid, SIGTERM);
+	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
+}
+
+TEST(attach_refuses_traced)
+{
+	const char *args[] = { "1", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	int sync[2], status;
+	pid_t helper;
+	char c;
+
+	target_wait_ready(&t);
+	CHECK(pipe(sync) == 0);
+	helper = fork();
+	if (helper == 0) {
+		/* Another tracer (like gdb or strace) holds the target. */
+		if (ptrace(PTRACE_SEIZE, t.pid, NULL, NULL) < 0)
+			_exit(1);
+		c = 1;
+		if (write(sync[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	CHECK(read(sync[0], &c, 1) == 1);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK_EQ(utrace_session__attach(s, t.pid), -UTRACE_ERRNO__TRACED);
+	kill(helper, SIGKILL);
+	waitpid(helper, &status, 0);
+	/* The other tracer is gone: now it works, and the target was not harmed. */
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	kill(t.pid, SIGTERM);
+	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
+}
+
+TEST(attach_zombie)
+{
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0)
+		_exit(0);
+	CHECK(wait_state(pid, "Z", 5000));
+	CHECK_EQ(utrace_session__attach(s, pid), -ESRCH);
+	CHECK_EQ(utrace_session__attach(s, 999999), -ESRCH);
+	utrace_session__close(s);
+	CHECK(waitpid(pid, &status, 0) == pid);
+}
+
+TEST(attach_zombie_leader)
+{
+	const char *args[] = { "1500", NULL };
+	struct target t = target_start("s-zombie-leader", args, -1);
+	struct utrace_session *s;
+	char line[64];
+
+	target_wait_ready(&t);
+	CHECK(wait_state(t.pid, "Z", 5000));
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__threads(s, t.pid, NULL, 0), 1);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+	CHECK_STREQ(line, "worker ok");
+	CHECK_EQ(target_reap(&t, 5000), 0);
+}
+
+TEST(launch_exit_status)
+{
+	char *ok[] = { "sh", "-c", "exit 3", NULL };
+	char *killed[] = { "sh", "-c", "kill -9 $$", NULL };
+	char *missing[] = { "/nonexistent/prog", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+
+	CHECK_EQ(utrace_session__exit_status(s), -ECHILD);
+	CHECK(utrace_session__launch(s, ok, NULL) > 0);
+	CHECK_EQ(utrace_session__launch(s, ok, NULL), -EBUSY);
+	CHECK_EQ(utrace_session__exit_status(s), -EAGAIN);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 3);
+	utrace_session__close(s);
+
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_session__launch(s, killed, NULL) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 128 + SIGKILL);
+	utrace_session__close(s);
+
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK_EQ(utrace_session__launch(s, missing, NULL), -ENOENT);
+	CHECK_EQ(utrace_session__exit_status(s), -ECHILD);
+	utrace_session__close(s);
+}
+
+static int devnull_stdout(void *ctx)
+{
+	int fd = ctx ? *(int *)ctx : open("/dev/null", O_WRONLY);
+
+	return dup2(fd, 1) < 0;
+}
+
+TEST(launch_syscalls_ptrace)
+{
+	char *argv[] = { "sh", "-c", "echo hello; exit 0", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout);
+	struct rec rec = { 0 };
+
+	CHECK(utrace_engine__attach(s, &rec_ops,
+				    UTRACE_EV_SYSCALL | UTRACE_EV_EXEC | UTRACE_EV_EXIT, &rec));
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 0);
+	/* Hidden before exec: the first event is the entry of execve. */
+	CHECK_EQ(rec.first_nr, SYS_execve);
+	CHECK_EQ(rec.last_entry_nr, SYS_exit_group);
+	CHECK_EQ(rec.execs, 1);
+	CHECK_EQ(rec.entries, rec.exits + 1); /* exit_group does not return */
+	CHECK_EQ(rec.entry_nr_mismatch, 0);
+	CHECK_EQ(rec.exits_thread, 1);
+	utrace_session__close(s);
+}
+
+/* pre-exec hook: a filter tracing write(2) only, then stdout to /dev/null. */
+static int install_write_filter(void *ctx)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE | 7),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { ARRAY_SIZE(f), f };
+
+	if (devnull_stdout(ctx))
+		return 1;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return 1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0;
+}
+
+struct wrec {
+	int entries, exits, other, bad_data;
+};
+
+static int w_entry(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct wrec *w = utrace_engine__ctx(e);
+
+	if (sc->nr != SYS_write || !sc->seccomp)
+		w->other++;
+	if (sc->seccomp_data != 7)
+		w->bad_data++;
+	w->entries++;
+	return UTRACE_RESUME;
+}
+
+static int w_exit(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct wrec *w = utrace_engine__ctx(e);
+
+	if (sc->nr != SYS_write || sc->ret <= 0)
+		w->other++;
+	w->exits++;
+	return UTRACE_RESUME;
+}
+
+TEST(launch_syscalls_seccomp)
+{
+	char *argv[] = { "sh", "-c", "echo hello; echo hello; exit 5", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_SECCOMP);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = install_write_filter);
+	const struct utrace_engine_ops ops = {
+		.sz = sizeof(ops),
+		.syscall_entry = w_entry,
+		.syscall_exit = w_exit,
+	};
+	struct wrec w = { 0 };
+
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL, &w));
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 5);
+	CHECK_EQ(w.entries, 2);
+	CHECK_EQ(w.exits, 2);
+	CHECK_EQ(w.other, 0);
+	CHECK_EQ(w.bad_data, 0);
+	utrace_session__close(s);
+}
+
+TEST(launch_seccomp_fork_not_followed)
+{
+	/* The child inherits the filter: it must not get ENOSYS for write. */
+	char *argv[] = { "sh", "-c", "(echo child; exit 0) && echo parent; exit 0", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_SECCOMP);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = install_write_filter);
+	const struct utrace_engine_ops ops = {
+		.sz = sizeof(ops),
+		.syscall_entry = w_entry,
+		.syscall_exit = w_exit,
+	};
+	struct wrec w = { 0 };
+
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL, &w));
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 0);
+	CHECK_EQ(w.entries, 1); /* the parent's write only */
+	CHECK_EQ(w.exits, 1);
+	CHECK_EQ(w.other, 0);
+	utrace_session__close(s);
+}
+
+TEST(group_stop_while_traced)
+{
+	const char *args[] = { "2000", "0", "0", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { .break_on_stop = 1 };
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_STOP | UTRACE_EV_SIGNAL, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	kill(t.pid, SIGSTOP);
+	CHECK_EQ(utrace_session__run(s, 5000), UTRACE_RUN_BREAK);
+	CHECK_EQ(rec.sigs[SIGSTOP], 1);
+	CHECK_EQ(rec.stops, 1);
+	/* Stopped for real: it stays stopped while we keep processing events. */
+	CHECK_EQ(utrace_session__run(s, 200), UTRACE_RUN_TIMEOUT);
+	CHECK(strchr("Tt", proc_state(t.pid)));
+	kill(t.pid, SIGCONT);
+	CHECK_EQ(utrace_session__run(s, 200), UTRACE_RUN_TIMEOUT);
+	CHECK(strchr("RS", proc_state(t.pid)));
+	CHECK_EQ(rec.sigs[SIGCONT], 1);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(signals_while_stopped_not_lost)
+{
+	const char *args[] = { "1500", "1", "1", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SIGNAL | UTRACE_EV_QUIESCE, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__quiesce(s, t.pid), 0);
+	CHECK(strchr("t", proc_state(t.pid)));
+	kill(t.pid, SIGUSR1);
+	syscall(SYS_tgkill, t.pid, t.pid, SIGUSR2);
+	/* The thread stays stopped; the signals wait in the kernel. */
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(rec.signals, 0);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(signals_passed_while_traced)
+{
+	const char *args[] = { "1000", "2", "1", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+	int i;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SIGNAL | UTRACE_EV_SYSCALL, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	kill(t.pid, SIGUSR1);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	kill(t.pid, SIGUSR1);
+	kill(t.pid, SIGUSR2);
+	for (i = 0; i < 10 && rec.signals < 3; i++)
+		utrace_session__run(s, 50);
+	CHECK_EQ(rec.sigs[SIGUSR1], 2);
+	CHECK_EQ(rec.sigs[SIGUSR2], 1);
+	CHECK(rec.entries > 0);
+	run_to_end(s, 10000); /* exits while traced: reaped by the session */
+	utrace_session__close(s);
+}
+
+TEST(detach_leaves_stopped_process_stopped)
+{
+	const char *args[] = { "300", "0", "0", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { .break_on_stop = 1 };
+
+	target_wait_ready(&t);
+	/* Stopped before we come. */
+	kill(t.pid, SIGSTOP);
+	CHECK(wait_state(t.pid, "T", 5000));
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_STOP, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	/* The group-stop is reported once, then the process stays stopped. */
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_BREAK);
+	CHECK_EQ(rec.stops, 1);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK(strchr("Tt", proc_state(t.pid)));
+	CHECK_EQ(utrace_session__detach(s), 0);
+	msleep(100);
+	CHECK_EQ(proc_state(t.pid), 'T');
+	CHECK_EQ(proc_status_num(t.pid, "TracerPid", false), 0);
+	CHECK_EQ(proc_status_num(t.pid, "SigPnd", true) & (1ULL << (SIGSTOP - 1)), 0);
+	CHECK_EQ(proc_status_num(t.pid, "ShdPnd", true) & (1ULL << (SIGSTOP - 1)), 0);
+
+	/* Stopped while we trace it, then detached. */
+	kill(t.pid, SIGCONT);
+	CHECK(wait_state(t.pid, "RS", 5000));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	rec.stops = 0;
+	kill(t.pid, SIGSTOP);
+	CHECK_EQ(utrace_session__run(s, 5000), UTRACE_RUN_BREAK);
+	CHECK_EQ(rec.stops, 1);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	msleep(100);
+	CHECK_EQ(proc_state(t.pid), 'T');
+	CHECK_EQ(proc_status_num(t.pid, "ShdPnd", true) & (1ULL << (SIGSTOP - 1)), 0);
+	utrace_session__close(s);
+	kill(t.pid, SIGCONT);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(exec_from_non_leader_thread)
+{
+	char *argv[] = { (char *)target_path("s-exec-thread"), NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout);
+	struct rec rec = { 0 };
+	pid_t pid;
+
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_ALL, &rec));
+	pid = utrace_session__launch(s, argv, &lo);
+	CHECK(pid > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 0);
+	CHECK_EQ(rec.execs, 2);
+	CHECK_EQ(rec.exec_pid, pid);
+	CHECK_EQ(rec.exec_tid, pid);
+	CHECK(rec.exec_former != pid && rec.exec_former > 0);
+	CHECK_EQ(rec.clones, 1);
+	CHECK_EQ(rec.exit_after_exec_nr, SYS_execve);
+	utrace_session__close(s);
+}
+
+static void fork_case(const char *mode, bool follow)
+{
+	char *argv[] = { (char *)target_path("s-fork"), (char *)mode, NULL };
+	struct utrace_session *s = new_session(follow, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout);
+	struct rec rec = { 0 };
+	int p[2], i;
+	pid_t pid;
+	char out[128] = "";
+	ssize_t n;
+
+	CHECK(pipe(p) == 0);
+	lo.pre_exec_ctx = &p[1];
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_ALL, &rec));
+	pid = utrace_session__launch(s, argv, &lo);
+	CHECK(pid > 0);
+	close(p[1]);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 0);
+	n = read(p[0], out, sizeof(out) - 1);
+	CHECK(n > 0);
+	out[n > 0 ? n : 0] = 0;
+	CHECK_STREQ(out, follow ? "child traced=1\n" : "child traced=0\n");
+	/* With -F, the vfork child (sh) forks grep: 2 forks. */
+	CHECK_EQ(rec.forks, follow && !strcmp(mode, "vfork") ? 2 : 1);
+	CHECK_EQ(rec.fork_vfork, !strcmp(mode, "vfork"));
+	CHECK_EQ(rec.fork_followed, follow);
+	/* Events from the child only when following it. */
+	for (i = 0; i < rec.nr_pids; i++)
+		CHECK(follow || rec.pids_seen[i] == pid);
+	if (follow)
+		CHECK(rec.nr_pids >= 2);
+	utrace_session__close(s);
+	close(p[0]);
+}
+
+TEST(fork_not_followed)
+{
+	fork_case("fork", false);
+}
+
+TEST(fork_followed)
+{
+	fork_case("fork", true);
+}
+
+TEST(vfork_not_followed)
+{
+	fork_case("vfork", false);
+}
+
+TEST(vfork_followed)
+{
+	fork_case("vfork", true);
+}
+
+TEST_TIMEOUT(threads_exiting_while_stopped, 60)
+{
+	const char *args[] = { "2500", NULL };
+	struct target t = target_start("s-churn", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+	char line[64];
+	int i;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_CLONE | UTRACE_EV_EXIT, &rec));
+	for (i = 0; i < 40; i++) {
+		CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+		utrace_session__run(s, 5);
+		CHECK_EQ(utrace_session__quiesce(s, t.pid), 0);
+		CHECK_EQ(utrace_session__run(s, 2), UTRACE_RUN_TIMEOUT);
+		CHECK_EQ(utrace_session__detach(s), 0);
+		msleep(5);
+	}
+	CHECK(rec.clones > 0);
+	utrace_session__close(s);
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK(!strncmp(line, "threads ", 8));
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+static int step_count_break(struct utrace_engine *e, struct utrace_thread *th)
+{
+	int *n = utrace_engine__ctx(e);
+
+	(*n)++;
+	return UTRACE_STOP | UTRACE_BREAK;
+}
+
+TEST(singlestep)
+{
+	const char *args[] = { "spin", "1000", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_session *s;
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .step = step_count_break };
+	struct user_regs_struct r1, r2;
+	struct utrace_thread *th;
+	int steps = 0, i;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_STEP, &steps));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK(th);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	CHECK_EQ(utrace_thread__get_regs(th, &r1), 0);
+	for (i = 0; i < 5; i++) {
+		CHECK_EQ(utrace_thread__singlestep(th), 0);
+		CHECK_EQ(utrace_session__run(s, 5000), UTRACE_RUN_BREAK);
+	}
+	CHECK_EQ(steps, 5);
+	CHECK(utrace_thread__is_stopped(th));
+	CHECK_EQ(utrace_thread__get_regs(th, &r2), 0);
+	CHECK(r1.rip != r2.rip);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+static int skip_getppid(struct utrace_engine *e, struct utrace_thread *th,
+			struct utrace_syscall *sc)
+{
+	if (sc->nr == SYS_getppid)
+		utrace_thread__skip_syscall(th, 4242);
+	return UTRACE_RESUME;
+}
+
+TEST(skip_syscall_injects_result)
+{
+	char *argv[] = { "sh", "-c", "echo $PPID", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .syscall_entry = skip_getppid };
+	char out[64] = "";
+	int p[2];
+	ssize_t n;
+
+	CHECK(pipe(p) == 0);
+	lo.pre_exec_ctx = &p[1];
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_ENTRY, NULL));
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	close(p[1]);
+	run_to_end(s, 10000);
+	n = read(p[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	CHECK_STREQ(out, "4242\n");
+	utrace_session__close(s);
+	close(p[0]);
+}
+
+TEST(engine_detach_and_run_timeout)
+{
+	const char *args[] = { "2", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	struct utrace_engine *e1, *e2;
+	struct rec r1 = { 0 }, r2 = { 0 };
+	int fd;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	e1 = utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &r1);
+	e2 = utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &r2);
+	CHECK(e1 && e2);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK(r1.entries > 0);
+	CHECK(r1.entries == r2.entries);
+	utrace_engine__detach(e1);
+	r2.entries = 0;
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK(r2.entries > 0);
+	utrace_session__interrupt(s);
+	CHECK_EQ(utrace_session__run(s, 1000), UTRACE_RUN_INTERRUPTED);
+	fd = utrace_session__fd(s);
+	CHECK(fd >= 0);
+	CHECK(utrace_session__poll(s) >= 0);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	kill(t.pid, SIGTERM);
+	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
+}

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-remote.c - remote syscalls in a stopped thread: the target is
+ * blocked in read() on a pipe, in nanosleep(), or in a busy loop; we run
+ * getpid and mmap/munmap in it, detach, and the target (s-blocked) checks
+ * that it carried on correctly: the read returns the data written later,
+ * the sleep lasts its full time, the loop's registers are intact. Also from
+ * inside syscall-entry and syscall-exit callbacks.
+ */
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "utrace/utrace.h"
+#include "ptrace-util.h"
+
+static bool mapped(pid_t pid, uint64_t addr)
+{
+	struct utrace_maps *m = utrace_maps__read(pid);
+	bool r = m && utrace_maps__find(m, addr);
+
+	utrace_maps__free(m);
+	return r;
+}
+
+/* getpid, mmap, write into it, munmap, on a stopped thread. */
+static void remote_ops(struct utrace_thread *th, pid_t pid)
+{
+	uint64_t args[6] = { 0 };
+	struct user_regs_struct before, after;
+	long ret = 0;
+	char buf[8] = "";
+
+	CHECK_EQ(utrace_thread__get_regs(th, &before), 0);
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_getpid, args, &ret), 0);
+	CHECK_EQ(ret, pid);
+	args[0] = 0;
+	args[1] = 4096;
+	args[2] = PROT_READ | PROT_WRITE;
+	args[3] = MAP_PRIVATE | MAP_ANONYMOUS;
+	args[4] = (uint64_t)-1;
+	args[5] = 0;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_mmap, args, &ret), 0);
+	CHECK(ret > 0 && (ret & 4095) == 0);
+	CHECK(mapped(pid, (uint64_t)ret));
+	CHECK_EQ(utrace_thread__write_mem(th, (uint64_t)ret, "remote", 7), 7);
+	CHECK_EQ(utrace_thread__read_mem(th, (uint64_t)ret, buf, 7), 7);
+	CHECK_STREQ(buf, "remote");
+	args[0] = (uint64_t)ret;
+	args[1] = 4096;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_munmap, args, &ret), 0);
+	CHECK_EQ(ret, 0);
+	CHECK(!mapped(pid, args[0]));
+	/* A failing syscall reports its errno, not an error of ours. */
+	args[0] = (uint64_t)-1;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_close, args, &ret), 0);
+	CHECK_EQ(ret, -EBADF);
+	CHECK_EQ(utrace_thread__get_regs(th, &after), 0);
+	CHECK_MEMEQ(&before, &after, sizeof(before));
+	CHECK(utrace_thread__is_stopped(th));
+}
+
+/*
+ * @resume_first: resume the thread and let it run traced for a while before
+ * detaching. PTRACE_DETACH wakes the thread with TIF_SIGPENDING set
+ * (__ptrace_unlink()), which would run the restart code even if the remote
+ * call had left the thread in the wrong kind of stop; a plain resume does
+ * not, so this variant catches that.
+ */
+static void blocked_case(const char *mode, const char *ms, bool resume_first)
+{
+	const char *args[] = { mode, ms, NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	struct user_regs_struct regs;
+
+	target_wait_ready(&t);
+	msleep(150); /* let it block (or spin) */
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK(th);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	CHECK_EQ(utrace_thread__get_regs(th, &regs), 0);
+	if (!strcmp(mode, "read"))
+		CHECK_EQ((long)regs.orig_rax, SYS_read);
+	if (!strcmp(mode, "sleep"))
+		/* After the attach's interrupt, the sleep goes on in restart_syscall. */
+		CHECK_MSG((long)regs.orig_rax == SYS_nanosleep ||
+				  (long)regs.orig_rax == SYS_clock_nanosleep ||
+				  (long)regs.orig_rax == SYS_restart_syscall,
+			  "orig_rax %lld", (long long)regs.orig_rax);
+	if (strcmp(mode, "spin"))
+		CHECK_MSG((long)regs.rax >= -516 && (long)regs.rax <= -512, "rax %lld",
+			  (long long)regs.rax);
+	remote_ops(th, t.pid);
+	/* Twice, to be sure the restart state survives repeated calls. */
+	remote_ops(th, t.pid);
+	if (resume_first) {
+		CHECK_EQ(utrace_session__resume(s, t.pid), 0);
+		CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	}
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	if (!strcmp(mode, "read")) {
+		msleep(100);
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	}
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(remote_in_blocked_read)
+{
+	blocked_case("read", "0", false);
+}
+
+TEST(remote_in_blocked_read_then_resume)
+{
+	blocked_case("read", "0", true);
+}
+
+TEST(remote_in_nanosleep)
+{
+	blocked_case("sleep", "1200", false);
+}
+
+TEST(remote_in_nanosleep_then_resume)
+{
+	blocked_case("sleep", "1200", true);
+}
+
+TEST(remote_in_busy_loop)
+{
+	blocked_case("spin", "1500", false);
+}
+
+TEST(remote_in_group_stop)
+{
+	const char *args[] = { "sleep", "800", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+
+	target_wait_ready(&t);
+	msleep(100);
+	kill(t.pid, SIGSTOP);
+	CHECK(wait_state(t.pid, "T", 5000));
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	remote_ops(th, t.pid);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	msleep(50);
+	CHECK_EQ(proc_state(t.pid), 'T');
+	kill(t.pid, SIGCONT);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+struct cb_state {
+	pid_t pid;
+	int at_entry, at_exit;
+	int fail;
+};
+
+static int cb_check(struct utrace_thread *th, struct cb_state *st)
+{
+	uint64_t args[6] = { 0 };
+	long ret = 0;
+
+	if (utrace_thread__remote_syscall(th, SYS_getpid, args, &ret) || ret != st->pid)
+		st->fail++;
+	return UTRACE_RESUME;
+}
+
+static int cb_entry(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct cb_state *st = utrace_engine__ctx(e);
+
+	if (sc->nr != SYS_read)
+		return UTRACE_RESUME;
+	st->at_entry++;
+	return cb_check(th, st);
+}
+
+static int cb_exit(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct cb_state *st = utrace_engine__ctx(e);
+
+	if (sc->nr != SYS_read)
+		return UTRACE_RESUME;
+	st->at_exit++;
+	return cb_check(th, st);
+}
+
+TEST(remote_from_syscall_callbacks)
+{
+	const char *args[] = { "read", "0", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	const struct utrace_engine_ops ops = {
+		.sz = sizeof(ops),
+		.syscall_entry = cb_entry,
+		.syscall_exit = cb_exit,
+	};
+	struct cb_state st = { 0 };
+	struct utrace_session *s;
+	int i;
+
+	target_wait_ready(&t);
+	st.pid = t.pid;
+	msleep(100);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL, &st));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	/*
+	 * The attach interrupted the read: it restarts, and the entry stop of
+	 * the restarted read calls cb_entry.
+	 */
+	CHECK_EQ(utrace_session__run(s, 200), UTRACE_RUN_TIMEOUT);
+	CHECK(st.at_entry >= 1);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	for (i = 0; i < 50 && !st.at_exit; i++)
+		utrace_session__run(s, 20);
+	CHECK_EQ(st.at_exit, 1);
+	CHECK_EQ(st.fail, 0);
+	/* The process exits while traced: the session reaps it. */
+	while (utrace_session__run(s, 5000) == UTRACE_RUN_BREAK)
+		;
+	utrace_session__close(s);
+}

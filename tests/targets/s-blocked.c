@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * s-blocked MODE - a target that is somewhere a tracer will interrupt it,
+ * and checks that it was not harmed. Prints "ready <pid>" on stdout first.
+ *   read:  blocks in read(0); must get exactly the bytes "hello\n" (not
+ *          EINTR, not -512), then exits 0.
+ *   sleep: nanosleep(argv[2] ms, default 1500); must return 0 and last at
+ *          least the requested time (a restart must not lose or cut time).
+ *   spin:  a register-heavy busy loop (integer and SSE state) for about
+ *          argv[2] ms; the result must equal the value computed before
+ *          tracing could start.
+ * Exit status 0 when all is well, 1 otherwise (the reason on stderr).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void ready(void)
+{
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+}
+
+/* Integer and floating point state live in registers for the whole loop. */
+static __attribute__((noinline)) unsigned long spin(unsigned long iters, double *fp)
+{
+	unsigned long x = 88172645463325252UL, y = 1, i;
+	double d = 1.0, e = 0.5;
+
+	for (i = 0; i < iters; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		y = y * 6364136223846793005UL + x;
+		d = d * 1.0000001 + e;
+		e = e * 0.9999999 + (double)(x & 0xff) * 1e-9;
+	}
+	*fp = d + e;
+	return x ^ y;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "read";
+	long ms = argc > 2 ? atol(argv[2]) : 1500;
+
+	if (!strcmp(mode, "read")) {
+		char buf[64];
+		ssize_t r;
+
+		ready();
+		r = read(0, buf, sizeof(buf));
+		if (r != 6 || memcmp(buf, "hello\n", 6)) {
+			fprintf(stderr, "read returned %zd (%s)\n", r,
+				r < 0 ? strerror(errno) : "");
+			return 1;
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "sleep")) {
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+		double t0, t1;
+		int r;
+
+		ready();
+		t0 = now();
+		r = nanosleep(&ts, NULL);
+		t1 = now();
+		if (r != 0) {
+			fprintf(stderr, "nanosleep returned %d (%s)\n", r, strerror(errno));
+			return 1;
+		}
+		if (t1 - t0 < ms / 1000.0 - 0.001) {
+			fprintf(stderr, "slept %.3fs instead of %.3fs\n", t1 - t0, ms / 1000.0);
+			return 1;
+		}
+		return 0;
+	}
+	if (!strcmp(mode, "spin")) {
+		unsigned long iters = 1000000, a, b;
+		double fa, fb, t0 = now();
+
+		/* Calibrate to about @ms, computing the expected value untraced. */
+		while (now() - t0 < 0.05)
+			spin(iters, &fa), iters += iters / 2;
+		iters = (unsigned long)((double)iters * (ms / 1000.0) / (now() - t0) * 0.5);
+		a = spin(iters, &fa);
+		ready();
+		b = spin(iters, &fb);
+		if (a != b || fa != fb) {
+			fprintf(stderr, "spin state corrupted: %lx/%g vs %lx/%g\n", a, fa, b, fb);
+			return 1;
+		}
+		return 0;
+	}
+	fprintf(stderr, "unknown mode %s\n", mode);
+	return 2;
+}

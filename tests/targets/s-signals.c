@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * s-signals - counts SIGUSR1/SIGUSR2 with handlers while sleeping in a loop
+ * of short nanosleeps (EINTR is fine and retried). Prints "ready <pid>"
+ * then, after argv[1] ms (default 1500), "usr1=<n> usr2=<n>" and exits 0 if
+ * the counts equal argv[2] and argv[3] (default 1 and 1), 1 otherwise:
+ * a signal lost by a tracer makes it fail.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t usr1, usr2;
+
+static void on_sig(int sig)
+{
+	if (sig == SIGUSR1)
+		usr1++;
+	else
+		usr2++;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	long ms = argc > 1 ? atol(argv[1]) : 1500;
+	int want1 = argc > 2 ? atoi(argv[2]) : 1;
+	int want2 = argc > 3 ? atoi(argv[3]) : 1;
+	struct sigaction sa;
+	double end;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sig;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
+	printf("ready %d\n", getpid());
+	fflush(stdout);
+	end = now() + ms / 1000.0;
+	while (now() < end) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	printf("usr1=%d usr2=%d\n", (int)usr1, (int)usr2);
+	return usr1 == want1 && usr2 == want2 ? 0 : 1;
+}
