@@ -129,6 +129,7 @@ struct tproc {
 	int nr_threads;
 	bool hidden;	    /* traced silently: seccomp mode, fork not followed */
 	bool detach_new;    /* fork not followed: detach at the first stop */
+	bool fork_reported; /* detach_new: the parent's fork event was dispatched */
 	bool hide_pre_exec; /* launched, execve not reached yet */
 	bool launched;
 	uint64_t gadget;    /* address of a syscall instruction; 0: not searched */

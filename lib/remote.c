@@ -247,8 +247,25 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	if (gettid() != th->s->tracer_tid)
 		return -EINVAL;
 	kind = th->stop;
-	if (kind == TSTOP_RUNNING || kind == TSTOP_SIGNAL || kind == TSTOP_PEVENT)
+	if (kind == TSTOP_RUNNING || kind == TSTOP_PEVENT)
 		return -EBUSY;
+	/*
+	 * A signal-delivery stop whose signal has been suppressed (stop_sig
+	 * 0, e.g. the SIGTRAP of a uprobes breakpoint) outside any syscall
+	 * (orig_rax == -1) is left like a syscall-exit stop: the signal is
+	 * gone and there is no syscall restart to preserve, so writing the
+	 * registers back at our exit stop is enough.
+	 */
+	if (kind == TSTOP_SIGNAL) {
+		if (th->stop_sig)
+			return -EBUSY;
+		r = ptrace_getregs(th->tid, &saved);
+		if (r < 0)
+			return r;
+		if ((long)saved.orig_rax != -1)
+			return -EBUSY;
+		kind = TSTOP_SYSCALL_EXIT;
+	}
 	tid = th->tid;
 	if (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT) {
 		r = remote_find_syscall_insn(th, &gadget);

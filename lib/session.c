@@ -813,6 +813,28 @@ static void handle_event_stop(struct utrace_session *s, struct utrace_thread *th
 	}
 }
 
+/*
+ * The parent's fork event has been reported: a child that is not followed
+ * may go now. Its first stop may have come before the parent's event (the
+ * two race in waitpid()); it was held stopped then, so that engines could
+ * clean up the child (e.g. remove breakpoints from its copy of the code)
+ * before it runs a single instruction.
+ */
+static void fork_release_child(struct utrace_session *s, pid_t child)
+{
+	struct utrace_thread *cth = utrace_session__find_thread(s, child);
+
+	if (!cth || !cth->proc->detach_new)
+		return;
+	cth->proc->fork_reported = true;
+	if (cth->stop != TSTOP_RUNNING) {
+		int sig = cth->stop == TSTOP_SIGNAL ? cth->stop_sig : 0;
+
+		ptrace_detach(cth->tid, sig);
+		thread_free(s, cth);
+	}
+}
+
 static void handle_clone_event(struct utrace_session *s, struct utrace_thread *th, int event)
 {
 	unsigned long msg = 0;
@@ -837,11 +859,22 @@ static void handle_clone_event(struct utrace_session *s, struct utrace_thread *t
 
 			child_policy(s, &tmp, th->proc);
 			if (tmp.detach_new) {
-				/* Detached at its first stop (seen already or to come). */
+				/*
+				 * Not followed: detached at its first stop, which is still to
+				 * come (a first stop seen earlier is held, see below); the
+				 * engines see the fork before the child can run.
+				 */
+				cp = proc_new(s, tgid);
+				if (cp) {
+					cp->detach_new = true;
+					if (!thread_new(s, cp, child))
+						proc_free(s, cp);
+				}
 				a.ev = UTRACE_EV_FORK;
 				a.child = tgid;
 				a.vfork = event == PTRACE_EVENT_VFORK;
 				apply_action(th, dispatch(s, th, &a));
+				fork_release_child(s, child);
 				return;
 			}
 			cp = proc_new(s, tgid);
@@ -865,6 +898,8 @@ static void handle_clone_event(struct utrace_session *s, struct utrace_thread *t
 		a.child = cth->proc->pid;
 	}
 	apply_action(th, dispatch(s, th, &a));
+	if (a.ev == UTRACE_EV_FORK)
+		fork_release_child(s, child);
 }
 
 static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th)
@@ -963,6 +998,12 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 		/* A fork that is not followed: let it go at its first stop. */
 		int dsig = (event == 0 && sig != (SIGTRAP | 0x80)) ? sig : 0;
 
+		if (!th->proc->fork_reported) {
+			/* Held until the parent's fork event (fork_release_child()). */
+			th->stop = dsig ? TSTOP_SIGNAL : TSTOP_EVENT;
+			th->stop_sig = dsig;
+			return;
+		}
 		ptrace_detach(tid, dsig);
 		thread_free(s, th);
 		return;

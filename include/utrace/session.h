@@ -374,7 +374,9 @@ struct utrace_syscall {
  * @clone: UTRACE_EV_CLONE: @th created the thread @child (already traced;
  *	it reports UTRACE_EV_ATTACH when it first stops)
  * @fork: UTRACE_EV_FORK: @th created the process @child_pid; @vfork is set
- *	for vfork/CLONE_VFORK; @followed tells whether the child is traced
+ *	for vfork/CLONE_VFORK; @followed tells whether the child is traced.
+ *	A child that is not followed has not run yet when this is called (it
+ *	is detached afterwards), so its memory can still be fixed up
  * @exec: UTRACE_EV_EXEC: @th (now the leader: tid == pid) completed an
  *	execve; @former_tid is the tid of the thread that called execve
  *	(differs from the pid when a non-leader thread exec'ed)
@@ -570,7 +572,9 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
  * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; not from a signal-delivery stop.
+ * syscall-entry/exit/seccomp stops; from a signal-delivery stop only once
+ * its signal has been suppressed (as uprobes does with the SIGTRAP of its
+ * breakpoints) and outside a syscall.
  * @param th a stopped thread
  * @param nr syscall number
  * @param args six arguments (unused ones ignored)

@@ -795,3 +795,26 @@ int reloc_find_slot(const struct utrace_maps *maps, const uint64_t *addrs, size_
 	*ret_addr = best;
 	return 0;
 }
+
+/**
+ * reloc_insn_len - length of the instruction at @src
+ * @src: host copy of the bytes
+ * @len: bytes available
+ *
+ * For int3 probes, which displace exactly one instruction (the planner's
+ * len covers all displaced instructions of a jmp plan). Tracer process; no
+ * allocation.
+ *
+ * Return: the length (1..15); -UTRACE_ERRNO__RELOC if the bytes do not
+ * decode.
+ */
+int reloc_insn_len(const void *src, size_t len)
+{
+	ZydisDecoder dec;
+	ZydisDecodedInstruction in;
+
+	decoder_init(&dec);
+	if (ZYAN_FAILED(ZydisDecoderDecodeInstruction(&dec, NULL, src, len, &in)))
+		return -UTRACE_ERRNO__RELOC;
+	return in.length;
+}

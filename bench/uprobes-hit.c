@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uprobes-hit.c - cost of a probe hit with the ptrace backend.
+ *
+ *   uprobes-hit TARGET [CALLS] [REPEAT]
+ *
+ * Runs "TARGET mt CALLS 1" (tests/targets/s-uprobes) REPEAT times each:
+ * untraced (launched under a session with no probe), with an entry probe
+ * on work(), and with an entry + return probe. Prints the median of
+ * (time traced - time untraced) / hits in ns, per hit and per call.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "utrace/utrace.h"
+
+static long count;
+
+static int on_hit(struct utrace_probe_ctx *ctx, void *data)
+{
+	(void)ctx;
+	(void)data;
+	count++;
+	return UTRACE_PROBE_OK;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* mode 0: no probe; 1: entry; 2: entry + return. Returns seconds. */
+static double run_once(const char *target, const char *calls, int mode)
+{
+	char *argv[] = { (char *)target, "mt", (char *)calls, "1", NULL };
+	struct utrace_session *s = utrace_session__new(NULL);
+	struct utrace_uprobes *up = utrace_uprobes__new(s, NULL);
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_hit, .ret_handler = mode == 2 ? on_hit : NULL);
+	double t0;
+
+	if (!s || !up) {
+		perror("session");
+		exit(1);
+	}
+	if (mode && !utrace_probe__register_spec(up, "work", &o)) {
+		perror("register");
+		exit(1);
+	}
+	t0 = now();
+	if (utrace_session__launch(s, argv, NULL) < 0) {
+		fprintf(stderr, "launch failed\n");
+		exit(1);
+	}
+	while (utrace_session__run(s, -1) == UTRACE_RUN_BREAK)
+		;
+	t0 = now() - t0;
+	utrace_uprobes__free(up);
+	utrace_session__close(s);
+	return t0;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	const char *target = argc > 1 ? argv[1] : "build/tests/targets/s-uprobes";
+	const char *calls = argc > 2 ? argv[2] : "20000";
+	int rep = argc > 3 ? atoi(argv[3]) : 5, i, mode;
+	double t[3][32], med[3];
+	long n = atol(calls);
+
+	if (rep > 32)
+		rep = 32;
+	for (i = 0; i < rep; i++)
+		for (mode = 0; mode < 3; mode++)
+			t[mode][i] = run_once(target, calls, mode);
+	for (mode = 0; mode < 3; mode++) {
+		qsort(t[mode], rep, sizeof(double), cmp);
+		med[mode] = t[mode][rep / 2];
+	}
+	printf("calls %ld, median of %d runs: untraced %.3f s, entry %.3f s, entry+return %.3f s\n",
+	       n, rep, med[0], med[1], med[2]);
+	printf("entry probe: %.0f ns per hit\n", (med[1] - med[0]) / n * 1e9);
+	printf("entry+return probe: %.0f ns per call (%.0f ns per trap)\n",
+	       (med[2] - med[0]) / n * 1e9, (med[2] - med[0]) / (2.0 * n) * 1e9);
+	return 0;
+}

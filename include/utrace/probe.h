@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * probe.h - the uprobes layer: breakpoint probes on user code, with the
+ * semantics of the 2007 paper ("Ptrace, Utrace, Uprobes"), and the context
+ * that probe handlers get. Handlers are written once against this header
+ * and run by any backend:
+ *
+ *   ptrace  - handlers run in the tracer process, in the session's tracing
+ *             thread, while the probed thread is in a ptrace stop;
+ *   agent   - handlers run inside the target, in the probed thread
+ *             (C probe modules loaded with utrace -m);
+ *   kernel  - the kernel's uprobes; only the built-in handlers (counting,
+ *             recording arguments) can run there.
+ *
+ * Semantics (all backends):
+ * - A probe is a handler bound to a SPEC or to one (process, address). It is
+ *   armed at every probe point it resolves to, in every traced process, and
+ *   shared by all threads, including threads created later.
+ * - Any number of probes may share an address; their handlers run in
+ *   registration order. A breakpoint is never removed while the process
+ *   runs: displaced instructions execute out of line, so no thread can run
+ *   past a probe.
+ * - Inserting or removing breakpoints quiesces the process; a hit does not
+ *   stop other threads.
+ * - Return probes replace the return address with a trampoline; the real one
+ *   is kept per thread and checked against the stack pointer (longjmp and
+ *   exceptions unwind past frames); depth is bounded, overflow is counted.
+ * - fork: the child carries no probes (its copy of the breakpoints is
+ *   removed). exec and exit: the process's probe points are dropped and the
+ *   owner told (opts->dropped); with a SPEC, exec re-arms in the new image.
+ * - A SPEC on an object that is not loaded stays pending and is armed when
+ *   the object is loaded (dlopen), in every traced process.
+ * - (Un)registering from inside a handler is deferred until every handler
+ *   of that hit has run; opts->done reports completion.
+ */
+#ifndef __UTRACE_PROBE_H
+#define __UTRACE_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "utrace/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct utrace_session;
+struct utrace_uprobes;
+struct utrace_probe;
+struct utrace_probe_ctx;
+
+enum utrace_backend {
+	UTRACE_BACKEND_AUTO = 0,
+	UTRACE_BACKEND_AGENT,
+	UTRACE_BACKEND_PTRACE,
+	UTRACE_BACKEND_KERNEL,
+	__UTRACE_BACKEND_MAX,
+};
+
+/** @brief **utrace_backend_str()** "auto", "agent", "ptrace", "kernel". */
+UTRACE_API const char *utrace_backend_str(enum utrace_backend b);
+
+/**
+ * struct utrace_uprobes_opts - options of utrace_uprobes__new().
+ * @sz: size of this struct
+ * @backend: enum utrace_backend (AUTO: the fastest that works)
+ * @max_depth: return probes: nested return instances kept per thread
+ *	(default 64); deeper calls are not reported at return and counted
+ */
+struct utrace_uprobes_opts {
+	size_t sz;
+	int backend;
+	unsigned int max_depth;
+	size_t : 0;
+};
+#define utrace_uprobes_opts__last_field max_depth
+
+/**
+ * @brief **utrace_uprobes__new()** creates the uprobes layer of session @s
+ * (an engine on it). Create it before launching, so that SPEC probes
+ * registered before utrace_session__launch() are armed at the exec, before
+ * the command runs its first instruction. A process taken with
+ * utrace_session__attach() is armed when a probe is registered after the
+ * attach, or by utrace_uprobes__sync() for the probes registered before.
+ * @return new object, freed with utrace_uprobes__free(); NULL with errno set
+ * on failure (EINVAL, ENOMEM, EOPNOTSUPP: backend unavailable: only
+ * UTRACE_BACKEND_PTRACE (and AUTO, which picks it) exists today)
+ */
+UTRACE_API struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
+						      const struct utrace_uprobes_opts *opts);
+
+/**
+ * @brief **utrace_uprobes__free()** unregisters every probe (quiescing each
+ * process, removing every breakpoint: code bytes identical to before) and
+ * frees @up. Accepts NULL.
+ */
+UTRACE_API void utrace_uprobes__free(struct utrace_uprobes *up);
+
+/** @brief **utrace_uprobes__backend()** the backend in use (never AUTO). */
+UTRACE_API enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up);
+
+/**
+ * @brief **utrace_uprobes__sync()** arms every SPEC probe in every process
+ * of the session that is not known yet (attached after the probes were
+ * registered). Quiesces each such process while arming.
+ * @return number of processes armed (>= 0); negative error code otherwise
+ * (the first error; the other processes are still armed)
+ */
+UTRACE_API int utrace_uprobes__sync(struct utrace_uprobes *up);
+
+/** struct utrace_uprobes_stats - counters of the whole layer. */
+struct utrace_uprobes_stats {
+	uint64_t hits; /* entry hits handled */
+	uint64_t returns; /* return-trampoline hits handled */
+	uint64_t missed_returns; /* depth overflow or unwound past (longjmp) */
+	uint64_t foreign_traps; /* SIGTRAPs that were not ours (passed on) */
+	uint64_t late_traps; /* hits of a breakpoint removed meanwhile (re-executed) */
+	uint64_t dl_events; /* dynamic linker notifications (r_brk hits) */
+	uint64_t xol_areas; /* XOL areas mapped */
+	uint64_t points; /* probe points armed now */
+	uint64_t deferred; /* (un)registrations deferred from handlers */
+};
+
+/**
+ * @brief **utrace_uprobes__stats()** reads the layer's counters.
+ * @return 0 on success; -EINVAL on bad arguments
+ */
+UTRACE_API int utrace_uprobes__stats(const struct utrace_uprobes *up,
+				     struct utrace_uprobes_stats *st);
+
+/**
+ * Handler return values. UTRACE_PROBE_OK: go on. UTRACE_PROBE_REMOVE:
+ * unregister this probe after the hit (deferred, like any unregistration from
+ * a handler).
+ */
+enum utrace_probe_ret {
+	UTRACE_PROBE_OK = 0,
+	UTRACE_PROBE_REMOVE = 1,
+};
+
+typedef int (*utrace_handler_fn_t)(struct utrace_probe_ctx *ctx, void *data);
+typedef void (*utrace_probe_done_fn_t)(struct utrace_probe *p, int err, void *data);
+
+/** why a probe point was dropped. */
+enum utrace_drop_reason {
+	UTRACE_DROP_EXEC = 1,
+	UTRACE_DROP_EXIT,
+	UTRACE_DROP_DETACH,
+	UTRACE_DROP_UNLOAD, /* the object was unloaded (dlclose); a SPEC re-arms if reloaded */
+	UTRACE_DROP_UNREGISTER, /* the probe was unregistered */
+};
+typedef void (*utrace_probe_dropped_fn_t)(struct utrace_probe *p, pid_t pid,
+					  enum utrace_drop_reason why, void *data);
+
+/**
+ * struct utrace_probe_opts - what a probe does. Handlers of the ptrace
+ * backend run in the tracing thread while the probed thread is stopped;
+ * they may call any utrace_probe_ctx__*() function, and register or
+ * unregister probes (deferred, see @done); they must not call
+ * utrace_session__run() or free the session or @up.
+ * @sz: size of this struct
+ * @handler: runs at each entry hit (or, with @retprobe, at each return)
+ * @ret_handler: runs at each return of the probed function; setting both
+ *	@handler and @ret_handler makes one probe with paired entry and return
+ *	(-f), where the return context carries the entry timestamp
+ * @retprobe: only a return probe: @handler runs at returns (-r)
+ * @data: passed to every callback
+ * @done: completion of a registration or unregistration deferred because
+ *	it was made from a handler (also called, with err = 0, for an
+ *	immediate registration). After a failed registration or an
+ *	unregistration, the probe is freed when @done returns
+ * @dropped: a probe point of this probe was dropped (exec, exit, detach)
+ */
+struct utrace_probe_opts {
+	size_t sz;
+	utrace_handler_fn_t handler;
+	utrace_handler_fn_t ret_handler;
+	bool retprobe;
+	void *data;
+	utrace_probe_done_fn_t done;
+	utrace_probe_dropped_fn_t dropped;
+	size_t : 0;
+};
+#define utrace_probe_opts__last_field dropped
+
+/**
+ * @brief **utrace_probe__register()** registers a probe at runtime address
+ * @addr of process @pid (must be an instruction boundary in a mapped ELF
+ * object; the site planner decides int3 / jmp / refused; at a function
+ * entry that starts with endbr64 the probe goes after it). The process is
+ * quiesced while the breakpoint is written. The probe is dropped (not
+ * re-armed) when @pid execs or exits; opts->dropped tells.
+ * Called from a handler: returns at once, the breakpoint is written after
+ * the hit's handlers have run, and opts->done reports the result.
+ * @return new probe (owned by @up); NULL with errno set on failure:
+ * ESRCH (pid not traced), UTRACE_ERRNO__NOT_PATCHABLE (site refused; the
+ * planner's reason is logged), EFAULT (address not in a mapped ELF
+ * object's code), EEXIST (another tracer's breakpoint is already there)
+ */
+UTRACE_API struct utrace_probe *utrace_probe__register(struct utrace_uprobes *up, pid_t pid,
+						       uint64_t addr,
+						       const struct utrace_probe_opts *opts);
+
+/**
+ * @brief **utrace_probe__register_spec()** registers a probe on every point
+ * SPEC (see utrace/spec.h) resolves to, in every process traced now or
+ * later (children with -F, new images after exec), and keeps it pending on
+ * objects not loaded yet.
+ * @return new probe; NULL with errno set: UTRACE_ERRNO__SPEC (malformed),
+ * UTRACE_ERRNO__NOMATCH (matches nothing and cannot become pending)
+ */
+UTRACE_API struct utrace_probe *utrace_probe__register_spec(struct utrace_uprobes *up,
+							    const char *spec,
+							    const struct utrace_probe_opts *opts);
+
+/**
+ * @brief **utrace_probe__unregister()** removes @p from every probe point
+ * (the breakpoint goes when no probe is left at that address) and frees it;
+ * from a handler, deferred until the hit's handlers have run. Accepts NULL.
+ * @return 0 on success; negative error code otherwise (the probe is then
+ * disabled but may still be armed)
+ */
+UTRACE_API int utrace_probe__unregister(struct utrace_probe *p);
+
+/**
+ * @brief **utrace_probe__name()** the SPEC text, or "PID:0xADDR" for an
+ * address probe. @return a string owned by @p
+ */
+UTRACE_API const char *utrace_probe__name(const struct utrace_probe *p);
+
+/** struct utrace_probe_stats - per-probe counters. */
+struct utrace_probe_stats {
+	uint64_t hits;		/* entry hits */
+	uint64_t returns;	/* return hits */
+	uint64_t missed_returns; /* depth overflow or unwound past (longjmp) */
+	uint64_t points;	/* armed probe points now */
+	uint64_t pending;	/* pending SPEC objects */
+};
+
+/** @brief **utrace_probe__stats()** reads @p's counters. @return 0 or negative error code */
+UTRACE_API int utrace_probe__stats(const struct utrace_probe *p, struct utrace_probe_stats *st);
+
+/* ------------------------------------------------------------------------ */
+/* The context of a hit                                                     */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * struct utrace_probe_point_info - the resolved probe point being hit.
+ * @addr: runtime address
+ * @object: path of the object ("/usr/lib/x86_64-linux-gnu/libc.so.6")
+ * @symbol: function name, NULL for a raw address
+ * @offset: offset of @addr in @symbol
+ * @name: display name: "libc.so.6:malloc", "prog:work+0x4"
+ */
+struct utrace_probe_point_info {
+	uint64_t addr;
+	const char *object;
+	const char *symbol;
+	uint64_t offset;
+	const char *name;
+};
+
+/**
+ * struct utrace_probe_ctx - what a handler gets.
+ * @probe: the probe whose handler runs
+ * @point: the probe point (borrowed, valid during the call)
+ * @pid, @tid: process and thread that hit the probe
+ * @regs: the thread's registers at the hit; a handler may change them
+ *	(written back when the handlers have run: fault injection, fixes)
+ * @is_return: a return hit
+ * @ret_addr: return hits: the address the function returns to
+ * @entry_ns: return hits of a paired probe: CLOCK_MONOTONIC ns at entry
+ *	(0 if the entry was not seen)
+ * @now_ns: CLOCK_MONOTONIC ns of this hit
+ * @depth: nesting depth of return instances of this thread
+ */
+struct utrace_probe_ctx {
+	struct utrace_probe *probe;
+	const struct utrace_probe_point_info *point;
+	pid_t pid;
+	pid_t tid;
+	struct user_regs_struct *regs;
+	bool is_return;
+	uint64_t ret_addr;
+	uint64_t entry_ns;
+	uint64_t now_ns;
+	unsigned int depth;
+	void *priv; /* backend's */
+};
+
+/** @brief **utrace_probe_ctx__arg()** integer argument @n (0..5) per the SysV ABI. */
+UTRACE_API uint64_t utrace_probe_ctx__arg(const struct utrace_probe_ctx *ctx, unsigned int n);
+
+/** @brief **utrace_probe_ctx__retval()** the return value (rax) at a return hit. */
+UTRACE_API uint64_t utrace_probe_ctx__retval(const struct utrace_probe_ctx *ctx);
+
+/**
+ * @brief **utrace_probe_ctx__set_return()** at an entry hit: do not run the
+ * function; return @value to the caller at once (fault injection). At a
+ * return hit: change the return value.
+ * @return 0 on success; -EINVAL if the point is not a function entry
+ */
+UTRACE_API int utrace_probe_ctx__set_return(struct utrace_probe_ctx *ctx, uint64_t value);
+
+/**
+ * @brief **utrace_probe_ctx__read()** reads target memory (direct access in
+ * the agent, process_vm_readv in the ptrace backend).
+ * @return @len on success; negative error code (-EFAULT) otherwise
+ */
+UTRACE_API ssize_t utrace_probe_ctx__read(struct utrace_probe_ctx *ctx, uint64_t addr, void *buf,
+					  size_t len);
+
+/** @brief **utrace_probe_ctx__write()** writes target memory. @return @len or negative error code */
+UTRACE_API ssize_t utrace_probe_ctx__write(struct utrace_probe_ctx *ctx, uint64_t addr,
+					   const void *buf, size_t len);
+
+/**
+ * @brief **utrace_probe_ctx__read_str()** reads a NUL-terminated string of at
+ * most @size - 1 bytes.
+ * @return its length on success; negative error code otherwise
+ */
+UTRACE_API ssize_t utrace_probe_ctx__read_str(struct utrace_probe_ctx *ctx, uint64_t addr,
+					      char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __UTRACE_PROBE_H */

@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend-ptrace.c - the ptrace backend of uprobes: int3 breakpoints, an
+ * XOL area in the target (xol.c), handlers in the tracer. It is a utrace
+ * engine on the session. Runs in the tracer process, in the tracing thread.
+ *
+ * DESIGN
+ *
+ * A hit, step by step:
+ *  1. A thread executes our int3; the kernel queues SIGTRAP (si_code
+ *     SI_KERNEL) and the thread reports a signal-delivery stop. No other
+ *     thread stops.
+ *  2. The engine's signal callback reads the registers; rip - 1 is the
+ *     breakpoint. A SIGTRAP that is not from one of our int3s (the
+ *     program's own, a kill(SIGTRAP), a single-step of a debugger) is
+ *     passed on untouched.
+ *  3. The signal is suppressed; the handlers of every probe at the point
+ *     run in registration order with the thread's registers (they may
+ *     change them). Return probes push a return instance and replace the
+ *     return address at [rsp] with the trampoline.
+ *  4. rip is set to the point's XOL slot (filled at the first hit: the
+ *     relocated instruction followed by a jump back) and the registers are
+ *     written once. The thread resumes and runs on by itself: one trap,
+ *     no single-step, the breakpoint never leaves the code.
+ *
+ * Return probes. The trampoline is an int3 at the start of the first XOL
+ * area. At its trap the thread's return instances (struct utrace_task) are
+ * checked against the stack pointer: after the ret, rsp is 8 above the
+ * slot the return address was in. Instances whose slot is below that
+ * belong to frames that were unwound without returning (longjmp, C++
+ * exceptions, a signal handler that longjmp'd out): they are dropped and
+ * counted as missed returns, lazily, at the next return or entry (the
+ * kernel's cleanup_return_instances(); an instance is alive at a call iff
+ * rsp < its slot, at a chained call iff rsp <= its slot). The matching
+ * instance gives the real return address; the thread resumes there.
+ * Recursion just pushes more instances; a tail call from one probed
+ * function into another finds the trampoline already at [rsp] and chains
+ * (the kernel's "chained" instances: both return through one trap). The
+ * depth is bounded (opts.max_depth): deeper calls are not hijacked and are
+ * counted. A handler that called utrace_probe_ctx__set_return() at entry
+ * skips the function: rax is set, the return address is popped into rip;
+ * no instance is pushed.
+ *
+ * Breakpoints. Inserting or removing one writes a single byte through
+ * /proc/PID/mem (code pages are read-only) with the process quiesced
+ * (utrace_session__quiesce()); the hitting thread itself is never resumed
+ * by us inside its own callback (utrace_thread__resume() defers that). A
+ * SIGTRAP may already be queued for a thread when its breakpoint goes
+ * away: such a "late trap" is recognised (the address was one of ours and
+ * holds no int3 any more) and the thread re-executes the restored
+ * instruction. Before detaching, queued SIGTRAPs are flushed that way, so
+ * no untraced thread is ever killed by one of our traps.
+ *
+ * Detach (ptrace_backend_release()): with the process quiesced and every
+ * breakpoint removed, each return instance's stack slot that still holds
+ * the trampoline gets its real return address back; a thread stopped at
+ * the start or at the jump back of a slot is moved to the equivalent
+ * original address; then the XOL areas are unmapped with a remote munmap,
+ * unless some thread is stopped in the middle of a slot (then the area is
+ * left mapped: harmless, never harmful). Threads inside a signal handler
+ * that interrupted a slot cannot be seen; the window is one instruction.
+ *
+ * Known limits: sigaltstack handlers calling return-probed functions (the
+ * stack-pointer checks assume one stack, as the kernel's do); a vfork
+ * child that is not followed shares its parent's breakpoints until it
+ * execs and would die of a hit; Go stacks and CET shadow stacks are not
+ * handled (see docs/prior-art.md §4).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "utrace/proc.h"
+#include "internal.h"
+#include "uprobes.h"
+
+#ifndef SI_KERNEL
+#define SI_KERNEL 0x80
+#endif
+#ifndef KCMP_VM
+#define KCMP_VM 1
+#endif
+
+/* What a hit's handlers asked for, behind ctx->priv. */
+struct hit_state {
+	struct utrace_thread *th;
+	bool skipped; /* set_return at entry: the function does not run */
+};
+
+static pid_t points_pid(struct uprobes_proc *pp)
+{
+	return pp->vfork_parent ? pp->vfork_parent : pp->pid;
+}
+
+/* The process whose points and areas @pp uses. */
+static struct uprobes_proc *points_proc(struct uprobes_proc *pp)
+{
+	if (pp->vfork_parent) {
+		struct uprobes_proc *parent = uprobes_proc_find(pp->up, pp->vfork_parent);
+
+		if (parent)
+			return parent;
+	}
+	return pp;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Breakpoints                                                               */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * ptrace_backend_arm - write the int3 of @pt.
+ * @pp: process (quiesced, or with no thread able to reach @pt)
+ * @pt: point with orig[] read
+ *
+ * Return: 0 on success; negative errno otherwise (nothing written).
+ */
+int ptrace_backend_arm(struct uprobes_proc *pp, struct probe_point *pt)
+{
+	static const uint8_t int3 = 0xcc; /* int3 */
+	ssize_t n = utrace_mem__write(points_pid(pp), pt->addr, &int3, 1);
+
+	if (n != 1)
+		return n < 0 ? (int)n : -EFAULT;
+	pt->armed = true;
+	return 0;
+}
+
+/**
+ * ptrace_backend_disarm - put the original byte of @pt back.
+ * @pp: process (quiesced)
+ * @pt: armed point
+ * @alive: the process still exists (else nothing is written)
+ *
+ * Return: 0 on success; negative errno otherwise.
+ */
+int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool alive)
+{
+	ssize_t n = 1;
+
+	if (alive)
+		n = utrace_mem__write(points_pid(pp), pt->addr, pt->orig, 1);
+	pt->armed = false;
+	if (n != 1) {
+		pr_warn("process %d: cannot remove breakpoint at 0x%llx: %s\n", pp->pid,
+			(unsigned long long)pt->addr, strerror(n < 0 ? (int)-n : EFAULT));
+		return n < 0 ? (int)n : -EFAULT;
+	}
+	return 0;
+}
+
+/**
+ * ptrace_backend_quiesce - stop every thread of @pp (the paper: inserting
+ * or removing a breakpoint quiesces the process). Events arriving
+ * meanwhile, breakpoint hits included, are handled.
+ * @pp: process
+ *
+ * Return: 0 on success; negative errno otherwise.
+ */
+int ptrace_backend_quiesce(struct uprobes_proc *pp)
+{
+	return utrace_session__quiesce(pp->up->s, pp->pid);
+}
+
+/**
+ * ptrace_backend_resume - resume the threads of @pp stopped by
+ * ptrace_backend_quiesce(); the thread whose hit is being handled resumes
+ * when its callback returns.
+ * @pp: process
+ */
+void ptrace_backend_resume(struct uprobes_proc *pp)
+{
+	struct utrace_thread *ths[256];
+	int n, i;
+
+	n = utrace_session__threads(pp->up->s, pp->pid, ths, ARRAY_SIZE(ths));
+	if (n > (int)ARRAY_SIZE(ths)) {
+		utrace_session__resume(pp->up->s, pp->pid); /* not inside a hit of pp */
+		return;
+	}
+	for (i = 0; i < n; i++)
+		utrace_thread__resume(ths[i]);
+}
+
+/**
+ * ptrace_backend_stopped_thread - a thread of @pp in a stop from which
+ * remote syscalls work, or NULL.
+ * @pp: process (quiesced)
+ */
+struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp)
+{
+	struct utrace_thread *ths[256];
+	int n, i;
+
+	n = utrace_session__threads(pp->up->s, pp->pid, ths, ARRAY_SIZE(ths));
+	for (i = 0; i < MIN(n, (int)ARRAY_SIZE(ths)); i++)
+		if (ths[i]->stop == TSTOP_EVENT || ths[i]->stop == TSTOP_GROUP)
+			return ths[i];
+	return NULL;
+}
+
+/* Is a SIGTRAP queued (not yet dequeued) for thread @tid? */
+static bool sigtrap_pending(pid_t pid, pid_t tid)
+{
+	char path[64], line[256];
+	bool ret = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "SigPnd:", 7)) {
+			unsigned long long mask = strtoull(line + 7, NULL, 16);
+
+			ret = mask & (1ULL << (SIGTRAP - 1));
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/**
+ * ptrace_backend_release - leave @pp clean before detaching: flush queued
+ * traps, restore redirected return addresses, move threads out of XOL
+ * slots, unmap the XOL areas.
+ * @pp: process, quiesced, breakpoints already removed
+ *
+ * Return: 0 on success; negative errno if something could not be undone
+ * (logged; the target keeps running correctly, at worst with an XOL area
+ * left mapped).
+ */
+int ptrace_backend_release(struct uprobes_proc *pp)
+{
+	struct utrace_uprobes *up = pp->up;
+	struct utrace_thread *ths[256];
+	uint64_t tramp = xol_tramp(pp);
+	bool busy = false;
+	unsigned int i, k;
+	int n, t, round, ret = 0;
+
+	/* 1. traps queued before the breakpoints went: let them arrive now */
+	for (round = 0; round < 4; round++) {
+		bool any = false;
+
+		n = utrace_session__threads(up->s, pp->pid, ths, ARRAY_SIZE(ths));
+		for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)); t++) {
+			if (ths[t] != up->hit_th && sigtrap_pending(pp->pid, utrace_thread__tid(ths[t]))) {
+				utrace_thread__resume(ths[t]);
+				any = true;
+			}
+		}
+		if (!any)
+			break;
+		utrace_session__quiesce(up->s, pp->pid);
+	}
+	if (!tramp)
+		return 0;
+	/* 2. real return addresses back on the stacks */
+	for (i = 0; i < PROC_HASH; i++) {
+		struct utrace_task *task;
+
+		for (task = pp->tasks[i]; task; task = task->hnext) {
+			for (k = 0; k < task->depth; k++) {
+				const struct utrace_return_instance *ri = &task->ri[k];
+				uint64_t v;
+
+				if (ri->chained)
+					continue;
+				if (utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 && v == tramp &&
+				    utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8) != 8) {
+					busy = true;
+					ret = -EFAULT;
+				}
+			}
+			task->depth = 0;
+		}
+	}
+	/* 3. threads inside a slot */
+	n = utrace_session__threads(up->s, pp->pid, ths, ARRAY_SIZE(ths));
+	for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)); t++) {
+		struct user_regs_struct regs;
+		struct probe_point *pt;
+		uint64_t rip;
+
+		if (utrace_thread__get_regs(ths[t], &regs) < 0 || !xol_contains(pp, regs.rip))
+			continue;
+		pt = uprobes_slot_owner(pp, regs.rip);
+		if (pt && xol_rip_fixup(pt, regs.rip, &rip) == 0) {
+			regs.rip = rip;
+			utrace_thread__set_regs(ths[t], &regs);
+		} else {
+			busy = true;
+		}
+	}
+	if (busy) {
+		pr_warn("process %d: a thread is inside the XOL area; leaving it mapped\n", pp->pid);
+		xol_forget(pp);
+		return ret ? ret : -EBUSY;
+	}
+	/* 4. unmap */
+	{
+		struct utrace_thread *th = ptrace_backend_stopped_thread(pp);
+		int r = xol_unmap_all(pp, th);
+
+		if (r) {
+			pr_warn("process %d: cannot unmap the XOL area: %s\n", pp->pid,
+				strerror(-r));
+			if (!ret)
+				ret = r;
+		}
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hits                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* Drop instances unwound past without returning (longjmp, exceptions). */
+static void ri_cleanup(struct uprobes_proc *pp, struct utrace_task *t, uint64_t sp, bool chained)
+{
+	while (t->depth) {
+		const struct utrace_return_instance *ri = &t->ri[t->depth - 1];
+
+		if (chained ? sp <= ri->sp : sp < ri->sp)
+			break;
+		uprobes_missed_return(pp, ri->func);
+		t->depth--;
+	}
+}
+
+/* Entry of a return-probed function: hijack the return address. */
+static void ri_push(struct uprobes_proc *pp, struct probe_point *pt, pid_t tid,
+		    struct user_regs_struct *regs, uint64_t now)
+{
+	uint64_t tramp = xol_tramp(pp), ret;
+	struct utrace_return_instance *ri;
+	struct utrace_task *t;
+	bool chained;
+
+	t = uprobes_task_get(pp, tid, true);
+	if (!t || !tramp || utrace_mem__read(pp->pid, regs->rsp, &ret, 8) != 8) {
+		uprobes_missed_return(pp, pt->addr);
+		return;
+	}
+	chained = ret == tramp;
+	ri_cleanup(pp, t, regs->rsp, chained);
+	if (chained && !t->depth) {
+		/* a trampoline address we have no record of: leave it */
+		uprobes_missed_return(pp, pt->addr);
+		return;
+	}
+	if (t->depth >= pp->up->max_depth) {
+		uprobes_missed_return(pp, pt->addr);
+		return;
+	}
+	if (!chained && utrace_mem__write(pp->pid, regs->rsp, &tramp, 8) != 8) {
+		uprobes_missed_return(pp, pt->addr);
+		return;
+	}
+	ri = &t->ri[t->depth++];
+	ri->func = pt->addr;
+	ri->sp = regs->rsp;
+	ri->orig_ret = chained ? t->ri[t->depth - 2].orig_ret : ret;
+	ri->chained = chained;
+	ri->entry_ns = now;
+}
+
+static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp,
+			struct uprobes_proc *mp, struct probe_point *pt, struct utrace_thread *th,
+			struct user_regs_struct *regs)
+{
+	struct user_regs_struct orig = *regs;
+	struct hit_state hs = { .th = th };
+	struct utrace_probe_ctx ctx = {
+		.pid = pp->pid,
+		.tid = utrace_thread__tid(th),
+		.regs = regs,
+		.now_ns = uprobes_now_ns(),
+		.priv = &hs,
+	};
+	struct utrace_task *t = uprobes_task_get(mp, ctx.tid, false);
+	bool is_rbrk = pt->addr == mp->r_brk;
+	int err;
+
+	up->stats.hits++;
+	ctx.depth = t ? t->depth : 0;
+	regs->rip = pt->addr; /* handlers see the probed address */
+	orig.rip = pt->addr;
+	uprobes_run_entry(pt, &ctx);
+	/* the point may have lost all probes (deferred): it stays until hit_end */
+	if (!hs.skipped && regs->rip == orig.rip) {
+		err = xol_prepare_slot(mp, th, pt);
+		if (err) {
+			/* cannot run out of line: give the site back, never harm the target */
+			pr_warn("probe point %s: cannot run the instruction out of line: %s; removed\n",
+				pt->name, strerror(err < 0 && -err < 4000 ? -err : EINVAL));
+			ptrace_backend_disarm(mp, pt, true);
+			regs->rip = pt->addr;
+		} else {
+			if (uprobes_point_wants_return(pt))
+				ri_push(mp, pt, ctx.tid, regs, ctx.now_ns);
+			regs->rip = pt->slot;
+		}
+	}
+	utrace_thread__set_regs(th, regs);
+	if (is_rbrk)
+		uprobes_dl_activity(mp, th);
+	return 0;
+}
+
+static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
+			 struct uprobes_proc *mp, struct utrace_thread *th,
+			 struct user_regs_struct *regs)
+{
+	struct hit_state hs = { .th = th };
+	struct utrace_probe_ctx ctx = {
+		.pid = pp->pid,
+		.tid = utrace_thread__tid(th),
+		.regs = regs,
+		.now_ns = uprobes_now_ns(),
+		.priv = &hs,
+	};
+	struct utrace_task *t = uprobes_task_get(mp, ctx.tid, false);
+	uint64_t slot_sp = regs->rsp - 8;
+
+	/* frames below the returning one were unwound past */
+	while (t && t->depth && t->ri[t->depth - 1].sp < slot_sp) {
+		uprobes_missed_return(mp, t->ri[t->depth - 1].func);
+		t->depth--;
+	}
+	if (!t || !t->depth || t->ri[t->depth - 1].sp != slot_sp) {
+		pr_warn("thread %d: return trampoline hit with no matching return instance "
+			"(rsp 0x%llx)\n",
+			ctx.tid, (unsigned long long)regs->rsp);
+		return -ENOENT;
+	}
+	for (;;) {
+		struct utrace_return_instance ri = t->ri[--t->depth];
+
+		up->stats.returns++;
+		regs->rip = ri.orig_ret;
+		ctx.ret_addr = ri.orig_ret;
+		ctx.depth = t->depth;
+		uprobes_run_return(mp, &ri, &ctx);
+		regs->rip = ri.orig_ret;
+		if (!ri.chained || !t->depth)
+			break;
+	}
+	utrace_thread__set_regs(th, regs);
+	return 0;
+}
+
+static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+	struct uprobes_proc *pp, *mp;
+	struct user_regs_struct regs;
+	struct utrace_thread *saved_th;
+	struct probe_point *pt;
+	uint64_t addr;
+	uint8_t b;
+	unsigned int i;
+	int err;
+
+	if (info->si_signo != SIGTRAP || info->si_code != SI_KERNEL)
+		goto foreign;
+	pp = uprobes_proc_find(up, utrace_thread__pid(th));
+	if (!pp)
+		goto foreign;
+	if (utrace_thread__get_regs(th, &regs) < 0)
+		goto foreign;
+	mp = points_proc(pp);
+	addr = regs.rip - 1;
+	pt = uprobes_point_find(mp, addr);
+	if (!pt && !(mp->xol && addr == xol_tramp(mp))) {
+		/* a late trap: our breakpoint was removed after it fired */
+		for (i = 0; i < MIN(mp->nr_removed, ARRAY_SIZE(mp->removed)); i++) {
+			if (mp->removed[i] == addr && utrace_mem__read(mp->pid, addr, &b, 1) == 1 &&
+			    b != 0xcc) {
+				regs.rip = addr;
+				utrace_thread__set_regs(th, &regs);
+				up->stats.late_traps++;
+				return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+			}
+		}
+		goto foreign;
+	}
+	if (pt && !pt->armed) {
+		/* disarmed meanwhile (a failed slot): re-execute the original */
+		regs.rip = addr;
+		utrace_thread__set_regs(th, &regs);
+		up->stats.late_traps++;
+		return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+	}
+	/* ours: the signal is gone (also lets remote syscalls run from here) */
+	th->stop_sig = 0;
+	saved_th = up->hit_th;
+	up->hit_th = th;
+	uprobes_hit_begin(up);
+	if (pt)
+		err = handle_entry(up, pp, mp, pt, th, &regs);
+	else
+		err = handle_return(up, pp, mp, th, &regs);
+	uprobes_hit_end(up);
+	up->hit_th = saved_th;
+	if (err) {
+		th->stop_sig = SIGTRAP; /* nothing we can do: the program's own fate */
+		return UTRACE_RESUME;
+	}
+	return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+
+foreign:
+	up->stats.foreign_traps += info->si_signo == SIGTRAP;
+	return UTRACE_RESUME;
+}
+
+static int on_thread_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+
+	(void)former;
+	uprobes_proc_exec(up, th);
+	return UTRACE_RESUME;
+}
+
+static int on_thread_exit(struct utrace_engine *e, struct utrace_thread *th, int status)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+	pid_t pid = utrace_thread__pid(th);
+	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
+
+	(void)status;
+	if (!pp)
+		return UTRACE_RESUME;
+	if (utrace_session__threads(up->s, pid, NULL, 0) <= 1)
+		uprobes_proc_exit(up, pid); /* the last thread: the process is gone */
+	else
+		uprobes_task_exit(points_proc(pp), utrace_thread__tid(th));
+	return UTRACE_RESUME;
+}
+
+static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t child, bool vfork,
+		   bool followed)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+
+	uprobes_proc_fork(up, utrace_thread__pid(th), child, vfork, followed);
+	return UTRACE_RESUME;
+}
+
+/* PPid of @pid, or 0. */
+static pid_t read_ppid(pid_t pid)
+{
+	char buf[32];
+
+	if (proc_status_field(pid, "PPid", buf, sizeof(buf)) < 0)
+		return 0;
+	return (pid_t)atoi(buf);
+}
+
+/*
+ * A followed fork child may report its first stop before its parent's fork
+ * event: set it up now, before it runs (uprobes_proc_fork() is idempotent).
+ */
+static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+	pid_t pid = utrace_thread__pid(th), ppid;
+	bool vfork;
+
+	if (utrace_thread__tid(th) != pid || uprobes_proc_find(up, pid))
+		return UTRACE_RESUME;
+	ppid = read_ppid(pid);
+	if (ppid <= 0 || !uprobes_proc_find(up, ppid))
+		return UTRACE_RESUME;
+	if (utrace_session__threads(up->s, pid, NULL, 0) != 1)
+		return UTRACE_RESUME; /* not a fresh fork child */
+	vfork = syscall(SYS_kcmp, pid, ppid, KCMP_VM, 0, 0) == 0;
+	uprobes_proc_fork(up, ppid, pid, vfork, true);
+	return UTRACE_RESUME;
+}
+
+/**
+ * ptrace_backend_init - attach the backend's engine to the session.
+ * @up: layer
+ *
+ * Return: 0 on success; negative errno otherwise.
+ */
+int ptrace_backend_init(struct utrace_uprobes *up)
+{
+	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec, .exit = on_thread_exit,
+		    .fork = on_fork, .attach = on_attach);
+
+	up->engine = utrace_engine__attach(up->s, &ops,
+					   UTRACE_EV_SIGNAL | UTRACE_EV_EXEC | UTRACE_EV_EXIT |
+						   UTRACE_EV_FORK | UTRACE_EV_ATTACH,
+					   up);
+	return up->engine ? 0 : -errno;
+}
+
+/**
+ * ptrace_backend_fini - detach the engine.
+ * @up: layer (no process left)
+ */
+void ptrace_backend_fini(struct utrace_uprobes *up)
+{
+	utrace_engine__detach(up->engine);
+	up->engine = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Handler context                                                           */
+/* ------------------------------------------------------------------------ */
+
+uint64_t utrace_probe_ctx__arg(const struct utrace_probe_ctx *ctx, unsigned int n)
+{
+	const struct user_regs_struct *r;
+
+	if (!ctx || !ctx->regs)
+		return 0;
+	r = ctx->regs;
+	switch (n) {
+	case 0:
+		return r->rdi;
+	case 1:
+		return r->rsi;
+	case 2:
+		return r->rdx;
+	case 3:
+		return r->rcx;
+	case 4:
+		return r->r8;
+	case 5:
+		return r->r9;
+	default:
+		return 0;
+	}
+}
+
+uint64_t utrace_probe_ctx__retval(const struct utrace_probe_ctx *ctx)
+{
+	return ctx && ctx->regs ? ctx->regs->rax : 0;
+}
+
+int utrace_probe_ctx__set_return(struct utrace_probe_ctx *ctx, uint64_t value)
+{
+	struct hit_state *hs;
+	uint64_t ret;
+
+	if (!ctx || !ctx->regs || !ctx->priv)
+		return -EINVAL;
+	hs = ctx->priv;
+	if (ctx->is_return) {
+		ctx->regs->rax = value;
+		return 0;
+	}
+	if (!ctx->point || ctx->point->offset != 0 || !ctx->point->symbol)
+		return -EINVAL;
+	if (!hs->skipped) {
+		if (utrace_mem__read(ctx->pid, ctx->regs->rsp, &ret, 8) != 8)
+			return -EFAULT;
+		ctx->regs->rip = ret; /* may be the trampoline: the caller's return probe fires */
+		ctx->regs->rsp += 8;
+		hs->skipped = true;
+	}
+	ctx->regs->rax = value;
+	return 0;
+}
+
+ssize_t utrace_probe_ctx__read(struct utrace_probe_ctx *ctx, uint64_t addr, void *buf, size_t len)
+{
+	if (!ctx)
+		return -EINVAL;
+	return utrace_mem__read(ctx->pid, addr, buf, len);
+}
+
+ssize_t utrace_probe_ctx__write(struct utrace_probe_ctx *ctx, uint64_t addr, const void *buf,
+				size_t len)
+{
+	if (!ctx)
+		return -EINVAL;
+	return utrace_mem__write(ctx->pid, addr, buf, len);
+}
+
+ssize_t utrace_probe_ctx__read_str(struct utrace_probe_ctx *ctx, uint64_t addr, char *buf,
+				   size_t size)
+{
+	if (!ctx)
+		return -EINVAL;
+	return utrace_mem__read_str(ctx->pid, addr, buf, size);
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uprobes.h - internal contract between the probe registry (uprobes.c),
+ * its backends (backend-ptrace.c) and the XOL areas (xol.c). Not installed.
+ * Everything here runs in the tracer process, in the session's tracing
+ * thread; nothing is locked (there is one thread).
+ */
+#ifndef __UTRACE_UPROBES_INTERNAL_H
+#define __UTRACE_UPROBES_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "utrace/plan.h"
+#include "utrace/probe.h"
+#include "utrace/session.h"
+#include "utrace/spec.h"
+
+/* Default and largest number of return instances kept per thread. */
+#define UPROBES_DEFAULT_DEPTH 64
+#define UPROBES_MAX_DEPTH 4096
+/* Longest instruction, and the bytes kept from the probed site. */
+#define UPROBES_INSN_MAX 16
+
+struct uprobes_proc;
+struct xol_area;
+
+/*
+ * struct utrace_probe - one registered probe (public opaque type). Owned
+ * by its struct utrace_uprobes; freed when unregistered and no longer
+ * referenced by a running hit.
+ */
+struct utrace_probe {
+	struct utrace_uprobes *up;
+	struct utrace_probe *next; /* up->probes, in registration order */
+	uint64_t seq; /* registration order: handlers run by ascending seq */
+	struct utrace_probe_opts opts; /* copied, unknown tail zeroed */
+	bool is_spec;
+	bool warned; /* a refused site was reported once */
+	char *name; /* SPEC text or "PID:0xADDR" */
+	struct utrace_spec spec; /* is_spec */
+	pid_t pid; /* !is_spec: the process and runtime address */
+	uint64_t addr;
+	bool registered; /* registration completed (armed where possible) */
+	bool dead; /* unregistered; freed once no hit uses it */
+	unsigned int points; /* probe points carrying this probe */
+	unsigned int pending; /* SPEC objects not loaded yet (per process) */
+	uint64_t hits, returns, missed_returns;
+};
+
+/*
+ * struct probe_point - one breakpoint: (process, address) with the probes
+ * there, in registration order.
+ */
+struct probe_point {
+	struct probe_point *hnext; /* proc hash chain */
+	struct uprobes_proc *proc;
+	uint64_t addr; /* runtime address of the int3 */
+	uint8_t orig[UPROBES_INSN_MAX]; /* original bytes at @addr */
+	uint8_t insn_len; /* length of the displaced instruction */
+	bool armed; /* int3 written */
+	bool entry; /* at a function's first instruction (set_return allowed) */
+	bool internal; /* the dynamic linker's r_brk: no probes, rescans maps */
+	uint64_t slot; /* XOL copy of the instruction, 0 until the first hit */
+	uint16_t slot_len; /* bytes of the relocated instruction (the jmp back follows) */
+	struct xol_area *area; /* area holding @slot */
+	struct utrace_probe **probes;
+	unsigned int nr_probes, cap_probes;
+	struct utrace_probe_point_info info;
+	char *object, *symbol, *name; /* owned strings behind @info */
+};
+
+/*
+ * struct utrace_return_instance - a function entered through a return
+ * probe, whose return address was replaced with the trampoline (the
+ * kernel's return_instance).
+ * @func: the probe point address (the function entry)
+ * @sp: rsp at entry: the stack slot holding the return address
+ * @orig_ret: the real return address
+ * @chained: tail call: this instance returns through the one below it
+ *	(the return address it replaced was already the trampoline)
+ * @entry_ns: CLOCK_MONOTONIC at entry
+ */
+struct utrace_return_instance {
+	uint64_t func;
+	uint64_t sp;
+	uint64_t orig_ret;
+	bool chained;
+	uint64_t entry_ns;
+};
+
+/* enum utrace_task_state - where a thread is with respect to probes. */
+enum utrace_task_state {
+	UTASK_RUNNING = 0, /* outside any probe */
+	UTASK_IN_HANDLERS, /* its hit's handlers are running in the tracer */
+};
+
+/* struct utrace_task - per-thread probe state (the kernel's uprobe_task). */
+struct utrace_task {
+	struct utrace_task *hnext;
+	pid_t tid;
+	enum utrace_task_state state;
+	unsigned int depth; /* return instances in use */
+	struct utrace_return_instance *ri; /* [max_depth], ri[depth - 1] is the newest */
+};
+
+#define PROC_HASH 256
+
+/* struct uprobes_proc - one traced process and its probe points. */
+struct uprobes_proc {
+	struct uprobes_proc *next;
+	struct utrace_uprobes *up;
+	pid_t pid;
+	struct probe_point *points[PROC_HASH];
+	unsigned int nr_points;
+	struct utrace_task *tasks[PROC_HASH];
+	struct xol_area *xol; /* list of the process's XOL areas */
+	struct utrace_image *img; /* objects seen so far (rebuilt at r_brk) */
+	struct utrace_planner *planner; /* on @img */
+	uint64_t r_brk; /* the dynamic linker's _dl_debug_state, 0 if none */
+	uint64_t removed[8]; /* recently removed breakpoints (late SIGTRAPs) */
+	unsigned int nr_removed;
+	pid_t vfork_parent; /* a followed vfork child: uses its parent's points */
+};
+
+/* Deferred requests from handlers. */
+struct uprobes_deferred {
+	struct uprobes_deferred *next;
+	bool reg; /* true: complete registration of @p; false: unregister */
+	struct utrace_probe *p;
+};
+
+/* struct utrace_uprobes - the uprobes layer of one session. */
+struct utrace_uprobes {
+	struct utrace_session *s;
+	struct utrace_engine *engine;
+	enum utrace_backend backend;
+	unsigned int max_depth;
+	struct utrace_probe *probes, **probes_tail;
+	uint64_t next_seq;
+	struct uprobes_proc *procs;
+	unsigned int hit_depth; /* > 0 while handlers run: (un)registration is deferred */
+	bool in_deferred; /* the deferred queue is being processed */
+	struct utrace_thread *hit_th; /* thread whose hit is being handled (not resumed by us) */
+	struct uprobes_deferred *deferred, **deferred_tail;
+	bool freeing;
+	struct utrace_uprobes_stats stats;
+};
+
+/* ---- uprobes.c: registry ------------------------------------------------ */
+
+struct uprobes_proc *uprobes_proc_find(struct utrace_uprobes *up, pid_t pid);
+struct probe_point *uprobes_point_find(struct uprobes_proc *pp, uint64_t addr);
+struct utrace_task *uprobes_task_get(struct uprobes_proc *pp, pid_t tid, bool create);
+void uprobes_task_exit(struct uprobes_proc *pp, pid_t tid);
+bool uprobes_point_wants_return(const struct probe_point *pt);
+void uprobes_hit_begin(struct utrace_uprobes *up);
+void uprobes_hit_end(struct utrace_uprobes *up);
+void uprobes_run_entry(struct probe_point *pt, struct utrace_probe_ctx *ctx);
+void uprobes_run_return(struct uprobes_proc *pp, const struct utrace_return_instance *ri,
+			struct utrace_probe_ctx *ctx);
+void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func);
+void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th);
+void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid);
+void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, bool vfork,
+		       bool followed);
+struct probe_point *uprobes_slot_owner(struct uprobes_proc *pp, uint64_t rip);
+void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th);
+uint64_t uprobes_now_ns(void);
+
+/* ---- xol.c: out-of-line areas ------------------------------------------- */
+
+int xol_prepare_slot(struct uprobes_proc *pp, struct utrace_thread *th, struct probe_point *pt);
+uint64_t xol_tramp(const struct uprobes_proc *pp);
+bool xol_contains(const struct uprobes_proc *pp, uint64_t addr);
+int xol_unmap_all(struct uprobes_proc *pp, struct utrace_thread *th);
+int xol_inherit(struct uprobes_proc *child, const struct uprobes_proc *parent);
+void xol_forget(struct uprobes_proc *pp);
+int xol_insn_len(const uint8_t *bytes, size_t len);
+int xol_rip_fixup(const struct probe_point *pt, uint64_t rip, uint64_t *ret);
+
+/* ---- backend-ptrace.c ---------------------------------------------------- */
+
+int ptrace_backend_init(struct utrace_uprobes *up);
+void ptrace_backend_fini(struct utrace_uprobes *up);
+int ptrace_backend_arm(struct uprobes_proc *pp, struct probe_point *pt);
+int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool alive);
+int ptrace_backend_quiesce(struct uprobes_proc *pp);
+void ptrace_backend_resume(struct uprobes_proc *pp);
+int ptrace_backend_release(struct uprobes_proc *pp);
+struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp);
+
+#endif /* __UTRACE_UPROBES_INTERNAL_H */

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-uprobes.c - the uprobes API with the ptrace backend against
+ * tests/targets/s-uprobes, which prints the counts it expects
+ * ("expect entries=N returns=N ...") and checks its own results.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "utrace/utrace.h"
+#include "ptrace-util.h"
+
+struct counts {
+	long entries, returns, order_bad, dropped_exec, dropped_other;
+	long ret_bad;
+	struct counts *first; /* ordering check: the earlier probe at the same point */
+};
+
+static int on_entry(struct utrace_probe_ctx *ctx, void *data)
+{
+	struct counts *c = data;
+
+	if (c->first && c->first->entries != c->entries + 1)
+		c->order_bad++;
+	c->entries++;
+	(void)ctx;
+	return UTRACE_PROBE_OK;
+}
+
+static int on_return(struct utrace_probe_ctx *ctx, void *data)
+{
+	struct counts *c = data;
+
+	/* work(x) returns 2x+1, fib() >= 0: an odd/even sanity check is enough */
+	if (!ctx->is_return || !ctx->entry_ns || ctx->now_ns < ctx->entry_ns)
+		c->ret_bad++;
+	c->returns++;
+	return UTRACE_PROBE_OK;
+}
+
+static void on_dropped(struct utrace_probe *p, pid_t pid, enum utrace_drop_reason why, void *data)
+{
+	struct counts *c = data;
+
+	(void)p;
+	(void)pid;
+	if (why == UTRACE_DROP_EXEC)
+		c->dropped_exec++;
+	else
+		c->dropped_other++;
+}
+
+/* Parse "KEY=N" from the target's output. */
+static long expect(const char *out, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "%s=", key);
+	p = out ? strstr(out, pat) : NULL;
+	return p ? atol(p + strlen(pat)) : -1;
+}
+
+struct run {
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	pid_t pid;
+	int out_fd;
+};
+
+/* Launch s-uprobes with @args; its stdout goes to a pipe. */
+static void run_start(struct run *r, const char *const *args)
+{
+	char *argv[16];
+	int p[2], saved, i = 0;
+
+	r->s = utrace_session__new(NULL);
+	CHECK(r->s);
+	r->up = utrace_uprobes__new(r->s, NULL);
+	CHECK(r->up);
+	CHECK_EQ(utrace_uprobes__backend(r->up), UTRACE_BACKEND_PTRACE);
+	argv[i++] = strdup(target_path("s-uprobes"));
+	while (*args && i < 15)
+		argv[i++] = (char *)*args++;
+	argv[i] = NULL;
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	r->out_fd = p[0];
+	saved = dup(1);
+	fflush(stdout);
+	dup2(p[1], 1);
+	close(p[1]);
+	r->pid = 0;
+	(void)r->pid;
+	/* the child gets the pipe as stdout (dup2 clears O_CLOEXEC on fd 1) */
+	r->pid = utrace_session__launch(r->s, argv, NULL);
+	dup2(saved, 1);
+	close(saved);
+	CHECK(r->pid > 0);
+}
+
+/* Run to the end; return the exit status, the output in *out (malloc'ed). */
+static int run_finish(struct run *r, char **out)
+{
+	char *buf = calloc(1, 65536);
+	size_t n = 0;
+	ssize_t k;
+	int res, st;
+
+	while ((res = utrace_session__run(r->s, 120000)) == UTRACE_RUN_BREAK)
+		;
+	CHECK_EQ(res, UTRACE_RUN_DONE);
+	while (n < 65535 && (k = read(r->out_fd, buf + n, 65535 - n)) > 0)
+		n += (size_t)k;
+	close(r->out_fd);
+	st = utrace_session__exit_status(r->s);
+	*out = buf;
+	return st;
+}
+
+static void run_close(struct run *r)
+{
+	utrace_uprobes__free(r->up);
+	utrace_session__close(r->s);
+}
+
+static struct utrace_probe *probe_spec(struct utrace_uprobes *up, const char *spec,
+				       struct counts *c, bool entry, bool ret)
+{
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = entry ? on_entry : NULL,
+		    .ret_handler = ret ? on_return : NULL, .data = c, .dropped = on_dropped);
+	struct utrace_probe *p = utrace_probe__register_spec(up, spec, &o);
+
+	CHECK_MSG(p, "register '%s': %s", spec, strerror(errno));
+	return p;
+}
+
+/* bpftrace's count of calls of work() for the same program, or -1. */
+static long bpftrace_count(const char *const *args)
+{
+	char cmd[1024], line[256];
+	long count = -1;
+	FILE *f;
+
+	if (access("/usr/bin/bpftrace", X_OK) || geteuid() != 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 60 bpftrace -q -e 'uprobe:%s:work { @ = count(); }' -c '%s %s %s %s' "
+		 "2>/dev/null",
+		 target_path("s-uprobes"), target_path("s-uprobes"), args[0], args[1], args[2]);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "@: ", 3))
+			count = atol(line + 3);
+	pclose(f);
+	return count;
+}
+
+TEST_TIMEOUT(mt_exact_counts, 170)
+{
+	const char *args[] = { "mt", "100000", "8", NULL };
+	int run;
+
+	for (run = 0; run < 3; run++) {
+		struct counts c = { 0 };
+		struct utrace_probe_stats st;
+		struct utrace_uprobes_stats ust;
+		struct utrace_probe *p;
+		struct run r;
+		char *out;
+
+		run_start(&r, args);
+		p = probe_spec(r.up, "work", &c, true, true);
+
+		CHECK_EQ(run_finish(&r, &out), 0);
+		CHECK_EQ(expect(out, "entries"), 800000);
+		CHECK_EQ(c.entries, 800000);
+		CHECK_EQ(c.returns, 800000);
+		CHECK_EQ(c.ret_bad, 0);
+		CHECK_EQ(utrace_probe__stats(p, &st), 0);
+		CHECK_EQ(st.hits, 800000);
+		CHECK_EQ(st.returns, 800000);
+		CHECK_EQ(st.missed_returns, 0);
+		CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+		CHECK_EQ(ust.foreign_traps, 0);
+		harness_note("run %d: %ld entries, %ld returns", run, c.entries, c.returns);
+		free(out);
+		run_close(&r);
+	}
+	{
+		long bt = bpftrace_count(args);
+
+		if (bt < 0)
+			harness_note("bpftrace comparison skipped (not usable here)");
+		else
+			CHECK_EQ(bt, 800000);
+	}
+}
+
+TEST(fib_recursion_and_order)
+{
+	const char *args[] = { "fib", "20", NULL };
+	struct counts c1 = { 0 }, c2 = { 0 };
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "fib", &c1, true, true);
+	c2.first = &c1;
+	probe_spec(r.up, "fib", &c2, true, false); /* same point, runs second */
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(expect(out, "result"), 6765);
+	CHECK_EQ(c1.entries, expect(out, "entries"));
+	CHECK_EQ(c1.returns, expect(out, "returns"));
+	CHECK_EQ(c2.entries, c1.entries);
+	CHECK_EQ(c2.order_bad, 0);
+	free(out);
+	run_close(&r);
+}
+
+TEST(longjmp_unwinds_return_instances)
+{
+	const char *args[] = { "longjmp", "10", NULL };
+	struct counts c = { 0 }, w = { 0 };
+	struct utrace_probe_stats st;
+	struct utrace_probe *p;
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	p = probe_spec(r.up, "jumper", &c, true, true);
+	probe_spec(r.up, "work", &w, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, expect(out, "entries"));
+	CHECK_EQ(c.returns, expect(out, "returns"));
+	CHECK_EQ(utrace_probe__stats(p, &st), 0);
+	CHECK_EQ(st.missed_returns, expect(out, "missed"));
+	CHECK_EQ(w.entries, 1);
+	CHECK_EQ(w.returns, 1);
+	free(out);
+	run_close(&r);
+}
+
+TEST(signal_handler_calls_probed_function)
+{
+	const char *args[] = { "signal", "200", NULL };
+	struct counts c = { 0 };
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "work", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, expect(out, "entries"));
+	CHECK_EQ(c.returns, expect(out, "returns"));
+	free(out);
+	run_close(&r);
+}
+
+TEST(dlopen_pending_spec)
+{
+	char lib[4096];
+	const char *args[] = { "dlopen", lib, "300", NULL };
+	struct counts c = { 0 };
+	struct utrace_uprobes_stats ust;
+	struct run r;
+	char *out;
+
+	snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-dl.so"));
+	run_start(&r, args);
+	probe_spec(r.up, "libuprobe-dl:lib_func", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, expect(out, "entries"));
+	CHECK_EQ(c.returns, expect(out, "returns"));
+	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+	CHECK(ust.dl_events >= 2);
+	free(out);
+	run_close(&r);
+}
+
+/* The first @n code bytes of work() in the file, as hex. */
+static void file_bytes_hex(const char *sym, char *hex, size_t n)
+{
+	struct utrace_elf *elf = utrace_elf__open(target_path("s-uprobes"));
+	uint8_t b[32];
+	size_t i, k;
+
+	CHECK(elf);
+	for (i = 0; i < utrace_elf__sym_count(elf); i++) {
+		const struct utrace_sym *s = utrace_elf__sym(elf, i);
+
+		if (!strcmp(s->name, sym) && !(s->flags & UTRACE_SYM_PLT)) {
+			CHECK_EQ(utrace_elf__read(elf, s->addr, b, n), (long)n);
+			for (k = 0; k < n; k++)
+				sprintf(hex + 2 * k, "%02x", b[k]);
+			utrace_elf__close(elf);
+			return;
+		}
+	}
+	CHECK(!"symbol not found");
+}
+
+TEST(fork_child_runs_without_probes)
+{
+	const char *args[] = { "fork", "50", "30", NULL };
+	struct counts c = { 0 };
+	char hex[40], *out, *p;
+	struct run r;
+
+	run_start(&r, args);
+	probe_spec(r.up, "work", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, expect(out, "entries"));
+	CHECK_EQ(c.returns, expect(out, "returns"));
+	file_bytes_hex("work", hex, 8);
+	p = strstr(out, "child bytes=");
+	CHECK(p);
+	CHECK_MSG(!strncmp(p + 12, hex, 16), "child %.16s file %s", p + 12, hex);
+	free(out);
+	run_close(&r);
+}
+
+TEST(exec_drops_and_rearms_spec)
+{
+	const char *args[] = { "exec", "20", "30", NULL };
+	struct counts c = { 0 };
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "work", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(expect(out, "before_exec"), 20);
+	CHECK_EQ(c.entries, 20 + 30);
+	CHECK_EQ(c.returns, 20 + 30);
+	CHECK_EQ(c.dropped_exec, 1);
+	free(out);
+	run_close(&r);
+}
+
+static int inject(struct utrace_probe_ctx *ctx, void *data)
+{
+	(void)data;
+	return utrace_probe_ctx__set_return(ctx, 7) ? UTRACE_PROBE_REMOVE : UTRACE_PROBE_OK;
+}
+
+TEST(set_return_skips_function)
+{
+	const char *args[] = { "value", "10", NULL };
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = inject);
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	CHECK(utrace_probe__register_spec(r.up, "get_value", &o));
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_MSG(strstr(out, "sum=70"), "%s", out);
+	free(out);
+	run_close(&r);
+}
+
+struct deferred {
+	struct utrace_uprobes *up;
+	struct counts later;
+	long hits, done_calls, done_err;
+	struct utrace_probe *added;
+};
+
+static void on_done(struct utrace_probe *p, int err, void *data)
+{
+	struct deferred *d = data;
+
+	(void)p;
+	d->done_calls++;
+	if (err)
+		d->done_err = err;
+}
+
+static int self_removing(struct utrace_probe_ctx *ctx, void *data)
+{
+	struct deferred *d = data;
+
+	(void)ctx;
+	if (++d->hits == 1) {
+		UTRACE_OPTS(utrace_probe_opts, o, .handler = on_entry, .data = &d->later);
+
+		d->added = utrace_probe__register_spec(d->up, "work", &o);
+		/* deferred: nothing armed yet while we are in a handler */
+	}
+	return d->hits == 10 ? UTRACE_PROBE_REMOVE : UTRACE_PROBE_OK;
+}
+
+TEST(deferred_registration_from_handler)
+{
+	const char *args[] = { "mt", "1000", "1", NULL };
+	struct deferred d = { 0 };
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = self_removing, .data = &d, .done = on_done);
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	d.up = r.up;
+	CHECK(utrace_probe__register_spec(r.up, "work", &o));
+	CHECK_EQ(d.done_calls, 1); /* immediate registration */
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(d.hits, 10);
+	CHECK(d.added);
+	/* the added probe sees every call from the one after its registration */
+	CHECK_EQ(d.later.entries, 1000 - 1);
+	CHECK_EQ(d.done_calls, 2); /* + the deferred unregistration */
+	CHECK_EQ(d.done_err, 0);
+	free(out);
+	run_close(&r);
+}
+
+static int stop_after(struct utrace_probe_ctx *ctx, void *data)
+{
+	long *n = data;
+
+	(void)ctx;
+	return ++*n >= 2000 ? UTRACE_PROBE_OK : UTRACE_PROBE_OK;
+}
+
+/* Runtime address of @sym in live process @pid. */
+static uint64_t sym_addr(pid_t pid, const char *sym)
+{
+	struct utrace_image *img = utrace_image__open_pid(pid);
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	size_t nr = 0;
+	uint64_t addr;
+
+	CHECK(img);
+	CHECK_EQ(utrace_spec__parse(sym, &spec, NULL, 0), 0);
+	CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+	CHECK(nr >= 1);
+	addr = m[0].addr;
+	free(m);
+	utrace_spec__clear(&spec);
+	utrace_image__close(img);
+	return addr;
+}
+
+/* The code bytes of @sym in @pid equal the file's. */
+static void check_code_restored(pid_t pid, const char *sym)
+{
+	char hex[40], mem[40];
+	uint8_t b[16];
+	size_t i;
+
+	CHECK_EQ(utrace_mem__read(pid, sym_addr(pid, sym), b, 16), 16);
+	for (i = 0; i < 16; i++)
+		sprintf(mem + 2 * i, "%02x", b[i]);
+	file_bytes_hex(sym, hex, 16);
+	CHECK_STREQ(mem, hex);
+}
+
+TEST(example_retval)
+{
+	char *argv[] = { strdup(harness_build_path("examples/retval")), "work",
+			 strdup(target_path("s-uprobes")), "mt", "5", "1", NULL };
+	char *out = NULL;
+	long v;
+
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	for (v = 1; v <= 9; v += 2) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "s-uprobes:work returned %ld ", v);
+		CHECK_MSG(strstr(out, line), "no '%s' in:\n%s", line, out);
+	}
+	free(out);
+}
+
+TEST(example_count_hits)
+{
+	const char *args[] = { "loop", "2", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], addr[32], line[128], *out = NULL;
+	char *argv[] = { strdup(harness_build_path("examples/count-hits")), pid, addr, "0.5", NULL };
+
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", t.pid);
+	snprintf(addr, sizeof(addr), "%llx", (unsigned long long)sym_addr(t.pid, "work"));
+	CHECK_EQ(harness_run(argv, &out, NULL, 30), 0);
+	CHECK_MSG(out && strstr(out, "hits=") && atol(strstr(out, "hits=") + 5) > 0, "%s", out);
+	check_code_restored(t.pid, "work");
+	CHECK(write(t.in, "x\n", 2) == 2);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(out);
+}
+
+TEST(attach_probe_detach_restores_code)
+{
+	const char *args[] = { "loop", "4", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	struct counts c = { 0 };
+	struct utrace_probe_stats st;
+	struct utrace_probe *p;
+	struct utrace_maps *maps;
+	long hits = 0;
+	char line[128], hex[40], mem[40];
+	uint8_t b[16];
+	uint64_t addr = 0;
+	size_t i;
+	int k;
+
+	target_wait_ready(&t);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	up = utrace_uprobes__new(s, NULL);
+	CHECK(up);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	p = probe_spec(up, "work", &c, true, true);
+	{
+		UTRACE_OPTS(utrace_probe_opts, o, .handler = stop_after, .data = &hits);
+
+		CHECK(utrace_probe__register_spec(up, "work", &o));
+	}
+	for (k = 0; k < 50 && c.entries < 2000; k++)
+		utrace_session__run(s, 20);
+	CHECK(c.entries >= 2000);
+	CHECK_EQ(utrace_probe__stats(p, &st), 0);
+	CHECK(st.points == 1);
+	/* address of work in the target */
+	{
+		struct utrace_image *img = utrace_image__open_pid(t.pid);
+		struct utrace_spec spec;
+		struct utrace_match *m = NULL;
+		size_t nr = 0;
+
+		CHECK(img);
+		CHECK_EQ(utrace_spec__parse("work", &spec, NULL, 0), 0);
+		CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+		CHECK(nr >= 1);
+		addr = m[0].addr;
+		free(m);
+		utrace_spec__clear(&spec);
+		utrace_image__close(img);
+	}
+	utrace_uprobes__free(up);
+	CHECK_EQ(utrace_mem__read(t.pid, addr, b, 16), 16);
+	for (i = 0; i < 16; i++)
+		sprintf(mem + 2 * i, "%02x", b[i]);
+	file_bytes_hex("work", hex, 16);
+	CHECK_STREQ(mem, hex);
+	/* no XOL area left: no anonymous executable mapping */
+	maps = utrace_maps__read(t.pid);
+	CHECK(maps);
+	for (i = 0; i < maps->nr; i++)
+		CHECK_MSG(maps->maps[i].path || !(maps->maps[i].prot & UTRACE_MAP_EXEC),
+			  "anonymous r-x mapping at 0x%llx",
+			  (unsigned long long)maps->maps[i].start);
+	utrace_maps__free(maps);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	msleep(50);
+	CHECK(write(t.in, "x\n", 2) == 2);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	harness_note("attach: %ld entries, %ld returns while attached", c.entries, c.returns);
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * s-uprobes.c - victim of the uprobes tests. Each mode checks its own
+ * results (exit 1 on a wrong value: a probe that corrupted the program)
+ * and prints the counts the tracer should have seen as "expect KEY=N".
+ *
+ *   mt CALLS THREADS    THREADS threads x CALLS calls of work()
+ *   fib N               fib(N), recursive: fib() is entered fib_calls times
+ *   longjmp N           jumper(i) for i < N: odd i longjmp out of it
+ *   signal N            N x work() in main, N x SIGUSR1 whose handler calls work()
+ *   dlopen LIB N        dlopen(LIB) after start, N x lib_func()
+ *   fork N M            N x work(), fork: the child M x work() and prints the
+ *                       first 8 code bytes of work(); the parent waits for it
+ *   exec N M            N x work(), then execs "mt M 1"
+ *   loop THREADS        THREADS threads call work() until stdin closes
+ *   wait                ready, wait for a line on stdin, then N x work() (fault)
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+static volatile long sink;
+
+NOINLINE long work(long x)
+{
+	sink += x;
+	return x * 2 + 1;
+}
+
+NOINLINE long fib(long n)
+{
+	if (n < 2)
+		return n;
+	return fib(n - 1) + fib(n - 2);
+}
+
+static jmp_buf jb;
+
+NOINLINE long jumper(long i)
+{
+	sink += i;
+	if (i & 1)
+		longjmp(jb, 1);
+	return i + 100;
+}
+
+/* never called by the program except through fault injection tests */
+NOINLINE long get_value(void)
+{
+	return 42;
+}
+
+static long calls;
+
+static void *mt_thread(void *arg)
+{
+	long i, n = (long)arg, bad = 0;
+
+	for (i = 0; i < n; i++)
+		if (work(i) != i * 2 + 1)
+			bad++;
+	return (void *)bad;
+}
+
+static atomic_int stop_loop;
+static atomic_long loop_calls;
+
+static void *loop_thread(void *arg)
+{
+	long i = 0;
+
+	(void)arg;
+	while (!atomic_load(&stop_loop)) {
+		if (work(i) != i * 2 + 1) {
+			fprintf(stderr, "work(%ld) wrong\n", i);
+			exit(1);
+		}
+		i++;
+		atomic_fetch_add(&loop_calls, 1);
+	}
+	return NULL;
+}
+
+static long handler_calls;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	if (work(7) != 15)
+		_exit(1);
+	handler_calls++;
+}
+
+static long fib_calls(long n)
+{
+	return n < 2 ? 1 : 1 + fib_calls(n - 1) + fib_calls(n - 2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "mt";
+	long i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(mode, "mt")) {
+		long n = argc > 2 ? atol(argv[2]) : 1000, nt = argc > 3 ? atol(argv[3]) : 1;
+		pthread_t th[64];
+		void *bad;
+
+		if (nt > 64)
+			return 2;
+		for (i = 0; i < nt; i++)
+			pthread_create(&th[i], NULL, mt_thread, (void *)n);
+		for (i = 0; i < nt; i++) {
+			pthread_join(th[i], &bad);
+			if (bad)
+				return 1;
+		}
+		printf("expect entries=%ld returns=%ld\n", n * nt, n * nt);
+	} else if (!strcmp(mode, "fib")) {
+		long n = atol(argv[2]), r = fib(n), a = 0, b = 1, k;
+
+		for (k = 0; k < n; k++) {
+			long c = a + b;
+
+			a = b;
+			b = c;
+		}
+		if (r != a)
+			return 1;
+		printf("expect entries=%ld returns=%ld result=%ld\n", fib_calls(n), fib_calls(n), r);
+	} else if (!strcmp(mode, "longjmp")) {
+		long n = atol(argv[2]), jumps = 0, rets = 0;
+
+		for (i = 0; i < n; i++) {
+			if (setjmp(jb)) {
+				jumps++;
+				continue;
+			}
+			if (jumper(i) != i + 100)
+				return 1;
+			rets++;
+		}
+		/* a last call after the last longjmp, so the stale instance is seen */
+		if (work(1) != 3)
+			return 1;
+		printf("expect entries=%ld returns=%ld missed=%ld\n", n, rets, jumps);
+	} else if (!strcmp(mode, "signal")) {
+		long n = atol(argv[2]);
+
+		signal(SIGUSR1, on_usr1);
+		for (i = 0; i < n; i++) {
+			if (work(i) != i * 2 + 1)
+				return 1;
+			raise(SIGUSR1);
+		}
+		if (handler_calls != n)
+			return 1;
+		printf("expect entries=%ld returns=%ld\n", 2 * n, 2 * n);
+	} else if (!strcmp(mode, "dlopen")) {
+		long n = atol(argv[3]);
+		long (*fn)(long);
+		void *h;
+
+		if (work(1) != 3) /* before the library exists */
+			return 1;
+		h = dlopen(argv[2], RTLD_NOW);
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 3;
+		}
+		fn = (long (*)(long))dlsym(h, "lib_func");
+		for (i = 0; i < n; i++)
+			if (fn(i) != i + 1000)
+				return 1;
+		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "fork")) {
+		long n = atol(argv[2]), m = atol(argv[3]);
+		int status;
+		pid_t pid;
+
+		for (i = 0; i < n; i++)
+			work(i);
+		pid = fork();
+		if (pid == 0) {
+			for (i = 0; i < m; i++)
+				if (work(i) != i * 2 + 1)
+					_exit(1);
+			{
+				const volatile unsigned char *c = (const void *)work;
+				int k;
+
+				printf("child bytes=");
+				for (k = 0; k < 8; k++)
+					printf("%02x", c[k]);
+				printf("\n");
+			}
+			_exit(0);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+		for (i = 0; i < n; i++)
+			work(i);
+		printf("expect entries=%ld returns=%ld\n", 2 * n, 2 * n);
+	} else if (!strcmp(mode, "exec")) {
+		long n = atol(argv[2]);
+
+		for (i = 0; i < n; i++)
+			work(i);
+		printf("expect before_exec=%ld\n", n);
+		execl("/proc/self/exe", argv[0], "mt", argv[3], "1", (char *)NULL);
+		return 4;
+	} else if (!strcmp(mode, "loop")) {
+		long nt = atol(argv[2]);
+		pthread_t th[64];
+		char buf[16];
+
+		for (i = 0; i < nt && i < 64; i++)
+			pthread_create(&th[i], NULL, loop_thread, NULL);
+		printf("ready\n");
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
+		atomic_store(&stop_loop, 1);
+		for (i = 0; i < nt && i < 64; i++)
+			pthread_join(th[i], NULL);
+		printf("calls=%ld ok\n", atomic_load(&loop_calls));
+	} else if (!strcmp(mode, "value")) {
+		long n = atol(argv[2]), sum = 0;
+
+		for (i = 0; i < n; i++)
+			sum += get_value();
+		printf("sum=%ld\n", sum);
+	} else {
+		return 2;
+	}
+	(void)calls;
+	return 0;
+}
