@@ -30,6 +30,7 @@ struct aggr_stat {
 	uint64_t min_ns;
 	uint64_t max_ns;
 	uint64_t hist[AGGR_BUCKETS];
+	const void *priv; /* the user's (cmd-trace: the function's prototype) */
 };
 
 struct aggr {
