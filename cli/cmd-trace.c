@@ -185,7 +185,10 @@ static struct aggr_stat *point_stat(struct tracer *t, const struct utrace_probe_
 		*ret_proto = st->priv;
 		return st;
 	}
-	p = proto_find(ctx->point->symbol);
+	/* the debug information knows best; then the table of libc functions */
+	p = proto_dwarf(ctx->point->object, ctx->point->symbol);
+	if (!p)
+		p = proto_find(ctx->point->symbol);
 	if (!p)
 		p = proto_unknown();
 	if (st)
@@ -1178,6 +1181,7 @@ out:
 out_free:
 	symcache_clear(t);
 	seen_clear(t);
+	proto_dwarf_clear();
 	aggr_clear(&t->aggr);
 	for (i = 0; i < t->nr_injects; i++)
 		free(t->injects[i].spec);

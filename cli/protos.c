@@ -456,6 +456,14 @@ static void format_one(struct proto_val *v, int kind, uint64_t val, const struct
 		snprintf(buf, sizeof(buf), "0%o", (unsigned int)val & 07777);
 		set_num(v, (uint32_t)val & 07777, false, buf);
 		break;
+	case PK_FLOAT:
+		set_text(v, "?");
+		break;
+	case PK_AGGR8:
+	case PK_AGGR16:
+	case PK_AGGRMEM:
+		set_text(v, "{...}");
+		break;
 	default:
 		set_num(v, val, false, NULL);
 		break;
@@ -551,7 +559,7 @@ static void format_varargs(const char *fmt, size_t len, unsigned int next,
 int proto_format_args(const struct proto *p, const struct proto_regs *regs, int strsize,
 		      struct proto_vals *ret)
 {
-	unsigned int i, n = p->nargs;
+	unsigned int i, n = p->nargs, reg = 0;
 
 	ret->nr = 0;
 	if ((p->flags & PF_OPEN_MODE) && n >= 2) {
@@ -562,10 +570,17 @@ int proto_format_args(const struct proto *p, const struct proto_regs *regs, int 
 	}
 	for (i = 0; i < n; i++) {
 		struct proto_val *v = &ret->v[ret->nr++];
+		int kind = p->args[i];
 
-		format_one(v, p->args[i], get_arg(regs, i), regs, strsize);
-		if (p->args[i] == PK_FMT && v->kind == PV_STR && !v->truncated)
-			format_varargs(v->raw, v->raw_len, i + 1, regs, strsize, ret);
+		/* only integer-class arguments take the next integer register */
+		format_one(v, kind, kind == PK_FLOAT || kind == PK_AGGRMEM ? 0 : get_arg(regs, reg),
+			   regs, strsize);
+		if (kind == PK_AGGR16)
+			reg += 2;
+		else if (kind != PK_FLOAT && kind != PK_AGGRMEM)
+			reg++;
+		if (kind == PK_FMT && v->kind == PV_STR && !v->truncated)
+			format_varargs(v->raw, v->raw_len, reg, regs, strsize, ret);
 	}
 	return 0;
 }

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define PROTO_MAX_ARGS 6
+#define PROTO_MAX_ARGS 8
 #define PROTO_UNKNOWN_ARGS 3
 #define PROTO_MAX_VARARGS 16
 
@@ -39,6 +39,10 @@ enum proto_kind {
 	PK_DIRFD, /* AT_FDCWD or a file descriptor */
 	PK_OFLAGS, /* open(2) flags: O_RDONLY|O_CLOEXEC */
 	PK_MODE, /* mode_t, octal */
+	PK_FLOAT, /* float / double: in an xmm register we do not show: '?' */
+	PK_AGGR8, /* struct or union in one register: {...} */
+	PK_AGGR16, /* struct or union in two registers: {...} */
+	PK_AGGRMEM, /* struct or union passed in memory (> 16 bytes): {...} */
 	__PK_MAX,
 };
 
@@ -73,6 +77,17 @@ struct proto {
  * Return: a static prototype, or NULL if unknown.
  */
 const struct proto *proto_find(const char *name);
+
+/*
+ * proto_dwarf - the prototype of function @name from the DWARF of the ELF
+ * file @path (or its /usr/lib/debug/.build-id/ file), with libdw; cached.
+ * Return: a prototype valid until proto_dwarf_clear(), or NULL (no debug
+ * information, no such function, or utrace built without libdw).
+ */
+const struct proto *proto_dwarf(const char *path, const char *name);
+
+/* proto_dwarf_clear - free what proto_dwarf() cached. */
+void proto_dwarf_clear(void);
 
 /*
  * proto_unknown - the prototype used for functions that have none:
