@@ -77,6 +77,7 @@ struct inject {
 struct tprobe {
 	enum cli_probe_kind kind;
 	const char *spec;
+	char *owned; /* @spec, when rewritten by check_specs() */
 	struct utrace_probe *p;
 	struct tracer *t;
 };
@@ -711,71 +712,188 @@ static bool find_command(const char *cmd, char *buf, size_t size)
 }
 
 /*
- * Check every SPEC's syntax, and in launch mode its resolution against
- * the command's image. Return: 0, or the exit status.
+ * glibc's strlen, memcpy, strcmp ... are IFUNCs: the symbol is a resolver
+ * that ld.so runs once to pick an implementation (__strlen_avx2 ...).
+ */
+static void warn_ifunc(struct cli_opts *o, const char *text, const struct utrace_match *m,
+		       size_t nr)
+{
+	size_t k;
+
+	for (k = 0; k < nr && o->verbose >= 0; k++) {
+		if (!(m[k].sym_flags & UTRACE_SYM_IFUNC))
+			continue;
+		cli_error("warning: probe '%s': '%s' is an IFUNC: this traces its resolver, run "
+			  "once at load; trace the implementation instead (utrace -l '*:__%s*' "
+			  "lists them)",
+			  text, m[k].symbol, m[k].symbol);
+		return;
+	}
+}
+
+/*
+ * A bare PATTERN (no OBJECT) that the main executable does not define,
+ * like 'sqlite3_step' in the sqlite3 shell, which imports it: the SPEC
+ * naming the object(s) that do define it ("libsqlite3.so.0:sqlite3_step",
+ * or "*:PATTERN" when there are several), or NULL.
+ */
+static char *fallback_spec(struct cli_opts *o, struct utrace_image **imgs, int nr_imgs,
+			   const char *text)
+{
+	struct utrace_spec spec;
+	char *star = NULL, *ret = NULL, base[256] = "";
+	int i;
+	size_t k;
+	bool several = false;
+
+	if (asprintf(&star, "*:%s", text) < 0)
+		return NULL;
+	if (utrace_spec__parse(star, &spec, NULL, 0)) {
+		free(star);
+		return NULL;
+	}
+	for (i = 0; i < nr_imgs; i++) {
+		struct utrace_match *m = NULL;
+		size_t nr = 0;
+
+		if (!imgs[i] || utrace_image__resolve(imgs[i], &spec, &m, &nr, NULL))
+			continue;
+		warn_ifunc(o, text, m, nr);
+		for (k = 0; k < nr; k++) {
+			const struct utrace_object *o = utrace_image__object(imgs[i], m[k].object);
+			const char *b = o && o->path ? strrchr(o->path, '/') : NULL;
+
+			b = b ? b + 1 : (o && o->path ? o->path : "");
+			if (!base[0])
+				snprintf(base, sizeof(base), "%s", b);
+			else if (strcmp(base, b))
+				several = true;
+		}
+		free(m);
+	}
+	utrace_spec__clear(&spec);
+	if (base[0] && (several || strchr(base, ':') || asprintf(&ret, "%s:%s", base, text) < 0))
+		ret = NULL;
+	if (base[0] && several) {
+		ret = star;
+		star = NULL;
+	}
+	free(star);
+	return ret;
+}
+
+/*
+ * Check every SPEC's syntax, and its resolution against the command's image
+ * (launch mode: the executable and its DT_NEEDED closure) or the images of
+ * the processes to attach to, before anything is touched. A bare PATTERN
+ * the main executable does not define is looked up in the libraries (a
+ * note says which). Return: 0, or the exit status.
  */
 static int check_specs(struct tracer *t)
 {
 	struct cli_opts *o = t->opts;
-	struct utrace_image *img = NULL;
-	char path[PATH_MAX], errbuf[256];
-	int i, n = t->nr_probes + t->nr_injects, ret = 0;
+	struct utrace_image **imgs;
+	char path[PATH_MAX] = "", errbuf[256];
+	int i, k, n = t->nr_probes + t->nr_injects, ret = 0, nr_imgs = 0;
 
+	imgs = calloc(o->nr_pids + 1, sizeof(*imgs));
+	if (!imgs)
+		return EXIT_TRACE;
 	if (o->argc > 0) {
 		if (!find_command(o->argv[0], path, sizeof(path))) {
 			cli_error("cannot run '%s': no such executable (check the name and PATH)",
 				  o->argv[0]);
+			free(imgs);
 			return EXIT_USAGE;
 		}
-		img = utrace_image__open_exec(path);
+		imgs[0] = utrace_image__open_exec(path);
+		nr_imgs = imgs[0] ? 1 : 0;
 		/* a script or an unreadable binary: checked after its exec instead */
-		t->check_after_exec = !img;
+		t->check_after_exec = !imgs[0];
+	} else {
+		/* a process that cannot be read is reported by the attach */
+		for (i = 0; i < o->nr_pids; i++)
+			if ((imgs[nr_imgs] = utrace_image__open_pid(o->pids[i])))
+				nr_imgs++;
+		snprintf(path, sizeof(path), "pid %d", o->pids[0]);
 	}
 	for (i = 0; i < n && !ret; i++) {
-		const char *text =
-			i < t->nr_probes ? t->probes[i].spec : t->injects[i - t->nr_probes].spec;
+		const char **textp = i < t->nr_probes ?
+					     &t->probes[i].spec :
+					     (const char **)&t->injects[i - t->nr_probes].spec;
+		const char *text = *textp;
 		struct utrace_spec spec;
-		struct utrace_match *m = NULL;
-		size_t nr = 0;
-		bool pending = false;
-		int err;
+		size_t total = 0;
+		bool any_pending = false;
+		char *alt;
+		int err = 0;
 
 		if (utrace_spec__parse(text, &spec, errbuf, sizeof(errbuf))) {
 			cli_error("%s", errbuf[0] ? errbuf : "bad spec");
 			ret = EXIT_USAGE;
 			break;
 		}
-		if (img) {
-			err = utrace_image__resolve(img, &spec, &m, &nr, &pending);
+		for (k = 0; k < nr_imgs && !err; k++) {
+			struct utrace_match *m = NULL;
+			size_t nr = 0;
+			bool pending = false;
+
+			err = utrace_image__resolve(imgs[k], &spec, &m, &nr, &pending);
+			if (!err)
+				warn_ifunc(o, text, m, nr);
 			free(m);
-			if (err == -ENOENT) {
-				cli_error("probe '%s': no such file '%s'", text, spec.object);
-				ret = EXIT_USAGE;
-			} else if (err == -ERANGE) {
-				cli_error("probe '%s': the offset is past the end of '%s'", text,
-					  spec.pattern);
-				ret = EXIT_USAGE;
-			} else if (err) {
-				snprintf(errbuf, sizeof(errbuf), "probe '%s'", text);
-				print_lib_error(errbuf, err);
-				ret = EXIT_USAGE;
-			} else if (!nr && pending) {
-				if (o->verbose >= 0)
-					cli_error(
-						"warning: probe '%s': '%s' is not loaded at start; "
-						"armed if the program loads it",
-						text, spec.object);
-			} else if (!nr) {
+			total += nr;
+			any_pending |= pending;
+		}
+		if (err == -ENOENT) {
+			cli_error("probe '%s': no such file '%s'", text, spec.object);
+			ret = EXIT_USAGE;
+		} else if (err == -ERANGE) {
+			cli_error("probe '%s': the offset is past the end of '%s'", text,
+				  spec.pattern);
+			ret = EXIT_USAGE;
+		} else if (err) {
+			snprintf(errbuf, sizeof(errbuf), "probe '%s'", text);
+			print_lib_error(errbuf, err);
+			ret = EXIT_USAGE;
+		} else if (!nr_imgs || total) {
+			/* resolved, or nothing to check against */
+		} else if (any_pending) {
+			if (o->verbose >= 0)
 				cli_error(
-					"probe '%s': matches nothing in %s or its libraries (list "
-					"candidates with: utrace -l '%s' -- %s)",
-					text, path, text, o->argv[0]);
-				ret = EXIT_USAGE;
+					"warning: probe '%s': '%s' is not loaded yet; armed if the "
+					"program loads it",
+					text, spec.object);
+		} else if (!spec.object && !(spec.flags & (UTRACE_SPEC_PLT | UTRACE_SPEC_ADDR)) &&
+			   (alt = fallback_spec(o, imgs, nr_imgs, text))) {
+			if (o->verbose >= 0)
+				cli_error("note: probe '%s': not defined in the main executable; "
+					  "tracing '%s'",
+					  text, alt);
+			if (i < t->nr_probes) {
+				free(t->probes[i].owned);
+				t->probes[i].owned = alt;
+			} else {
+				free(t->injects[i - t->nr_probes].spec);
 			}
+			*textp = alt;
+		} else {
+			if (spec.object)
+				cli_error(
+					"probe '%s': matches nothing in '%s' (utrace -l SPEC lists "
+					"what a SPEC matches)",
+					text, spec.object);
+			else
+				cli_error("probe '%s': no such function in %s or its libraries "
+					  "(utrace -l SPEC lists what a SPEC matches)",
+					  text, path);
+			ret = EXIT_USAGE;
 		}
 		utrace_spec__clear(&spec);
 	}
-	utrace_image__close(img);
+	for (k = 0; k < nr_imgs; k++)
+		utrace_image__close(imgs[k]);
+	free(imgs);
 	return ret;
 }
 
@@ -1185,6 +1303,8 @@ out_free:
 	aggr_clear(&t->aggr);
 	for (i = 0; i < t->nr_injects; i++)
 		free(t->injects[i].spec);
+	for (i = 0; i < t->nr_probes; i++)
+		free(t->probes[i].owned);
 	free(t->injects);
 	free(t->probes);
 	return ret;
