@@ -90,8 +90,7 @@ static int do_calls(int n, int t, int m)
 		free(sink);
 	}
 	printf("answers=%d,%d,%d,%d\n", a[0], a[1], a[2], a[3]);
-	printf("work=%d leaf=%d answer=4 recurse=%d malloc=%d\n", nr_work, nr_leaf, nr_recurse,
-	       n);
+	printf("work=%d leaf=%d answer=4 recurse=%d malloc=%d\n", nr_work, nr_leaf, nr_recurse, n);
 	return 0;
 }
 
