@@ -1250,7 +1250,8 @@ void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th)
 	for (p = up->probes; p; p = p->next)
 		if (p->is_spec && !p->dead)
 			any = true;
-	if (!any)
+	/* utrace_uprobes__free() is quiescing: nothing to arm any more */
+	if (!any || up->freeing)
 		return;
 	proc_setup(up, pid, true);
 }
@@ -1487,7 +1488,19 @@ void utrace_uprobes__free(struct utrace_uprobes *up)
 		bool alive = pid_armable(up, pp->pid) || pp->vfork_parent;
 
 		if (alive && !pp->vfork_parent) {
+			pid_t pid = pp->pid;
+			struct uprobes_proc *q;
+
 			ptrace_backend_quiesce(pp);
+			/*
+			 * Quiescing handles the events that come meanwhile: an
+			 * exec or an exit of this process frees @pp (its points
+			 * are dropped without touching memory). Start again.
+			 */
+			for (q = up->procs; q && !(q == pp && q->pid == pid); q = q->next)
+				;
+			if (!q)
+				continue;
 			for (i = 0; i < PROC_HASH; i++) {
 				struct probe_point *pt;
 
