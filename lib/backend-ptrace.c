@@ -267,6 +267,24 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 		struct utrace_task *task;
 
 		for (task = pp->tasks[i]; task; task = task->hnext) {
+			struct utrace_thread *th = utrace_session__find_thread(up->s, task->tid);
+			struct user_regs_struct regs;
+
+			/*
+			 * Stopped on the trampoline (its ret done, the int3 not
+			 * yet executed, or executed with the trap not flushed):
+			 * it returns where the matching instance says.
+			 */
+			if (th && utrace_thread__get_regs(th, &regs) == 0 &&
+			    (regs.rip == tramp || regs.rip == tramp + 1)) {
+				for (k = task->depth; k > 0; k--) {
+					if (task->ri[k - 1].sp != regs.rsp - 8)
+						continue;
+					regs.rip = task->ri[k - 1].orig_ret;
+					utrace_thread__set_regs(th, &regs);
+					break;
+				}
+			}
 			for (k = 0; k < task->depth; k++) {
 				const struct utrace_return_instance *ri = &task->ri[k];
 				uint64_t v;
