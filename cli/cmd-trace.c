@@ -121,6 +121,13 @@ struct tracer {
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
 	bool nomatch; /* a SPEC matched nothing after exec */
+	/*
+	 * The session always follows forks (see cmd_trace()); without -F,
+	 * only the roots (the command, the -p pids) are shown, and tracing
+	 * ends when they have all exited.
+	 */
+	int roots_left;
+	bool roots_done;
 };
 
 static struct tracer *the_tracer;
@@ -537,6 +544,35 @@ static void emit_probe(struct tracer *t, struct utrace_probe_ctx *ctx)
 	}
 }
 
+static bool wanted(struct tracer *t, pid_t pid);
+
+/*
+ * Without -F, the children the session follows anyway are not shown. The
+ * process is the thread's own (a vfork child's return hits are reported
+ * with its parent's pid, whose memory it shares).
+ */
+static bool wanted_ctx(struct tracer *t, const struct utrace_probe_ctx *ctx)
+{
+	struct utrace_thread *th;
+
+	if (t->opts->follow_forks)
+		return true;
+	th = utrace_session__find_thread(t->s, ctx->tid);
+	return wanted(t, th ? utrace_thread__pid(th) : ctx->pid);
+}
+
+static bool wanted(struct tracer *t, pid_t pid)
+{
+	int i;
+
+	if (t->opts->follow_forks || pid == t->main_pid)
+		return true;
+	for (i = 0; i < t->opts->nr_pids; i++)
+		if (t->opts->pids[i] == pid)
+			return true;
+	return false;
+}
+
 static bool injected_here(struct tracer *t, const struct utrace_probe_ctx *ctx)
 {
 	return t->inj_tid == ctx->tid && t->inj_addr == ctx->point->addr &&
@@ -552,6 +588,8 @@ static int on_entry(struct utrace_probe_ctx *ctx, void *data)
 	struct aggr_stat *st = point_stat(t, ctx, &proto);
 	bool injected = injected_here(t, ctx), at_entry = ctx->point->offset == 0;
 
+	if (!wanted_ctx(t, ctx))
+		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
 	if (tp->kind == CLI_PROBE_ENTRY && st)
 		aggr_count(st, false);
@@ -580,6 +618,8 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 	uint64_t dur =
 		ctx->entry_ns && ctx->now_ns > ctx->entry_ns ? ctx->now_ns - ctx->entry_ns : 0;
 
+	if (!wanted_ctx(t, ctx))
+		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
 	if (st)
 		aggr_add(st, ctx->entry_ns != 0, dur, proto_is_error(proto, rax));
@@ -602,7 +642,7 @@ static int on_inject(struct utrace_probe_ctx *ctx, void *data)
 	struct tracer *t = in->t;
 	int err;
 
-	if (++in->hits % in->every)
+	if (!wanted_ctx(t, ctx) || ++in->hits % in->every)
 		return UTRACE_PROBE_OK;
 	err = utrace_probe_ctx__set_return(ctx, in->value);
 	if (err) {
@@ -932,6 +972,31 @@ static int on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t form
 	return UTRACE_STOP | UTRACE_BREAK;
 }
 
+/*
+ * A thread exited: close its open calls in the Chrome trace. Without -F,
+ * when the roots are gone the children still traced are not detached but
+ * followed silently until they exit: a child forked a moment ago may not
+ * have had the breakpoints it inherited taken out yet, and untraced it
+ * would die of the first one it hits.
+ */
+static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int status)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	pid_t tid = utrace_thread__tid(th), pid = utrace_thread__pid(th);
+
+	if (t->chrome_on)
+		chrome_thread_exit(&t->chrome, tid, now_mono_ns());
+	if (tid != pid || !wanted(t, pid) || t->opts->follow_forks)
+		return UTRACE_RESUME;
+	if (--t->roots_left > 0)
+		return UTRACE_RESUME;
+	t->roots_done = true;
+	if (t->opts->verbose > 0 && utrace_session__threads(t->s, 0, NULL, 0) > 1)
+		cli_error("the traced processes have exited; following their children until they "
+			  "exit (Ctrl-C detaches)");
+	return UTRACE_RESUME;
+}
+
 static int register_probes(struct tracer *t)
 {
 	int i;
@@ -1150,11 +1215,17 @@ int cmd_trace(struct cli_opts *opts)
 {
 	static struct tracer tr;
 	struct tracer *t = &tr;
-	UTRACE_OPTS(utrace_session_opts, sopts, .follow_forks = opts->follow_forks);
+	/*
+	 * Children are always followed: the ptrace backend cannot take its
+	 * breakpoints out of a vfork child it does not trace (it shares its
+	 * parent's memory), and such a child dies of SIGTRAP if it calls a
+	 * probed function before exec; dash runs every command that way.
+	 */
+	UTRACE_OPTS(utrace_session_opts, sopts, .follow_forks = true);
 	UTRACE_OPTS(utrace_uprobes_opts, uopts, .backend = UTRACE_BACKEND_PTRACE);
-	UTRACE_OPTS(utrace_engine_ops, ops, .exec = on_exec);
+	UTRACE_OPTS(utrace_engine_ops, ops, .exec = on_exec, .exit = on_exit_ev);
 	struct sigaction sa = { .sa_handler = on_interrupt };
-	bool launched = opts->argc > 0, interrupted = false;
+	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
 	int ret, err, r, i;
 
@@ -1200,7 +1271,8 @@ int cmd_trace(struct cli_opts *opts)
 			  opts->backend == CLI_BACKEND_AUTO ?
 				  " (auto: the agent backend is not available yet)" :
 				  "");
-	if (!utrace_engine__attach(t->s, &ops, UTRACE_EV_EXEC, t)) {
+	t->roots_left = launched ? 1 : opts->nr_pids;
+	if (!utrace_engine__attach(t->s, &ops, UTRACE_EV_EXEC | UTRACE_EV_EXIT, t)) {
 		print_lib_error("cannot set up the tracing engine", -errno);
 		goto out;
 	}
@@ -1248,7 +1320,7 @@ int cmd_trace(struct cli_opts *opts)
 		if (r == UTRACE_RUN_DONE)
 			break;
 		if (r == UTRACE_RUN_TIMEOUT || r == UTRACE_RUN_INTERRUPTED) {
-			interrupted = true;
+			interrupted = detach = true;
 			break;
 		}
 		print_lib_error("tracing failed", r);
@@ -1265,7 +1337,7 @@ int cmd_trace(struct cli_opts *opts)
 	report_missed(t);
 	utrace_uprobes__free(t->up);
 	t->up = NULL;
-	if (interrupted) {
+	if (detach) {
 		err = utrace_session__detach(t->s);
 		if (err && err != -ESRCH)
 			print_lib_error("detach failed", err);

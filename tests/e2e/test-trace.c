@@ -610,3 +610,37 @@ TEST_TIMEOUT(new_user_sqlite3, 120)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	CHECK_STREQ(buf, "1\n2\n3\n");
 }
+
+/*
+ * dash runs commands with vfork: the child shares the parent's memory, and
+ * breakpoints in it, until it execs. Without -F the children must neither
+ * die of a breakpoint nor be shown; with -F they are shown.
+ */
+TEST_TIMEOUT(shell_children_unharmed, 120)
+{
+	const char *script = "/bin/true; /bin/true; (sleep 0.2; echo late) & echo early";
+	const char *args[] = { "-f", "libc:malloc", "--", "sh", "-c", script, NULL };
+	const char *fargs[] = { "-F", "-c", "-f", "libc:malloc", "--", "sh", "-c", script, NULL };
+	char *out = NULL, *err = NULL, pidstr[32];
+	const char *p;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		CHECK_STREQ(out, "early\nlate\n");
+		CHECK_MSG(!strstr(err, "Trace/breakpoint trap"), "%s", err);
+		/* every event is from the shell itself */
+		p = strchr(err, '[');
+		CHECK(p);
+		snprintf(pidstr, sizeof(pidstr), "[%d]", atoi(p + 1));
+		CHECK_EQ(count(err, "\n["), count(err, pidstr) - (err[0] == '['));
+		free(out);
+		free(err);
+	}
+	CHECK_EQ(run_utrace(fargs, &out, &err), 0);
+	CHECK_STREQ(out, "early\nlate\n");
+	CHECK_MSG(!strstr(err, "Trace/breakpoint trap"), "%s", err);
+	CHECK(strstr(err, " malloc\n"));
+	free(out);
+	free(err);
+}
