@@ -41,7 +41,8 @@ static double run_once(const char *target, const char *calls, int mode)
 	char *argv[] = { (char *)target, "mt", (char *)calls, "1", NULL };
 	struct utrace_session *s = utrace_session__new(NULL);
 	struct utrace_uprobes *up = utrace_uprobes__new(s, NULL);
-	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_hit, .ret_handler = mode == 2 ? on_hit : NULL);
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_hit,
+		    .ret_handler = mode == 2 ? on_hit : NULL);
 	double t0;
 
 	if (!s || !up) {

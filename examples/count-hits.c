@@ -83,7 +83,8 @@ int main(int argc, char **argv)
 		if (secs >= 0) {
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			left = (int)((secs - (t.tv_sec - t0.tv_sec) -
-				      (t.tv_nsec - t0.tv_nsec) / 1e9) * 1000);
+				      (t.tv_nsec - t0.tv_nsec) / 1e9) *
+				     1000);
 			if (left <= 0)
 				break;
 		}

@@ -21,8 +21,7 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 	uint64_t v = utrace_probe_ctx__retval(ctx);
 
 	(void)data;
-	printf("%s returned %" PRId64 " (0x%" PRIx64 ")\n", ctx->point->name, (int64_t)v,
-		v);
+	printf("%s returned %" PRId64 " (0x%" PRIx64 ")\n", ctx->point->name, (int64_t)v, v);
 	return UTRACE_PROBE_OK;
 }
 

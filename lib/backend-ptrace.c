@@ -37,7 +37,11 @@
  * function into another finds the trampoline already at [rsp] and chains
  * (the kernel's "chained" instances: both return through one trap). The
  * depth is bounded (opts.max_depth): deeper calls are not hijacked and are
- * counted. A handler that called utrace_probe_ctx__set_return() at entry
+ * counted. A stack switch (swapcontext, coroutines) can fool the
+ * stack-pointer check into dropping a live instance; the last dropped
+ * instances are therefore kept per thread, and a trampoline hit that finds
+ * no live match looks there for the slot's real return address, so the
+ * thread always goes on (that return is not reported: counted as missed). A handler that called utrace_probe_ctx__set_return() at entry
  * skips the function: rax is set, the return address is popped into rip;
  * no instance is pushed.
  *
@@ -251,7 +255,8 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 
 		n = utrace_session__threads(up->s, pp->pid, ths, ARRAY_SIZE(ths));
 		for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)); t++) {
-			if (ths[t] != up->hit_th && sigtrap_pending(pp->pid, utrace_thread__tid(ths[t]))) {
+			if (ths[t] != up->hit_th &&
+			    sigtrap_pending(pp->pid, utrace_thread__tid(ths[t]))) {
 				utrace_thread__resume(ths[t]);
 				any = true;
 			}
@@ -297,7 +302,17 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 					ret = -EFAULT;
 				}
 			}
+			/* dropped ones may live on another stack (coroutines) */
+			for (k = 0; k < MIN(task->nr_dropped, UPROBES_DROPPED_KEEP); k++) {
+				const struct utrace_return_instance *ri = &task->dropped[k];
+				uint64_t v;
+
+				if (!ri->chained && ri->orig_ret &&
+				    utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 && v == tramp)
+					utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8);
+			}
 			task->depth = 0;
+			task->nr_dropped = 0;
 		}
 	}
 	/* 3. threads inside a slot */
@@ -318,7 +333,8 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 		}
 	}
 	if (busy) {
-		pr_warn("process %d: a thread is inside the XOL area; leaving it mapped\n", pp->pid);
+		pr_warn("process %d: a thread is inside the XOL area; leaving it mapped\n",
+			pp->pid);
 		xol_forget(pp);
 		return ret ? ret : -EBUSY;
 	}
@@ -341,6 +357,16 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 /* Hits                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Pop the newest instance as unwound past; keep it in the graveyard. */
+static void ri_drop(struct uprobes_proc *pp, struct utrace_task *t)
+{
+	const struct utrace_return_instance *ri = &t->ri[t->depth - 1];
+
+	uprobes_missed_return(pp, ri->func);
+	t->dropped[t->nr_dropped++ % UPROBES_DROPPED_KEEP] = *ri;
+	t->depth--;
+}
+
 /* Drop instances unwound past without returning (longjmp, exceptions). */
 static void ri_cleanup(struct uprobes_proc *pp, struct utrace_task *t, uint64_t sp, bool chained)
 {
@@ -349,9 +375,30 @@ static void ri_cleanup(struct uprobes_proc *pp, struct utrace_task *t, uint64_t 
 
 		if (chained ? sp <= ri->sp : sp < ri->sp)
 			break;
-		uprobes_missed_return(pp, ri->func);
-		t->depth--;
+		ri_drop(pp, t);
 	}
+}
+
+/*
+ * The trampoline was reached with no live instance for this frame: look
+ * for one dropped as stale (a stack switch fooled the check). Return: the
+ * real return address, or 0.
+ */
+static uint64_t ri_resurrect(struct utrace_task *t, uint64_t slot_sp)
+{
+	unsigned int i, n = MIN(t->nr_dropped, UPROBES_DROPPED_KEEP);
+
+	for (i = 0; i < n; i++) {
+		struct utrace_return_instance *ri = &t->dropped[i];
+
+		if (ri->sp == slot_sp && ri->orig_ret) {
+			uint64_t ret = ri->orig_ret;
+
+			ri->orig_ret = 0; /* used once */
+			return ret;
+		}
+	}
+	return 0;
 }
 
 /* Entry of a return-probed function: hijack the return address. */
@@ -391,8 +438,8 @@ static void ri_push(struct uprobes_proc *pp, struct probe_point *pt, pid_t tid,
 	ri->entry_ns = now;
 }
 
-static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp,
-			struct uprobes_proc *mp, struct probe_point *pt, struct utrace_thread *th,
+static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp, struct uprobes_proc *mp,
+			struct probe_point *pt, struct utrace_thread *th,
 			struct user_regs_struct *regs)
 {
 	struct user_regs_struct orig = *regs;
@@ -418,8 +465,11 @@ static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp,
 		err = xol_prepare_slot(mp, th, pt);
 		if (err) {
 			/* cannot run out of line: give the site back, never harm the target */
+			char ebuf[128];
+
+			utrace_strerror(err, ebuf, sizeof(ebuf));
 			pr_warn("probe point %s: cannot run the instruction out of line: %s; removed\n",
-				pt->name, strerror(err < 0 && -err < 4000 ? -err : EINVAL));
+				pt->name, ebuf);
 			ptrace_backend_disarm(mp, pt, true);
 			regs->rip = pt->addr;
 		} else {
@@ -449,12 +499,29 @@ static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
 	struct utrace_task *t = uprobes_task_get(mp, ctx.tid, false);
 	uint64_t slot_sp = regs->rsp - 8;
 
-	/* frames below the returning one were unwound past */
-	while (t && t->depth && t->ri[t->depth - 1].sp < slot_sp) {
-		uprobes_missed_return(mp, t->ri[t->depth - 1].func);
-		t->depth--;
+	uint64_t ret;
+
+	if (t && t->depth && t->ri[t->depth - 1].sp > slot_sp) {
+		/* not this frame's: a stale instance of another stack? */
+		ret = ri_resurrect(t, slot_sp);
+		if (ret) {
+			pr_debug("thread %d: return through a dropped instance\n", ctx.tid);
+			regs->rip = ret;
+			utrace_thread__set_regs(th, regs);
+			return 0;
+		}
 	}
+	/* frames below the returning one were unwound past */
+	while (t && t->depth && t->ri[t->depth - 1].sp < slot_sp)
+		ri_drop(mp, t);
 	if (!t || !t->depth || t->ri[t->depth - 1].sp != slot_sp) {
+		ret = t ? ri_resurrect(t, slot_sp) : 0;
+		if (ret) {
+			pr_debug("thread %d: return through a dropped instance\n", ctx.tid);
+			regs->rip = ret;
+			utrace_thread__set_regs(th, regs);
+			return 0;
+		}
 		pr_warn("thread %d: return trampoline hit with no matching return instance "
 			"(rsp 0x%llx)\n",
 			ctx.tid, (unsigned long long)regs->rsp);
@@ -570,7 +637,12 @@ static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t chil
 {
 	struct utrace_uprobes *up = utrace_engine__ctx(e);
 
-	uprobes_proc_fork(up, utrace_thread__pid(th), child, vfork, followed);
+	pid_t pid = utrace_thread__pid(th);
+
+	/* clone(CLONE_VM) without CLONE_VFORK shares the memory too */
+	if (!vfork && syscall(SYS_kcmp, pid, child, KCMP_VM, 0, 0) == 0)
+		vfork = true;
+	uprobes_proc_fork(up, pid, child, vfork, followed);
 	return UTRACE_RESUME;
 }
 
@@ -614,8 +686,8 @@ static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
  */
 int ptrace_backend_init(struct utrace_uprobes *up)
 {
-	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec, .exit = on_thread_exit,
-		    .fork = on_fork, .attach = on_attach);
+	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec,
+		    .exit = on_thread_exit, .fork = on_fork, .attach = on_attach);
 
 	up->engine = utrace_engine__attach(up->s, &ops,
 					   UTRACE_EV_SIGNAL | UTRACE_EV_EXEC | UTRACE_EV_EXIT |

@@ -106,7 +106,7 @@ struct utrace_thread {
 	bool want_stop;	     /* quiesce requested (session, API, detach) */
 	bool notify_quiesce; /* report UTRACE_EV_QUIESCE when the stop comes */
 	bool engine_stop;    /* an engine returned UTRACE_STOP */
-	bool interrupted;    /* PTRACE_INTERRUPT sent, its PTRACE_EVENT_STOP not seen yet */
+	bool interrupted;    /* PTRACE_INTERRUPT sent, no stop of any kind seen since */
 	bool listening;	     /* resumed with PTRACE_LISTEN (group-stopped) */
 	bool group_stopped;  /* UTRACE_EV_STOP reported, no continue seen since */
 	bool stepping;	     /* resumed with PTRACE_SINGLESTEP */
@@ -121,6 +121,8 @@ struct utrace_thread {
 	uint64_t cur_args[6];
 	bool regs_valid;
 	struct user_regs_struct regs; /* cache, valid while stopped */
+	int busy;  /* event handling or callbacks in progress for it */
+	bool dead; /* gone (unlinked); freed when @busy drops to 0 */
 };
 
 struct tproc {

@@ -29,10 +29,16 @@
  *    original registers: the restart happens when it is resumed, as it
  *    would have. During the call, orig_rax = -1 keeps the kernel from
  *    "restarting" our injected syscall (gdb: amd64_linux_write_pc()).
- *  - at a syscall-exit stop: writing the registers back at our own exit
- *    stop is enough; pending signals are still pending (all were blocked
- *    during the call) and recalc_sigpending() runs when the thread is
- *    resumed from ptrace_stop().
+ *  - at a syscall-exit stop: the same. It is tempting to write the
+ *    registers back at our own exit stop and stop there, but a thread
+ *    whose syscall was interrupted by PTRACE_INTERRUPT (rax = -ERESTARTSYS)
+ *    reports that syscall-exit stop *instead of* the EVENT_STOP (the exit
+ *    stop consumes the trap), and the restart then depends on
+ *    TIF_SIGPENDING still being set when it leaves the stop. Our syscall
+ *    went through get_signal(), which cleared it (nothing deliverable: all
+ *    blocked), so the program would see -512 from read(). The stress test
+ *    caught exactly that. Going back through get_signal() is right in
+ *    every case: with no signal pending it only does the restart.
  *  - at a syscall-entry or seccomp stop: the current syscall slot is used
  *    (orig_rax = our number), then the registers are set so that the
  *    thread re-executes the original syscall instruction (rip - 2, rax =
@@ -58,6 +64,7 @@
 
 #include "utrace/proc.h"
 #include "utrace/session.h"
+#include "arch.h"
 #include "internal.h"
 
 #define XSTATE_MAX (64 * 1024)
@@ -76,8 +83,8 @@ static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
 
 		if (utrace_mem__read(pid, addr, buf, len) != (ssize_t)len)
 			break;
-		for (i = 0; i + 1 < len; i++) {
-			if (buf[i] == 0x0f && buf[i + 1] == 0x05) {
+		for (i = 0; i + ARCH_SYSCALL_INSN_LEN <= len; i++) {
+			if (arch_syscall_insn_at(&buf[i])) {
 				found = addr + i;
 				break;
 			}
@@ -136,7 +143,7 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
 
 /*
  * Wait for the next stop of @th during a remote call. Stops that are not
- * part of the call are absorbed: stale interrupts and group-stops are
+ * part of the call are absorbed: group-stops (PTRACE_EVENT_STOP) are
  * resumed with @req, signals other than SIGTRAP are suppressed and noted in
  * @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
  * PTRACE_EVENT_STOP when @want_event) or a negative errno: -ESRCH if the
@@ -149,7 +156,7 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 
 	for (;;) {
 		int status, sig, event;
-		pid_t r = waitpid(tid, &status, __WALL);
+		pid_t r = waitpid(tid, &status, __WALL | __WNOTHREAD);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -164,13 +171,13 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 			continue;
 		sig = WSTOPSIG(status);
 		event = (unsigned int)status >> 16;
+		th->interrupted = false; /* every stop consumes a pending interrupt */
 		if (sig == (SIGTRAP | 0x80) || event == PTRACE_EVENT_SECCOMP)
 			return status;
 		if (event == PTRACE_EVENT_STOP) {
 			if (want_event)
 				return status;
-			/* A stale PTRACE_INTERRUPT, or a group-stop: go on. */
-			th->interrupted = false;
+			/* A group-stop (SIGSTOP got through): go on. */
 		} else if (event == 0) {
 			/* Only SIGTRAP and SIGSTOP get past our mask. */
 			if (sig != SIGTRAP)
@@ -194,8 +201,7 @@ static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struc
 		return info.op == PTRACE_SYSCALL_INFO_ENTRY ||
 		       info.op == PTRACE_SYSCALL_INFO_SECCOMP;
 	}
-	/* Fallback: at an entry stop the kernel has put -ENOSYS in rax. */
-	return (long)regs->rax == -ENOSYS;
+	return arch_at_entry_stop(regs);
 }
 
 /* Run the prepared registers @call to our syscall's exit stop; result in @ret. */
@@ -226,7 +232,7 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 		if (entered)
 			break;
 	}
-	*ret = (long)regs.rax;
+	*ret = arch_syscall_ret(&regs);
 	return 0;
 }
 
@@ -253,8 +259,8 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	 * A signal-delivery stop whose signal has been suppressed (stop_sig
 	 * 0, e.g. the SIGTRAP of a uprobes breakpoint) outside any syscall
 	 * (orig_rax == -1) is left like a syscall-exit stop: the signal is
-	 * gone and there is no syscall restart to preserve, so writing the
-	 * registers back at our exit stop is enough.
+	 * gone and there is no syscall restart to preserve; the thread ends
+	 * in a PTRACE_EVENT_STOP like after any other remote syscall.
 	 */
 	if (kind == TSTOP_SIGNAL) {
 		if (th->stop_sig)
@@ -291,21 +297,12 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	thread_invalidate_regs(th);
 
 	call = saved;
-	call.rdi = args[0];
-	call.rsi = args[1];
-	call.rdx = args[2];
-	call.r10 = args[3];
-	call.r8 = args[4];
-	call.r9 = args[5];
-	call.eflags &= ~(0x100ULL | 0x400ULL); /* TF, DF */
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
 		/* Use the syscall slot we are in. */
-		call.orig_rax = (unsigned long long)nr;
+		arch_set_syscall(&call, nr, args);
 		r = run_to_exit(th, &call, true, &result, &requeue);
 	} else {
-		call.rip = gadget;
-		call.rax = (unsigned long long)nr;
-		call.orig_rax = (unsigned long long)-1;
+		arch_prepare_remote(&call, gadget, nr, args);
 		r = run_to_exit(th, &call, false, &result, &requeue);
 	}
 	if (r < 0)
@@ -313,11 +310,10 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
 		/* Re-execute the original syscall instruction up to its entry stop. */
-		struct user_regs_struct again = saved;
+		struct user_regs_struct again;
 		int req = kind == TSTOP_SECCOMP ? PTRACE_CONT : PTRACE_SYSCALL;
 
-		again.rip = saved.rip - 2;
-		again.rax = saved.orig_rax;
+		arch_rewind_syscall(&again, &saved);
 		r = ptrace_setregs(tid, &again);
 		if (r == 0)
 			r = ptrace_resume(tid, req, 0);
@@ -338,7 +334,7 @@ out_restore:
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
 	ptrace_setsigmask(tid, mask);
-	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP)) {
+	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT)) {
 		/* Back into get_signal(), so that the kernel's restart logic runs. */
 		r = ptrace_interrupt(tid);
 		if (r == 0)

@@ -60,10 +60,14 @@
  *    syscall.
  *
  * Quiescing. want_stop marks a thread that must stay stopped; a running
- * one gets PTRACE_INTERRUPT. Any stop satisfies the request (the thread
- * may report a syscall or signal stop before the EVENT_STOP); the pending
- * interrupt then produces a stale EVENT_STOP later, which is recognised
- * (interrupted flag or no reason to stay) and resumed silently. A vfork
+ * one gets PTRACE_INTERRUPT. Any stop satisfies the request: the thread
+ * may report a syscall, signal or clone stop before reaching get_signal(),
+ * and that stop *consumes* the interrupt: ptrace_stop() clears
+ * JOBCTL_TRAP_STOP on every trap ("any trap clears pending STOP trap",
+ * kernel/signal.c), so no PTRACE_EVENT_STOP follows. The interrupted flag
+ * therefore means "sent, and no stop of any kind seen since"; believing
+ * that an EVENT_STOP is still due after another stop leaves a quiesce
+ * waiting forever (our first stress runs did exactly that). A vfork
  * parent cannot stop until its child execs or exits (it waits in
  * TASK_KILLABLE, which PTRACE_INTERRUPT's wake-up does not interrupt):
  * PTRACE_O_TRACEVFORKDONE tells when it can again, and quiesce/detach do
@@ -101,6 +105,12 @@
  * execve are hidden unless asked.
  *
  * Waiting. waitpid(-1, __WALL) is the only way to wait for many tracees.
+ * __WNOTHREAD restricts it to the tracees and children of the tracing
+ * thread (do_wait() otherwise scans every thread of the tracer's process),
+ * so sessions in different threads, or a tracer thread next to threads
+ * that fork their own children, do not steal each other's events; two
+ * sessions in the same thread would, which is why there must be at most
+ * one per thread.
  * run() with a timeout sleeps in poll() on a self-pipe written by a
  * SIGCHLD handler (ptrace stops send SIGCHLD to the tracer:
  * do_notify_parent_cldstop(), which is why SA_NOCLDSTOP must never be
@@ -112,6 +122,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +135,7 @@
 
 #include "utrace/proc.h"
 #include "utrace/session.h"
+#include "arch.h"
 #include "internal.h"
 
 #define OPTS_OK(opts, type)                                                        \
@@ -131,7 +143,13 @@
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
 
-#define __WALL_FLAGS __WALL
+#define POLL_FALLBACK_MS 10
+
+/* Only tracees and children of the calling (tracing) thread. */
+#define WAIT_FLAGS (__WALL | __WNOTHREAD)
+
+/* How long attach waits for a thread's first stop before moving on. */
+#define ATTACH_GRACE_MS 300
 
 extern char **environ;
 
@@ -196,6 +214,30 @@ static int sigchld_setup(void)
 		return err;
 	}
 	return 0;
+}
+
+/*
+ * Can poll() on the pipe be trusted to wake us? Not if the caller replaced
+ * our SIGCHLD handler or blocks SIGCHLD in this thread (e.g. to read it
+ * from a signalfd): then run() falls back to polling waitpid() every
+ * POLL_FALLBACK_MS, and says so once.
+ */
+static bool sigchld_reliable(void)
+{
+	static bool warned;
+	struct sigaction cur;
+	sigset_t mask;
+	bool ok;
+
+	ok = sigaction(SIGCHLD, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	     cur.sa_sigaction == sigchld_handler && pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0 &&
+	     !sigismember(&mask, SIGCHLD);
+	if (!ok && !warned) {
+		warned = true;
+		pr_info("SIGCHLD handler replaced or SIGCHLD blocked: polling every %d ms\n",
+			POLL_FALLBACK_MS);
+	}
+	return ok;
 }
 
 static void sigchld_drain(void)
@@ -276,20 +318,48 @@ static struct utrace_thread *thread_new(struct utrace_session *s, struct tproc *
 	return th;
 }
 
-/* Unlink and free @th; frees its process when it was the last thread. */
+/*
+ * Unlink and free @th; frees its process when it was the last thread. A
+ * thread whose event is being handled further up the stack (a callback
+ * quiesced the process and the thread's own death was reaped meanwhile) is
+ * only unlinked and marked dead; the outermost handler frees it.
+ */
 static void thread_free(struct utrace_session *s, struct utrace_thread *th)
 {
 	struct tproc *p = th->proc;
 
+	if (th->dead)
+		return;
 	if (th->prev)
 		th->prev->next = th->next;
 	else
 		s->threads = th->next;
 	if (th->next)
 		th->next->prev = th->prev;
-	free(th);
+	th->prev = th->next = NULL;
+	th->proc = NULL;
+	th->stop = TSTOP_RUNNING;
+	if (th->busy)
+		th->dead = true;
+	else
+		free(th);
 	if (--p->nr_threads == 0)
 		proc_free(s, p);
+}
+
+static void thread_get(struct utrace_thread *th)
+{
+	th->busy++;
+}
+
+/* Drop a reference; returns false if @th died meanwhile (and frees it). */
+static bool thread_put(struct utrace_thread *th)
+{
+	if (--th->busy == 0 && th->dead) {
+		free(th);
+		return false;
+	}
+	return !th->dead;
 }
 
 /**
@@ -449,13 +519,16 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 	int action = UTRACE_RESUME, flags = 0;
 	struct utrace_thread *saved_th = s->dispatch_th;
 
-	if (th->proc->hidden || th->proc->hide_pre_exec)
+	if (th->dead || th->proc->hidden || th->proc->hide_pre_exec)
 		return 0;
 	s->dispatch_depth++;
 	s->dispatch_th = th;
+	thread_get(th);
 	for (e = s->engines; e; e = e->next) {
 		int r;
 
+		if (th->dead)
+			break;
 		if (e->dead || e->gen > gen || !(e->events & a->ev))
 			continue;
 		r = call_one(e, th, a);
@@ -467,6 +540,7 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 		if (r & UTRACE_DETACH)
 			utrace_engine__detach(e);
 	}
+	th->busy--; /* the caller holds a reference too: never freed here */
 	s->dispatch_depth--;
 	s->dispatch_th = saved_th;
 	engines_reap(s);
@@ -528,7 +602,7 @@ static int thread_release(struct utrace_thread *th)
 /* After an event: stay stopped if anybody wants it, else resume. */
 static void thread_settle(struct utrace_thread *th)
 {
-	if (th->want_stop || th->engine_stop)
+	if (th->dead || th->want_stop || th->engine_stop)
 		return;
 	thread_release(th);
 }
@@ -605,20 +679,6 @@ static struct utrace_thread *adopt(struct utrace_session *s, pid_t tid, struct t
 	return th;
 }
 
-static void fill_syscall_from_regs(struct utrace_syscall *sc, const struct user_regs_struct *r)
-{
-	sc->nr = (long)r->orig_rax;
-	sc->args[0] = r->rdi;
-	sc->args[1] = r->rsi;
-	sc->args[2] = r->rdx;
-	sc->args[3] = r->r10;
-	sc->args[4] = r->r8;
-	sc->args[5] = r->r9;
-	sc->ret = (long)r->rax;
-	sc->instruction_pointer = r->rip;
-	sc->stack_pointer = r->rsp;
-}
-
 /* Write back what an entry callback changed in @sc. */
 static void syscall_entry_writeback(struct utrace_thread *th, const struct utrace_syscall *old,
 				    const struct utrace_syscall *sc)
@@ -629,13 +689,7 @@ static void syscall_entry_writeback(struct utrace_thread *th, const struct utrac
 		return;
 	if (utrace_thread__get_regs(th, &regs) < 0)
 		return;
-	regs.orig_rax = (unsigned long long)sc->nr;
-	regs.rdi = sc->args[0];
-	regs.rsi = sc->args[1];
-	regs.rdx = sc->args[2];
-	regs.r10 = sc->args[3];
-	regs.r8 = sc->args[4];
-	regs.r9 = sc->args[5];
+	arch_set_syscall(&regs, sc->nr, sc->args);
 	utrace_thread__set_regs(th, &regs);
 	th->cur_nr = sc->nr;
 	memcpy(th->cur_args, sc->args, sizeof(sc->args));
@@ -660,6 +714,8 @@ static void handle_syscall_entry(struct utrace_session *s, struct utrace_thread 
 	}
 	a.ev = UTRACE_EV_SYSCALL_ENTRY;
 	action |= dispatch(s, th, &a);
+	if (th->dead)
+		return;
 	if (!th->skip)
 		syscall_entry_writeback(th, &old, sc);
 	if (sc->seccomp && !th->proc->hidden)
@@ -682,8 +738,9 @@ static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *
 		struct user_regs_struct regs;
 
 		th->skip = false;
-		if (utrace_thread__get_regs(th, &regs) == 0 && (long)regs.rax != th->skip_ret) {
-			regs.rax = (unsigned long long)th->skip_ret;
+		if (utrace_thread__get_regs(th, &regs) == 0 &&
+		    arch_syscall_ret(&regs) != th->skip_ret) {
+			arch_set_syscall_ret(&regs, th->skip_ret);
 			utrace_thread__set_regs(th, &regs);
 		}
 		sc->ret = th->skip_ret;
@@ -694,7 +751,7 @@ static void handle_syscall_exit(struct utrace_session *s, struct utrace_thread *
 		struct user_regs_struct regs;
 
 		if (utrace_thread__get_regs(th, &regs) == 0) {
-			regs.rax = (unsigned long long)sc->ret;
+			arch_set_syscall_ret(&regs, sc->ret);
 			utrace_thread__set_regs(th, &regs);
 		}
 	}
@@ -709,6 +766,9 @@ static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *
 	int op = -1;
 
 	memset(&sc, 0, sizeof(sc));
+	/* Test knob: exercise the fallback used on kernels < 5.3. */
+	if (!syscall_info_state && getenv("UTRACE_NO_SYSCALL_INFO"))
+		syscall_info_state = -1;
 	if (syscall_info_state >= 0) {
 		int r = ptrace_get_syscall_info(th->tid, &info);
 
@@ -736,7 +796,7 @@ static void handle_syscall_stop(struct utrace_session *s, struct utrace_thread *
 		/* No PTRACE_GET_SYSCALL_INFO: registers and a toggle. */
 		if (utrace_thread__get_regs(th, &regs) < 0)
 			return;
-		fill_syscall_from_regs(&sc, &regs);
+		arch_regs_to_syscall(&regs, &sc);
 		if (seccomp) {
 			unsigned long msg = 0;
 
@@ -920,8 +980,11 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 			th->cur_nr = old->cur_nr;
 			memcpy(th->cur_args, old->cur_args, sizeof(th->cur_args));
 			th->exit_wanted = old->exit_wanted;
+			th->want_stop |= old->want_stop;
+			th->notify_quiesce |= old->notify_quiesce;
 			th->engine_stop = false;
 			th->stepping = false;
+			th->in_vfork = false;
 			thread_free(s, old);
 		}
 	}
@@ -935,6 +998,7 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_t tid, int status)
 {
 	struct evargs a = { .ev = UTRACE_EV_EXIT, .status = status };
+	bool launched_leader;
 	struct tproc *p;
 
 	if (!th) {
@@ -944,14 +1008,13 @@ static void handle_exit(struct utrace_session *s, struct utrace_thread *th, pid_
 		return;
 	}
 	p = th->proc;
+	launched_leader = tid == p->pid && p->launched;
 	th->stop = TSTOP_RUNNING;
 	th->regs_valid = false;
 	dispatch(s, th, &a);
-	if (tid != p->pid || !p->launched) {
-		thread_free(s, th);
-		return;
-	}
 	thread_free(s, th);
+	if (!launched_leader)
+		return;
 launched:
 	s->launch_reaped = true;
 	if (WIFEXITED(status))
@@ -959,6 +1022,8 @@ launched:
 	else if (WIFSIGNALED(status))
 		s->launch_status = 128 + WTERMSIG(status);
 }
+
+static void handle_stop(struct utrace_session *s, struct utrace_thread *th, int sig, int event);
 
 /**
  * session_handle_status - process one waitpid() result.
@@ -972,7 +1037,6 @@ launched:
 void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 {
 	struct utrace_thread *th = utrace_session__find_thread(s, tid);
-	int sig, event;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		handle_exit(s, th, tid, status);
@@ -988,11 +1052,23 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 			return;
 		}
 	}
-	sig = WSTOPSIG(status);
-	event = (unsigned int)status >> 16;
+	thread_get(th);
+	handle_stop(s, th, WSTOPSIG(status), (unsigned int)status >> 16);
+	if (!thread_put(th))
+		return;
+	thread_settle(th);
+}
+
+/* The body of session_handle_status() for a stop; @th is referenced. */
+static void handle_stop(struct utrace_session *s, struct utrace_thread *th, int sig, int event)
+{
+	pid_t tid = th->tid;
+
 	th->regs_valid = false;
 	th->listening = false;
 	th->override_resume = false;
+	/* Any ptrace stop consumes a pending PTRACE_INTERRUPT (see the essay). */
+	th->interrupted = false;
 
 	if (th->proc->detach_new) {
 		/* A fork that is not followed: let it go at its first stop. */
@@ -1016,6 +1092,8 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 
 		th->seen = true;
 		apply_action(th, dispatch(s, th, &a));
+		if (th->dead)
+			return;
 	}
 
 	if (sig == (SIGTRAP | 0x80)) {
@@ -1051,13 +1129,11 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 		th->notify_quiesce = false;
 		apply_action(th, dispatch(s, th, &a));
 	}
-	/* The handlers may have freed other threads, never @th itself. */
 	if (th->override_resume) {
 		th->override_resume = false;
 		th->engine_stop = false;
 		th->want_stop = false;
 	}
-	thread_settle(th);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1081,7 +1157,7 @@ static void drop_all(struct utrace_session *s)
 static int wait_one(struct utrace_session *s, bool block)
 {
 	int status;
-	pid_t pid = waitpid(-1, &status, __WALL | (block ? 0 : WNOHANG));
+	pid_t pid = waitpid(-1, &status, WAIT_FLAGS | (block ? 0 : WNOHANG));
 
 	if (pid == 0)
 		return 0;
@@ -1148,6 +1224,7 @@ int utrace_session__poll(struct utrace_session *s)
 
 int utrace_session__run(struct utrace_session *s, int timeout_ms)
 {
+	bool reliable;
 	long deadline;
 	int r;
 
@@ -1157,6 +1234,7 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 	if (r)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	reliable = sigchld_reliable();
 	for (;;) {
 		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		int wait_ms = -1;
@@ -1171,6 +1249,8 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 				return UTRACE_RUN_TIMEOUT;
 			wait_ms = (int)left;
 		}
+		if (!reliable && (wait_ms < 0 || wait_ms > POLL_FALLBACK_MS))
+			wait_ms = POLL_FALLBACK_MS;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 			return -errno;
 	}
@@ -1219,9 +1299,42 @@ static bool thread_settled(const struct utrace_thread *th)
 	return th->stop != TSTOP_RUNNING || th->in_vfork;
 }
 
-/* Stop every thread of @pid (0: all); wait until all are stopped. */
-static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
+/*
+ * Wait for one event for at most @ms milliseconds (< 0: no limit).
+ * Return: as wait_one(); -ETIMEDOUT when the time ran out.
+ */
+static int wait_one_timeout(struct utrace_session *s, int ms)
 {
+	long deadline = now_ms() + ms;
+	int r;
+
+	if (ms < 0)
+		return wait_one(s, true);
+	for (;;) {
+		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+		long left;
+
+		sigchld_drain();
+		r = wait_one(s, false);
+		if (r != 0)
+			return r;
+		left = deadline - now_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (!sigchld_reliable() && left > POLL_FALLBACK_MS)
+			left = POLL_FALLBACK_MS;
+		poll(&pfd, 1, (int)left);
+	}
+}
+
+/*
+ * Stop every thread of @pid (0: all); wait until all are stopped, at most
+ * @timeout_ms (< 0: no limit). Return: 0; -ETIMEDOUT if some thread did not
+ * stop in time (it still has the interrupt pending); negative errno.
+ */
+static int quiesce(struct utrace_session *s, pid_t pid, bool notify, int timeout_ms)
+{
+	long deadline = now_ms() + timeout_ms;
 	struct utrace_thread *th;
 	int r;
 
@@ -1244,7 +1357,13 @@ static int quiesce(struct utrace_session *s, pid_t pid, bool notify)
 		}
 		if (!pending)
 			return 0;
-		r = wait_one(s, true);
+		if (timeout_ms >= 0) {
+			long left = deadline - now_ms();
+
+			r = left > 0 ? wait_one_timeout(s, (int)left) : -ETIMEDOUT;
+		} else {
+			r = wait_one(s, true);
+		}
 		if (r == -ECHILD)
 			return 0;
 		if (r < 0 && r != -EINTR)
@@ -1263,7 +1382,7 @@ int utrace_session__quiesce(struct utrace_session *s, pid_t pid)
 		return r;
 	if (pid && !find_proc(s, pid))
 		return -ESRCH;
-	return quiesce(s, pid, true);
+	return quiesce(s, pid, true, -1);
 }
 
 int utrace_session__resume(struct utrace_session *s, pid_t pid)
@@ -1324,7 +1443,7 @@ static int detach_thread(struct utrace_session *s, struct utrace_thread *th)
 		int status;
 
 		/* Died while stopped: reap it if its exit is already there. */
-		if (waitpid(th->tid, &status, __WALL | WNOHANG) == th->tid) {
+		if (waitpid(th->tid, &status, WAIT_FLAGS | WNOHANG) == th->tid) {
 			session_handle_status(s, th->tid, status);
 			return 0;
 		}
@@ -1343,7 +1462,7 @@ static int detach_proc(struct utrace_session *s, pid_t pid)
 	for (;;) {
 		bool left = false;
 
-		r = quiesce(s, pid, false);
+		r = quiesce(s, pid, false, -1);
 		if (r < 0 && !ret)
 			ret = r;
 		if (!find_proc(s, pid))
@@ -1467,7 +1586,8 @@ static int proc_task_tracer(pid_t pid, pid_t tid)
 	return tracer;
 }
 
-static bool is_zombie(pid_t pid, pid_t tid)
+/* The state letter of /proc/@pid/task/@tid/stat, '?' if unknown. */
+static char task_state(pid_t pid, pid_t tid)
 {
 	char path[64], buf[256];
 	char *p;
@@ -1477,14 +1597,21 @@ static bool is_zombie(pid_t pid, pid_t tid)
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return '?';
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return false;
+		return '?';
 	buf[n] = 0;
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+static bool is_zombie(pid_t pid, pid_t tid)
+{
+	char c = task_state(pid, tid);
+
+	return c == 'Z' || c == 'X';
 }
 
 /*
@@ -1509,7 +1636,8 @@ static int seize_eperm(struct utrace_session *s, struct tproc *p, pid_t pid, pid
 	tracer = proc_task_tracer(pid, tid);
 	if (tracer < 0)
 		return -ESRCH; /* gone meanwhile */
-	if (tracer > 0 && tracer != getpid())
+	/* TracerPid names the tracing thread. Ours: auto-attached by a clone. */
+	if (tracer > 0 && tracer != s->tracer_tid)
 		return -UTRACE_ERRNO__TRACED;
 	/* Permission is per process: if a sibling was seized, this one is exiting. */
 	if (p->nr_threads > 1)
@@ -1579,7 +1707,10 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 				break;
 			th = thread_new(s, p, tids[i]);
 			if (!th) {
-				ptrace_interrupt(tids[i]);
+				/*
+				 * Seized but untracked: it runs on, and is adopted if
+				 * it ever reports a stop. Cannot be detached unstopped.
+				 */
 				r = -ENOMEM;
 				break;
 			}
@@ -1595,9 +1726,27 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		proc_free(s, p);
 		return -ESRCH;
 	}
-	/* Wait for every thread's first stop (new threads included). */
-	if (r == 0)
-		r = quiesce(s, pid, false);
+	/*
+	 * Wait for every thread's first stop (new threads included). A thread
+	 * that cannot stop now (a vfork parent waiting for its child, which
+	 * PTRACE_INTERRUPT does not wake; an uninterruptible sleep) is not
+	 * waited for forever: it keeps its interrupt pending, and its stop is
+	 * handled by the event loop when it comes.
+	 */
+	if (r == 0) {
+		r = quiesce(s, pid, false, ATTACH_GRACE_MS);
+		if (r == -ETIMEDOUT) {
+			for (th = s->threads; th; th = th->next) {
+				if (th->proc->pid != pid || th->stop != TSTOP_RUNNING)
+					continue;
+				pr_info("thread %d: does not stop now (state %c); traced from its next stop\n",
+					th->tid, task_state(pid, th->tid));
+				if (task_state(pid, th->tid) == 'D')
+					th->in_vfork = true;
+			}
+			r = 0;
+		}
+	}
 	p = find_proc(s, pid);
 	if (!p)
 		return r < 0 ? r : -ESRCH;
@@ -1981,8 +2130,7 @@ int utrace_thread__skip_syscall(struct utrace_thread *th, long ret)
 	r = utrace_thread__get_regs(th, &regs);
 	if (r < 0)
 		return r;
-	regs.orig_rax = (unsigned long long)-1;
-	regs.rax = (unsigned long long)ret;
+	arch_skip_syscall(&regs, ret);
 	r = utrace_thread__set_regs(th, &regs);
 	if (r < 0)
 		return r;

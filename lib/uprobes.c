@@ -554,11 +554,14 @@ static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *
 		if (err) {
 			if (!first_err)
 				first_err = err;
-			if (!p->warned)
-				pr_warn("probe '%s': %s in process %d: %s%s%s\n", p->name,
-					m[i].symbol ? m[i].symbol : "address", pp->pid,
-					strerror(err < 0 && -err < 4000 ? -err : EINVAL),
-					why[0] ? ": " : "", why);
+			if (!p->warned) {
+				char ebuf[128];
+
+				utrace_strerror(err, ebuf, sizeof(ebuf));
+				pr_warn("probe '%s': cannot probe %s in process %d: %s%s%s\n",
+					p->name, m[i].symbol ? m[i].symbol : "address", pp->pid,
+					ebuf, why[0] ? ": " : "", why);
+			}
 			continue;
 		}
 		armed++;
@@ -586,8 +589,9 @@ static void proc_arm_rbrk(struct uprobes_proc *pp)
 		size_t k, nsym;
 
 		base = base ? base + 1 : (o ? o->path : NULL);
-		if (!base || !o->live || (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) &&
-					  strncmp(base, "ld.so", 5)))
+		if (!base || !o->live ||
+		    (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) &&
+		     strncmp(base, "ld.so", 5)))
 			continue;
 		elf = utrace_image__elf(pp->img, i);
 		if (!elf)
@@ -729,8 +733,10 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 			pt->nr_probes--;
 			if (p->points)
 				p->points--;
-			if (pt->nr_probes || pt->internal)
+			if (pt->nr_probes || pt->internal || pt->addr == pp->r_brk) {
+				pt->internal = pt->internal || pt->addr == pp->r_brk;
 				continue;
+			}
 			if (quiesce && !stopped) {
 				int r = ptrace_backend_quiesce(pp);
 
@@ -1288,8 +1294,8 @@ static void clean_child(struct uprobes_proc *parent, pid_t child)
 				continue;
 			if (utrace_mem__read(child, pt->addr, &b, 1) == 1 && b == 0xcc &&
 			    utrace_mem__write(child, pt->addr, pt->orig, 1) != 1)
-				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n", child,
-					(unsigned long long)pt->addr);
+				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n",
+					child, (unsigned long long)pt->addr);
 		}
 	}
 	if (!tramp)
@@ -1415,8 +1421,7 @@ struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 	int err;
 
 	if (!s || !OPTS_VALID(opts, utrace_uprobes_opts) || backend < 0 ||
-	    backend >= __UTRACE_BACKEND_MAX ||
-	    (opts && opts->max_depth > UPROBES_MAX_DEPTH)) {
+	    backend >= __UTRACE_BACKEND_MAX || (opts && opts->max_depth > UPROBES_MAX_DEPTH)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1477,43 +1482,73 @@ enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up)
 	return up ? up->backend : UTRACE_BACKEND_AUTO;
 }
 
+/* Take every breakpoint, trampoline and XOL area out of @pp and forget it. */
+static int proc_release(struct uprobes_proc *pp)
+{
+	struct utrace_uprobes *up = pp->up;
+	struct uprobes_proc *vp;
+	pid_t pid = pp->pid;
+	unsigned int i;
+	int ret = 0;
+
+	/* followed vfork children use these points: forget them first */
+	for (vp = up->procs; vp; vp = vp->next)
+		if (vp->vfork_parent == pp->pid)
+			vp->vfork_parent = 0;
+	if (pid_armable(up, pp->pid) && !pp->vfork_parent) {
+		ret = ptrace_backend_quiesce(pp);
+		/*
+		 * Quiescing handles the events that come meanwhile: an exec or
+		 * an exit of this process frees @pp (its points are dropped
+		 * without touching memory); nothing is left to release.
+		 */
+		for (vp = up->procs; vp && !(vp == pp && vp->pid == pid); vp = vp->next)
+			;
+		if (!vp)
+			return ret;
+		for (i = 0; i < PROC_HASH; i++) {
+			struct probe_point *pt;
+
+			for (pt = pp->points[i]; pt; pt = pt->hnext) {
+				int r = pt->armed ? ptrace_backend_disarm(pp, pt, true) : 0;
+
+				if (r && !ret)
+					ret = r;
+				remember_removed(pp, pt->addr);
+			}
+		}
+		{
+			int r = ptrace_backend_release(pp);
+
+			if (r && !ret)
+				ret = r;
+		}
+		ptrace_backend_resume(pp);
+	}
+	proc_forget_points(pp, UTRACE_DROP_DETACH);
+	proc_free(pp);
+	return ret;
+}
+
+int utrace_uprobes__detach_pid(struct utrace_uprobes *up, pid_t pid)
+{
+	struct uprobes_proc *pp;
+
+	if (!up || up->hit_depth)
+		return -EINVAL;
+	pp = uprobes_proc_find(up, pid);
+	if (!pp)
+		return -ESRCH;
+	return proc_release(pp);
+}
+
 void utrace_uprobes__free(struct utrace_uprobes *up)
 {
 	if (!up)
 		return;
 	up->freeing = true;
-	while (up->procs) {
-		struct uprobes_proc *pp = up->procs;
-		unsigned int i;
-		bool alive = pid_armable(up, pp->pid) || pp->vfork_parent;
-
-		if (alive && !pp->vfork_parent) {
-			pid_t pid = pp->pid;
-			struct uprobes_proc *q;
-
-			ptrace_backend_quiesce(pp);
-			/*
-			 * Quiescing handles the events that come meanwhile: an
-			 * exec or an exit of this process frees @pp (its points
-			 * are dropped without touching memory). Start again.
-			 */
-			for (q = up->procs; q && !(q == pp && q->pid == pid); q = q->next)
-				;
-			if (!q)
-				continue;
-			for (i = 0; i < PROC_HASH; i++) {
-				struct probe_point *pt;
-
-				for (pt = pp->points[i]; pt; pt = pt->hnext)
-					if (pt->armed)
-						ptrace_backend_disarm(pp, pt, true);
-			}
-			ptrace_backend_release(pp);
-			ptrace_backend_resume(pp);
-		}
-		proc_forget_points(pp, UTRACE_DROP_DETACH);
-		proc_free(pp);
-	}
+	while (up->procs)
+		proc_release(up->procs);
 	while (up->deferred) {
 		struct uprobes_deferred *d = up->deferred;
 

@@ -20,6 +20,8 @@
 /* Default and largest number of return instances kept per thread. */
 #define UPROBES_DEFAULT_DEPTH 64
 #define UPROBES_MAX_DEPTH 4096
+/* Return instances dropped as stale that are kept for a late match. */
+#define UPROBES_DROPPED_KEEP 16
 /* Longest instruction, and the bytes kept from the probed site. */
 #define UPROBES_INSN_MAX 16
 
@@ -103,6 +105,13 @@ struct utrace_task {
 	enum utrace_task_state state;
 	unsigned int depth; /* return instances in use */
 	struct utrace_return_instance *ri; /* [max_depth], ri[depth - 1] is the newest */
+	/*
+	 * Instances dropped as unwound past, kept a little longer: if a
+	 * stack switch (swapcontext, coroutines) fooled the stack-pointer
+	 * check, the trampoline can still find the real return address.
+	 */
+	struct utrace_return_instance dropped[UPROBES_DROPPED_KEEP];
+	unsigned int nr_dropped;
 };
 
 #define PROC_HASH 256

@@ -241,7 +241,8 @@ int xol_prepare_slot(struct uprobes_proc *pp, struct utrace_thread *th, struct p
 		err = area_try(mp, a, pt, &r);
 		if (!err)
 			return 0;
-		if (err != -ENOSPC && !(err == -UTRACE_ERRNO__RELOC && r.fail == SITE_FAIL_RIPREL_FAR))
+		if (err != -ENOSPC &&
+		    !(err == -UTRACE_ERRNO__RELOC && r.fail == SITE_FAIL_RIPREL_FAR))
 			return err;
 	}
 	addrs[0] = pt->addr;

@@ -25,13 +25,35 @@
  * - Return probes replace the return address with a trampoline; the real one
  *   is kept per thread and checked against the stack pointer (longjmp and
  *   exceptions unwind past frames); depth is bounded, overflow is counted.
- * - fork: the child carries no probes (its copy of the breakpoints is
- *   removed). exec and exit: the process's probe points are dropped and the
- *   owner told (opts->dropped); with a SPEC, exec re-arms in the new image.
+ * - fork: the child carries no probes (its copy of the breakpoints and of
+ *   the trampoline return addresses is removed before it runs). When the
+ *   session follows forks (-F), the child is a traced process of its own
+ *   and the SPEC probes are armed in it; address probes never are. A vfork
+ *   (or CLONE_VM) child shares its parent's memory and so its breakpoints
+ *   until it execs: followed, its hits are handled; not followed, it must
+ *   not call a probed function before exec (ptrace backend limit).
+ * - exec and exit: the process's probe points are dropped and the owner
+ *   told (opts->dropped); with a SPEC, exec re-arms in the new image.
  * - A SPEC on an object that is not loaded stays pending and is armed when
- *   the object is loaded (dlopen), in every traced process.
+ *   the object is loaded (dlopen), in every traced process; a point in an
+ *   object unloaded by dlclose is dropped (UTRACE_DROP_UNLOAD) and re-armed
+ *   if it is loaded again.
  * - (Un)registering from inside a handler is deferred until every handler
  *   of that hit has run; opts->done reports completion.
+ *
+ * Typical use (launch mode):
+ *
+ *	s = utrace_session__new(NULL);
+ *	up = utrace_uprobes__new(s, NULL);
+ *	utrace_probe__register_spec(up, "libc:malloc", &opts);   (pending until exec)
+ *	utrace_session__launch(s, argv, NULL);
+ *	while (utrace_session__run(s, -1) == UTRACE_RUN_BREAK)
+ *		;
+ *	utrace_uprobes__free(up);      (before closing the session)
+ *	utrace_session__close(s);
+ *
+ * Attach mode: utrace_session__attach() first, then register (or register
+ * first and call utrace_uprobes__sync() after attaching).
  */
 #ifndef __UTRACE_PROBE_H
 #define __UTRACE_PROBE_H
@@ -95,13 +117,27 @@ UTRACE_API struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 
 /**
  * @brief **utrace_uprobes__free()** unregisters every probe (quiescing each
- * process, removing every breakpoint: code bytes identical to before) and
- * frees @up. Accepts NULL.
+ * process, removing every breakpoint: code bytes identical to before;
+ * putting back every return address replaced by a trampoline; unmapping
+ * the XOL areas) and frees @up. Call it before utrace_session__close() or
+ * utrace_session__detach(): a process left with breakpoints would die of
+ * its next hit once untraced. Accepts NULL.
  */
 UTRACE_API void utrace_uprobes__free(struct utrace_uprobes *up);
 
 /** @brief **utrace_uprobes__backend()** the backend in use (never AUTO). */
 UTRACE_API enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up);
+
+/**
+ * @brief **utrace_uprobes__detach_pid()** takes every breakpoint, return
+ * trampoline and XOL area out of process @pid (as utrace_uprobes__free()
+ * does for all) and forgets it; the probes stay registered. Call it before
+ * utrace_session__detach_pid(). Not from a handler.
+ * @return 0 on success; -ESRCH if @pid has no probe point; -EINVAL from a
+ * handler; another negative error code if something could not be undone
+ * (logged; the process keeps running correctly)
+ */
+UTRACE_API int utrace_uprobes__detach_pid(struct utrace_uprobes *up, pid_t pid);
 
 /**
  * @brief **utrace_uprobes__sync()** arms every SPEC probe in every process
@@ -234,11 +270,11 @@ UTRACE_API const char *utrace_probe__name(const struct utrace_probe *p);
 
 /** struct utrace_probe_stats - per-probe counters. */
 struct utrace_probe_stats {
-	uint64_t hits;		/* entry hits */
-	uint64_t returns;	/* return hits */
+	uint64_t hits; /* entry hits */
+	uint64_t returns; /* return hits */
 	uint64_t missed_returns; /* depth overflow or unwound past (longjmp) */
-	uint64_t points;	/* armed probe points now */
-	uint64_t pending;	/* pending SPEC objects */
+	uint64_t points; /* armed probe points now */
+	uint64_t pending; /* pending SPEC objects */
 };
 
 /** @brief **utrace_probe__stats()** reads @p's counters. @return 0 or negative error code */
@@ -276,7 +312,13 @@ struct utrace_probe_point_info {
  * @entry_ns: return hits of a paired probe: CLOCK_MONOTONIC ns at entry
  *	(0 if the entry was not seen)
  * @now_ns: CLOCK_MONOTONIC ns of this hit
- * @depth: nesting depth of return instances of this thread
+ * @depth: nesting depth of return instances of this thread (at a return
+ *	hit: the instances left below the returning one)
+ * @priv: the backend's (do not touch)
+ *
+ * At an entry hit, @regs->rip is the probed address. A handler that
+ * changes @regs->rip sends the thread there instead of running the probed
+ * instruction (no return instance is then recorded).
  */
 struct utrace_probe_ctx {
 	struct utrace_probe *probe;
@@ -289,7 +331,7 @@ struct utrace_probe_ctx {
 	uint64_t entry_ns;
 	uint64_t now_ns;
 	unsigned int depth;
-	void *priv; /* backend's */
+	void *priv;
 };
 
 /** @brief **utrace_probe_ctx__arg()** integer argument @n (0..5) per the SysV ABI. */
@@ -300,9 +342,12 @@ UTRACE_API uint64_t utrace_probe_ctx__retval(const struct utrace_probe_ctx *ctx)
 
 /**
  * @brief **utrace_probe_ctx__set_return()** at an entry hit: do not run the
- * function; return @value to the caller at once (fault injection). At a
- * return hit: change the return value.
- * @return 0 on success; -EINVAL if the point is not a function entry
+ * function; return @value to the caller at once (fault injection: rax =
+ * @value, the return address is popped into rip); the function's return
+ * handlers do not run for this call. At a return hit: change the return
+ * value (rax).
+ * @return 0 on success; -EINVAL if the point is not a function entry;
+ * -EFAULT if the return address cannot be read
  */
 UTRACE_API int utrace_probe_ctx__set_return(struct utrace_probe_ctx *ctx, uint64_t value);
 

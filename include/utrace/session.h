@@ -165,9 +165,12 @@ enum utrace_run_result {
  * events of every traced thread (waitpid(-1, __WALL)), calls the engines and
  * resumes the threads, until one of the enum utrace_run_result conditions.
  * Call it again to continue. Tracees stopped by an engine (UTRACE_STOP) stay
- * stopped across calls. The session reaps with waitpid(-1): the calling
- * process should not wait for its other children concurrently; a foreign
- * child reaped by the loop is logged with pr_debug and forgotten.
+ * stopped across calls. The session reaps with waitpid(-1, __WALL |
+ * __WNOTHREAD): children that the tracing thread itself forked are reaped
+ * too (logged with pr_debug and forgotten), children of other threads are
+ * not touched. At most one session per thread. If the caller replaces the
+ * library's SIGCHLD handler or blocks SIGCHLD in the tracing thread, the
+ * loop still works but polls every 10 ms.
  * @param s session
  * @param timeout_ms maximum time to wait, in milliseconds; < 0 = no limit
  * @return an enum utrace_run_result (>= 0) on success; negative error code
@@ -360,9 +363,11 @@ struct utrace_syscall {
  * NULL. Callbacks run in the tracing thread, inside utrace_session__run()
  * (or __poll, __quiesce, __attach, __launch), while the thread @th is in a
  * ptrace stop: they may read and write registers and memory, make remote
- * syscalls, quiesce or resume other threads, attach or detach engines
- * (including themselves). They must not call utrace_session__run() or
- * utrace_session__close(). Each returns an enum utrace_action.
+ * syscalls, quiesce or resume threads, attach or detach engines
+ * (including themselves). They must not call utrace_session__run(),
+ * __poll(), __attach(), __launch(), __detach() or __close(): return
+ * UTRACE_BREAK and do it when run() returns. Each returns an enum
+ * utrace_action.
  *
  * @sz: size of this struct
  * @syscall_entry: UTRACE_EV_SYSCALL_ENTRY
@@ -572,9 +577,13 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
  * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; from a signal-delivery stop only once
- * its signal has been suppressed (as uprobes does with the SIGTRAP of its
- * breakpoints) and outside a syscall.
+ * syscall-entry/exit/seccomp stops; not from a clone/fork/exec event stop,
+ * nor from a signal-delivery stop unless its signal has been suppressed
+ * (stop_sig cleared, as uprobes does with the SIGTRAP of its breakpoints)
+ * outside a syscall. From a syscall-exit stop (or such a signal stop) the
+ * thread ends up stopped just after it (in the kernel's signal path, where
+ * a restart of the interrupted syscall is decided), which is equivalent for
+ * the program.
  * @param th a stopped thread
  * @param nr syscall number
  * @param args six arguments (unused ones ignored)

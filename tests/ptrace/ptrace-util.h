@@ -54,11 +54,13 @@ static inline struct target target_start(const char *name, const char *const *ar
 	int pin[2], pout[2] = { -1, -1 };
 	char *argv[16];
 	int i = 0;
+	static char path[4096];
 
 	CHECK(pipe2(pin, O_CLOEXEC) == 0);
 	if (out_fd < 0)
 		CHECK(pipe2(pout, O_CLOEXEC) == 0);
-	argv[i++] = strdup(target_path(name));
+	snprintf(path, sizeof(path), "%s", target_path(name));
+	argv[i++] = path;
 	while (args && *args && i < 15)
 		argv[i++] = (char *)*args++;
 	argv[i] = NULL;

@@ -7,6 +7,7 @@
  * stopped. Targets are tests/targets/s-*, which check themselves.
  */
 #include <linux/filter.h>
+#include <pthread.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
@@ -263,12 +264,13 @@ TEST(attach_refuses_traced)
 
 TEST(attach_zombie)
 {
-	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	struct utrace_session *s;
 	pid_t pid = fork();
 	int status;
 
 	if (pid == 0)
 		_exit(0);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
 	CHECK(wait_state(pid, "Z", 5000));
 	CHECK_EQ(utrace_session__attach(s, pid), -ESRCH);
 	CHECK_EQ(utrace_session__attach(s, 999999), -ESRCH);
@@ -330,7 +332,7 @@ static int devnull_stdout(void *ctx)
 	return dup2(fd, 1) < 0;
 }
 
-TEST(launch_syscalls_ptrace)
+static void launch_syscalls_ptrace_body(void)
 {
 	char *argv[] = { "sh", "-c", "echo hello; exit 0", NULL };
 	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
@@ -350,6 +352,11 @@ TEST(launch_syscalls_ptrace)
 	CHECK_EQ(rec.entry_nr_mismatch, 0);
 	CHECK_EQ(rec.exits_thread, 1);
 	utrace_session__close(s);
+}
+
+TEST(launch_syscalls_ptrace)
+{
+	launch_syscalls_ptrace_body();
 }
 
 /* pre-exec hook: a filter tracing write(2) only, then stdout to /dev/null. */
@@ -372,7 +379,21 @@ static int install_write_filter(void *ctx)
 
 struct wrec {
 	int entries, exits, other, bad_data;
+	bool remote;
+	int remote_bad;
 };
+
+static void w_remote(struct wrec *w, struct utrace_thread *th)
+{
+	uint64_t args[6] = { 0 };
+	long ret = 0;
+
+	if (!w->remote)
+		return;
+	if (utrace_thread__remote_syscall(th, SYS_getpid, args, &ret) ||
+	    ret != utrace_thread__pid(th))
+		w->remote_bad++;
+}
 
 static int w_entry(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
 {
@@ -383,6 +404,7 @@ static int w_entry(struct utrace_engine *e, struct utrace_thread *th, struct utr
 	if (sc->seccomp_data != 7)
 		w->bad_data++;
 	w->entries++;
+	w_remote(w, th);
 	return UTRACE_RESUME;
 }
 
@@ -393,6 +415,7 @@ static int w_exit(struct utrace_engine *e, struct utrace_thread *th, struct utra
 	if (sc->nr != SYS_write || sc->ret <= 0)
 		w->other++;
 	w->exits++;
+	w_remote(w, th);
 	return UTRACE_RESUME;
 }
 
@@ -417,6 +440,40 @@ TEST(launch_syscalls_seccomp)
 	CHECK_EQ(w.other, 0);
 	CHECK_EQ(w.bad_data, 0);
 	utrace_session__close(s);
+}
+
+TEST(remote_syscall_at_seccomp_stops)
+{
+	char *argv[] = { "sh", "-c", "echo hello; echo hello", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_SECCOMP);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = install_write_filter);
+	const struct utrace_engine_ops ops = {
+		.sz = sizeof(ops),
+		.syscall_entry = w_entry,
+		.syscall_exit = w_exit,
+	};
+	struct wrec w = { .remote = true };
+	char out[64] = "";
+	int p[2];
+	ssize_t n;
+
+	CHECK(pipe(p) == 0);
+	lo.pre_exec_ctx = &p[1];
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL, &w));
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	close(p[1]);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 0);
+	CHECK_EQ(w.entries, 2);
+	CHECK_EQ(w.exits, 2);
+	CHECK_EQ(w.other, 0);
+	CHECK_EQ(w.remote_bad, 0);
+	/* The writes themselves ran once each, with their own arguments. */
+	n = read(p[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	CHECK_STREQ(out, "hello\nhello\n");
+	utrace_session__close(s);
+	close(p[0]);
 }
 
 TEST(launch_seccomp_fork_not_followed)
@@ -519,7 +576,7 @@ TEST(signals_passed_while_traced)
 
 TEST(detach_leaves_stopped_process_stopped)
 {
-	const char *args[] = { "300", "0", "0", NULL };
+	const char *args[] = { "1500", "0", "0", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { .break_on_stop = 1 };
@@ -560,7 +617,7 @@ TEST(detach_leaves_stopped_process_stopped)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
-TEST(exec_from_non_leader_thread)
+static void exec_from_non_leader_thread_body(void)
 {
 	char *argv[] = { (char *)target_path("s-exec-thread"), NULL };
 	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
@@ -580,6 +637,19 @@ TEST(exec_from_non_leader_thread)
 	CHECK_EQ(rec.clones, 1);
 	CHECK_EQ(rec.exit_after_exec_nr, SYS_execve);
 	utrace_session__close(s);
+}
+
+TEST(exec_from_non_leader_thread)
+{
+	exec_from_non_leader_thread_body();
+}
+
+TEST(no_syscall_info_fallback)
+{
+	/* As on kernels < 5.3: entry and exit told apart by a toggle. */
+	setenv("UTRACE_NO_SYSCALL_INFO", "1", 1);
+	launch_syscalls_ptrace_body();
+	exec_from_non_leader_thread_body();
 }
 
 static void fork_case(const char *mode, bool follow)
@@ -763,6 +833,247 @@ TEST(engine_detach_and_run_timeout)
 	CHECK(fd >= 0);
 	CHECK(utrace_session__poll(s) >= 0);
 	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	kill(t.pid, SIGTERM);
+	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
+}
+
+TEST(attach_during_vfork)
+{
+	const char *args[] = { "vfork-hold", NULL };
+	struct target t = target_start("s-fork", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+	long t0, t1;
+	char line[64];
+	struct timespec ts;
+	int i;
+
+	target_wait_ready(&t);
+	msleep(200); /* the parent now waits for its vfork child */
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_ATTACH | UTRACE_EV_SYSCALL, &rec));
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t1 = ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	/* Did not wait for the vfork to end (the child sleeps 2 s). */
+	CHECK_MSG(t1 - t0 < 1200, "attach took %ld ms", t1 - t0);
+	CHECK_EQ(rec.attaches, 0);
+	CHECK_EQ(utrace_session__quiesce(s, t.pid), 0);
+	CHECK_EQ(utrace_session__resume(s, t.pid), 0);
+	/* Once the child execs, the parent stops, is traced, runs on. */
+	for (i = 0; i < 100 && !rec.entries; i++)
+		CHECK_EQ(utrace_session__run(s, 50), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(rec.attaches, 1);
+	CHECK(rec.entries > 0);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+	CHECK_STREQ(line, "child traced=0");
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(close_launched_waits_for_it)
+{
+	char *argv[] = { (char *)target_path("s-signals"), "300", "0", "0", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout);
+	struct timespec a, b;
+	pid_t pid;
+	int status;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid = utrace_session__launch(s, argv, &lo);
+	CHECK(pid > 0);
+	CHECK_EQ(utrace_session__run(s, 50), UTRACE_RUN_TIMEOUT);
+	/* Detached, not killed: it runs its 300 ms, and close reaps it. */
+	utrace_session__close(s);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	CHECK((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 >= 300);
+	CHECK(waitpid(pid, &status, WNOHANG) < 0 && errno == ECHILD);
+}
+
+struct det {
+	int calls, detached;
+};
+
+static int det_entry(struct utrace_engine *e, struct utrace_thread *th, struct utrace_syscall *sc)
+{
+	struct det *d = utrace_engine__ctx(e);
+
+	d->calls++;
+	return UTRACE_DETACH;
+}
+
+static void det_detach(struct utrace_engine *e)
+{
+	struct det *d = utrace_engine__ctx(e);
+
+	d->detached++;
+}
+
+TEST(engine_detaches_itself)
+{
+	char *argv[] = { "sh", "-c", "exit 0", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	const struct utrace_engine_ops dops = {
+		.sz = sizeof(dops),
+		.syscall_entry = det_entry,
+		.detach = det_detach,
+	};
+	struct det d = { 0 };
+	struct rec rec = { 0 };
+
+	CHECK(utrace_engine__attach(s, &dops, UTRACE_EV_SYSCALL, &d));
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &rec));
+	CHECK(utrace_session__launch(s, argv, NULL) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(d.calls, 1);
+	CHECK_EQ(d.detached, 1);
+	CHECK(rec.entries > 5);
+	utrace_session__close(s);
+	CHECK_EQ(d.detached, 1);
+}
+
+static int stop_on_usr1(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	int *n = utrace_engine__ctx(e);
+
+	if (info->si_signo != SIGUSR1)
+		return UTRACE_RESUME;
+	(*n)++;
+	return UTRACE_STOP | UTRACE_BREAK;
+}
+
+TEST(signal_held_by_engine_delivered_at_detach)
+{
+	const char *args[] = { "800", "1", "0", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .signal = stop_on_usr1 };
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	int n = 0;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SIGNAL, &n));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	kill(t.pid, SIGUSR1);
+	CHECK_EQ(utrace_session__run(s, 5000), UTRACE_RUN_BREAK);
+	CHECK_EQ(n, 1);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK(utrace_thread__is_stopped(th));
+	/* Held at its signal-delivery stop; detach hands it back exactly once. */
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(killed_while_stopped)
+{
+	const char *args[] = { "4", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_EXIT, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__quiesce(s, t.pid), 0);
+	kill(t.pid, SIGKILL);
+	run_to_end(s, 5000);
+	CHECK_EQ(rec.exits_thread, 5);
+	CHECK_EQ(utrace_session__threads(s, 0, NULL, 0), 0);
+	utrace_session__close(s);
+	/* We were tracer and parent: the session reaped it. */
+	CHECK(waitpid(t.pid, NULL, WNOHANG) < 0 && errno == ECHILD);
+}
+
+TEST(close_seccomp_launch_keeps_servicing)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.2; echo hello; echo world", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_SECCOMP);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = install_write_filter);
+	char out[64] = "";
+	int p[2];
+	ssize_t n;
+
+	CHECK(pipe(p) == 0);
+	lo.pre_exec_ctx = &p[1];
+	CHECK(utrace_session__launch(s, argv, &lo) > 0);
+	close(p[1]);
+	CHECK_EQ(utrace_session__run(s, 50), UTRACE_RUN_TIMEOUT);
+	/* Detaching would leave RET_TRACE filters without a tracer: refused. */
+	CHECK_EQ(utrace_session__detach(s), -EBUSY);
+	utrace_session__close(s);
+	n = read(p[0], out, sizeof(out) - 1);
+	out[n > 0 ? n : 0] = 0;
+	/* No ENOSYS for the traced writes: all output is there. */
+	CHECK_STREQ(out, "hello\nworld\n");
+	close(p[0]);
+}
+
+TEST(run_without_sigchld_wakeups)
+{
+	char *argv[] = { "sh", "-c", "sleep 0.1; exit 7", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	struct rec rec = { 0 };
+	sigset_t set;
+
+	/* The caller takes SIGCHLD away (as with a signalfd): run() must still work. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &rec));
+	CHECK(utrace_session__launch(s, argv, NULL) > 0);
+	run_to_end(s, 10000);
+	CHECK_EQ(utrace_session__exit_status(s), 7);
+	CHECK(rec.entries > 10);
+	utrace_session__close(s);
+}
+
+static void *session_thread(void *arg)
+{
+	char *argv[] = { "sh", "-c", "exit 4", NULL };
+	pid_t target = *(pid_t *)arg;
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	long ok = 0;
+
+	if (utrace_session__launch(s, argv, NULL) > 0 &&
+	    utrace_session__run(s, 10000) == UTRACE_RUN_DONE &&
+	    utrace_session__exit_status(s) == 4 && utrace_session__attach(s, target) == 0 &&
+	    utrace_session__run(s, 50) == UTRACE_RUN_TIMEOUT && utrace_session__detach(s) == 0)
+		ok = 1;
+	utrace_session__close(s);
+	return (void *)ok;
+}
+
+static void *poll_thread(void *s)
+{
+	return (void *)(long)utrace_session__poll(s);
+}
+
+TEST(session_in_another_thread)
+{
+	const char *args[] = { "2", "30", NULL };
+	struct target t = target_start("s-sleeper", args, -1);
+	struct utrace_session *s;
+	pthread_t th;
+	void *ok = NULL;
+
+	target_wait_ready(&t);
+	CHECK(pthread_create(&th, NULL, session_thread, &t.pid) == 0);
+	CHECK(pthread_join(th, &ok) == 0);
+	CHECK(ok == (void *)1);
+	/* A session is bound to its thread. */
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(pthread_create(&th, NULL, poll_thread, s) == 0);
+	CHECK(pthread_join(th, &ok) == 0);
+	CHECK_EQ((long)ok, -EINVAL);
 	utrace_session__close(s);
 	kill(t.pid, SIGTERM);
 	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);

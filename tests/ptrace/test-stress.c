@@ -2,8 +2,10 @@
 /*
  * test-stress.c - attach and detach 100 times a program whose 8 threads
  * keep writing numbered lines (s-mtwrite), with syscall tracing on in half
- * of the rounds. The program must finish with every line present, in
- * order, and no write or read disturbed.
+ * of the rounds, and in a quarter of them the whole process quiesced and a
+ * remote getpid run in one of its threads (stopped at a syscall entry or
+ * exit, or in get_signal()). The program must finish with every line
+ * present, in order, and no write or read disturbed.
  */
 #include <sys/syscall.h>
 
@@ -25,7 +27,7 @@ TEST_TIMEOUT(mt_attach_detach_100, 120)
 	struct utrace_session *s;
 	struct utrace_engine *e;
 	struct target t;
-	long syscalls = 0, next[8] = { 0 }, total[8], got;
+	long syscalls = 0, next[8] = { 0 }, total[8], got, remotes = 0;
 	char line[128];
 	FILE *f;
 	int i, k, bad = 0, totals = 0;
@@ -42,6 +44,21 @@ TEST_TIMEOUT(mt_attach_detach_100, 120)
 		CHECK_EQ(utrace_session__attach(s, t.pid), 0);
 		CHECK_EQ(utrace_session__threads(s, t.pid, NULL, 0), 9);
 		CHECK_EQ(utrace_session__run(s, 3), UTRACE_RUN_TIMEOUT);
+		if (i % 4 == 1) {
+			/* Stop the world, run a syscall in one thread, resume. */
+			struct utrace_thread *ths[16];
+			uint64_t sargs[6] = { 0 };
+			long ret = 0;
+
+			CHECK_EQ(utrace_session__quiesce(s, t.pid), 0);
+			CHECK_EQ(utrace_session__threads(s, t.pid, ths, 16), 9);
+			CHECK_EQ(utrace_thread__remote_syscall(ths[i % 9], SYS_getpid, sargs, &ret),
+				 0);
+			CHECK_EQ(ret, t.pid);
+			remotes++;
+			CHECK_EQ(utrace_session__resume(s, t.pid), 0);
+			CHECK_EQ(utrace_session__run(s, 2), UTRACE_RUN_TIMEOUT);
+		}
 		CHECK_EQ(utrace_session__detach(s), 0);
 		utrace_engine__detach(e);
 	}
@@ -70,5 +87,7 @@ TEST_TIMEOUT(mt_attach_detach_100, 120)
 	CHECK_EQ(totals, 8);
 	for (k = 0; k < 8; k++)
 		CHECK_EQ(total[k], next[k]);
-	harness_note("%ld syscall entries seen, %ld lines from thread 0", syscalls, next[0]);
+	CHECK_EQ(remotes, 25);
+	harness_note("%ld syscall entries seen, %ld remote syscalls, %ld lines from thread 0",
+		     syscalls, remotes, next[0]);
 }

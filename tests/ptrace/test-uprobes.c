@@ -74,14 +74,16 @@ struct run {
 };
 
 /* Launch s-uprobes with @args; its stdout goes to a pipe. */
-static void run_start(struct run *r, const char *const *args)
+static void run_start_opts(struct run *r, const char *const *args, bool follow, unsigned int depth)
 {
+	UTRACE_OPTS(utrace_session_opts, so, .follow_forks = follow);
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .max_depth = depth);
 	char *argv[16];
 	int p[2], saved, i = 0;
 
-	r->s = utrace_session__new(NULL);
+	r->s = utrace_session__new(&so);
 	CHECK(r->s);
-	r->up = utrace_uprobes__new(r->s, NULL);
+	r->up = utrace_uprobes__new(r->s, &uo);
 	CHECK(r->up);
 	CHECK_EQ(utrace_uprobes__backend(r->up), UTRACE_BACKEND_PTRACE);
 	argv[i++] = strdup(target_path("s-uprobes"));
@@ -101,6 +103,11 @@ static void run_start(struct run *r, const char *const *args)
 	dup2(saved, 1);
 	close(saved);
 	CHECK(r->pid > 0);
+}
+
+static void run_start(struct run *r, const char *const *args)
+{
+	run_start_opts(r, args, false, 0);
 }
 
 /* Run to the end; return the exit status, the output in *out (malloc'ed). */
@@ -463,8 +470,13 @@ static void check_code_restored(pid_t pid, const char *sym)
 
 TEST(example_retval)
 {
-	char *argv[] = { strdup(harness_build_path("examples/retval")), "work",
-			 strdup(target_path("s-uprobes")), "mt", "5", "1", NULL };
+	char *argv[] = { strdup(harness_build_path("examples/retval")),
+			 "work",
+			 strdup(target_path("s-uprobes")),
+			 "mt",
+			 "5",
+			 "1",
+			 NULL };
 	char *out = NULL;
 	long v;
 
@@ -483,7 +495,8 @@ TEST(example_count_hits)
 	const char *args[] = { "loop", "2", NULL };
 	struct target t = target_start("s-uprobes", args, -1);
 	char pid[16], addr[32], line[128], *out = NULL;
-	char *argv[] = { strdup(harness_build_path("examples/count-hits")), pid, addr, "0.5", NULL };
+	char *argv[] = { strdup(harness_build_path("examples/count-hits")), pid, addr, "0.5",
+			 NULL };
 
 	target_wait_ready(&t);
 	snprintf(pid, sizeof(pid), "%d", t.pid);
@@ -574,4 +587,319 @@ TEST(attach_probe_detach_restores_code)
 	CHECK_MSG(strstr(line, " ok"), "%s", line);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 	harness_note("attach: %ld entries, %ld returns while attached", c.entries, c.returns);
+}
+
+TEST(fork_followed_child_is_probed)
+{
+	const char *args[] = { "fork", "50", "30", NULL };
+	struct counts c = { 0 };
+	struct run r;
+	char *out;
+
+	run_start_opts(&r, args, true, 0);
+	probe_spec(r.up, "work", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	/* parent 2 x 50, child 30: the SPEC is armed in the followed child */
+	CHECK_EQ(c.entries, 2 * 50 + 30);
+	CHECK_EQ(c.returns, 2 * 50 + 30);
+	free(out);
+	run_close(&r);
+}
+
+TEST(depth_overflow_is_counted)
+{
+	const char *args[] = { "fib", "12", NULL };
+	struct counts c = { 0 };
+	struct utrace_probe_stats st;
+	struct utrace_probe *p;
+	struct run r;
+	char *out;
+
+	run_start_opts(&r, args, false, 4);
+	p = probe_spec(r.up, "fib", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, expect(out, "entries"));
+	CHECK_EQ(utrace_probe__stats(p, &st), 0);
+	CHECK(st.missed_returns > 0);
+	CHECK_EQ(c.returns + (long)st.missed_returns, c.entries);
+	free(out);
+	run_close(&r);
+}
+
+TEST(tail_call_chains_return_instances)
+{
+	const char *args[] = { "tail", "100", NULL };
+	struct counts a = { 0 }, b = { 0 };
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "tail_a", &a, true, true);
+	probe_spec(r.up, "tail_b", &b, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(a.entries, 100);
+	CHECK_EQ(b.entries, 100);
+	CHECK_EQ(a.returns, 100);
+	CHECK_EQ(b.returns, 100);
+	free(out);
+	run_close(&r);
+}
+
+TEST(foreign_sigtraps_pass_through)
+{
+	const char *args[] = { "sigtrap", "50", NULL };
+	struct counts c = { 0 };
+	struct utrace_uprobes_stats ust;
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "work", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(expect(out, "traps"), 100);
+	CHECK_EQ(c.entries, 50);
+	CHECK_EQ(c.returns, 50);
+	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+	CHECK_EQ(ust.foreign_traps, 100);
+	free(out);
+	run_close(&r);
+}
+
+TEST(refused_site_fails_registration)
+{
+	const char *args[] = { "loop", "1", NULL };
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_entry);
+	struct target t = target_start("s-uprobes", args, -1);
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	char line[128];
+
+	target_wait_ready(&t);
+	s = utrace_session__new(NULL);
+	up = utrace_uprobes__new(s, NULL);
+	CHECK(s && up);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	errno = 0;
+	CHECK(!utrace_probe__register_spec(up, "trap_fn", &o));
+	CHECK_EQ(errno, UTRACE_ERRNO__NOT_PATCHABLE);
+	errno = 0;
+	CHECK(!utrace_probe__register(up, t.pid, sym_addr(t.pid, "trap_fn"), &o));
+	CHECK_EQ(errno, UTRACE_ERRNO__NOT_PATCHABLE);
+	CHECK(!utrace_probe__register(up, t.pid, 0x1000, &o));
+	CHECK_EQ(errno, EFAULT);
+	CHECK(!utrace_probe__register(up, t.pid + 100000, sym_addr(t.pid, "work"), &o));
+	CHECK_EQ(errno, ESRCH);
+	check_code_restored(t.pid, "trap_fn");
+	utrace_uprobes__free(up);
+	utrace_session__close(s);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(unregister_while_running)
+{
+	const char *args[] = { "loop", "4", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	struct counts c = { 0 }, d = { 0 };
+	struct utrace_probe *p;
+	char line[128];
+	long before;
+	int k;
+
+	target_wait_ready(&t);
+	s = utrace_session__new(NULL);
+	up = utrace_uprobes__new(s, NULL);
+	CHECK(s && up);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	for (k = 0; k < 3; k++) {
+		memset(&c, 0, sizeof(c));
+		p = probe_spec(up, "work", &c, true, true);
+		while (c.entries < 1000)
+			utrace_session__run(s, 20);
+		CHECK_EQ(utrace_probe__unregister(p), 0);
+		before = c.entries;
+		utrace_session__run(s, 100);
+		CHECK_EQ(c.entries, before);
+		check_code_restored(t.pid, "work");
+	}
+	/* and a last one left for free() to remove */
+	p = probe_spec(up, "work", &d, true, true);
+	while (d.entries < 1000)
+		utrace_session__run(s, 20);
+	utrace_uprobes__free(up);
+	check_code_restored(t.pid, "work");
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(register_before_attach_then_sync)
+{
+	const char *args[] = { "loop", "2", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	struct counts c = { 0 };
+	char line[128];
+	long before;
+	int k;
+
+	target_wait_ready(&t);
+	s = utrace_session__new(NULL);
+	up = utrace_uprobes__new(s, NULL);
+	CHECK(s && up);
+	/* no process yet: the SPEC waits */
+	probe_spec(up, "work", &c, true, true);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_uprobes__sync(up), 1);
+	CHECK_EQ(utrace_uprobes__sync(up), 0);
+	for (k = 0; k < 100 && c.entries < 1000; k++)
+		utrace_session__run(s, 20);
+	CHECK(c.entries >= 1000);
+	/* release this process only, then detach it from the session */
+	CHECK_EQ(utrace_uprobes__detach_pid(up, t.pid), 0);
+	CHECK_EQ(c.dropped_other, 1);
+	check_code_restored(t.pid, "work");
+	CHECK_EQ(utrace_session__detach_pid(s, t.pid), 0);
+	before = c.entries;
+	msleep(100);
+	CHECK_EQ(c.entries, before);
+	utrace_uprobes__free(up);
+	utrace_session__close(s);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(riprel_slot_near_code)
+{
+	const char *args[] = { "riprel", "100", NULL };
+	struct counts c = { 0 };
+	struct utrace_uprobes_stats ust;
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "rip_push", &c, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, 100);
+	CHECK_EQ(c.returns, 100);
+	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+	/* the dynamic linker's area, then one within reach of the executable */
+	CHECK_EQ(ust.xol_areas, 2);
+	free(out);
+	run_close(&r);
+}
+
+TEST(vfork_exec_keeps_parent_probes)
+{
+	const char *args[] = { "vfork", "40", NULL };
+	int follow;
+
+	for (follow = 0; follow < 2; follow++) {
+		struct counts c = { 0 };
+		struct run r;
+		char *out;
+
+		run_start_opts(&r, args, follow, 0);
+		probe_spec(r.up, "work", &c, true, true);
+		CHECK_EQ(run_finish(&r, &out), 0);
+		CHECK_EQ(c.entries, 80);
+		CHECK_EQ(c.returns, 80);
+		free(out);
+		run_close(&r);
+	}
+}
+
+TEST(coroutine_stack_switch_survives)
+{
+	const char *args[] = { "coro", NULL };
+	struct counts c = { 0 }, w = { 0 };
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	probe_spec(r.up, "co_func", &c, true, true);
+	probe_spec(r.up, "work", &w, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_MSG(strstr(out, "coro result=15"), "%s", out);
+	CHECK_EQ(c.entries, 1);
+	CHECK_EQ(w.entries, 1);
+	CHECK_EQ(w.returns, 1);
+	harness_note("co_func returns reported: %ld", c.returns);
+	free(out);
+	run_close(&r);
+}
+
+TEST(attach_detach_cycles)
+{
+	const char *args[] = { "loop", "8", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	struct utrace_uprobes_stats ust;
+	char line[128];
+	long pending = 0;
+	int cycle, k;
+
+	target_wait_ready(&t);
+	for (cycle = 0; cycle < 10; cycle++) {
+		struct utrace_session *s = utrace_session__new(NULL);
+		struct utrace_uprobes *up = utrace_uprobes__new(s, NULL);
+		struct counts c = { 0 };
+
+		CHECK(s && up);
+		CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+		probe_spec(up, "work", &c, true, true);
+		for (k = 0; k < 100 && c.entries < 500; k++)
+			utrace_session__run(s, 10);
+		CHECK(c.entries >= 500);
+		pending += c.entries - c.returns;
+		CHECK_EQ(utrace_uprobes__stats(up, &ust), 0);
+		utrace_uprobes__free(up);
+		check_code_restored(t.pid, "work");
+		CHECK_EQ(utrace_session__detach(s), 0);
+		utrace_session__close(s);
+		CHECK(proc_state(t.pid) != 'Z' && proc_state(t.pid) != '?');
+	}
+	harness_note("return instances pending at detach, over 10 cycles: %ld", pending);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+TEST(deferred_registration_multithreaded)
+{
+	const char *args[] = { "mt", "2000", "4", NULL };
+	struct deferred d = { 0 };
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = self_removing, .data = &d, .done = on_done);
+	struct utrace_probe_stats st;
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	d.up = r.up;
+	CHECK(utrace_probe__register_spec(r.up, "work", &o));
+	CHECK_EQ(run_finish(&r, &out), 0);
+	/* other threads hit while the deferred work quiesces: nested hits */
+	CHECK_EQ(d.hits, 10);
+	CHECK(d.added);
+	CHECK_EQ(utrace_probe__stats(d.added, &st), 0);
+	CHECK(d.later.entries > 0 && d.later.entries <= 8000);
+	CHECK_EQ((long)st.hits, d.later.entries);
+	CHECK_EQ(d.done_calls, 2);
+	CHECK_EQ(d.done_err, 0);
+	harness_note("added probe saw %ld of 8000 calls", d.later.entries);
+	free(out);
+	run_close(&r);
 }

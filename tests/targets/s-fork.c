@@ -5,11 +5,17 @@
  * status: exit 10 if untraced, 11 if traced (fork), or execs
  * "/bin/sh -c 'exit 10|11'" computed the same way (vfork). The parent
  * prints "child traced=<0|1>" and exits with 0, or 1 if the child failed.
+ * MODE "vfork-hold": prints "ready <pid>" first, and the vfork child sleeps
+ * 2 s before its exec, so the parent is blocked in vfork meanwhile; the
+ * exec'ed shell then sleeps 0.5 s more before answering.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int traced(void)
@@ -32,11 +38,24 @@ int main(int argc, char **argv)
 	int status;
 	pid_t pid;
 
-	if (!strcmp(mode, "vfork")) {
+	if (!strncmp(mode, "vfork", 5)) {
+		bool hold = !strcmp(mode, "vfork-hold");
+
+		if (hold) {
+			printf("ready %d\n", getpid());
+			fflush(stdout);
+		}
 		pid = vfork();
 		if (pid == 0) {
+			struct timespec ts = { 2, 0 };
+
+			if (hold)
+				syscall(SYS_nanosleep, &ts, NULL);
 			execl("/bin/sh", "sh", "-c",
-			      "grep -q 'TracerPid:[[:space:]]*0$' /proc/self/status && exit 10; exit 11",
+			      hold ? "sleep 0.5; grep -q 'TracerPid:[[:space:]]*0$' /proc/self/status "
+				     "&& exit 10; exit 11" :
+				     "grep -q 'TracerPid:[[:space:]]*0$' /proc/self/status && exit 10; "
+				     "exit 11",
 			      (char *)NULL);
 			_exit(1);
 		}

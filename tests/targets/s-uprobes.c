@@ -13,7 +13,12 @@
  *                       first 8 code bytes of work(); the parent waits for it
  *   exec N M            N x work(), then execs "mt M 1"
  *   loop THREADS        THREADS threads call work() until stdin closes
- *   wait                ready, wait for a line on stdin, then N x work() (fault)
+ *   tail N              N x tail_a(), which tail-calls tail_b()
+ *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
+ *   vfork N             N x work(), vfork + exec /bin/true, N x work()
+ *   coro                a coroutine (swapcontext) yields inside co_func()
+ *   riprel N            N x rip_push() (push [rip + x] probed)
+ *   value N             N x get_value() (fault injection makes it return 7)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -24,9 +29,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
 #define NOINLINE __attribute__((noinline, noclone))
+#endif
 
 static volatile long sink;
 
@@ -53,10 +63,59 @@ NOINLINE long jumper(long i)
 	return i + 100;
 }
 
+/*
+ * tail_a(x) tail-calls tail_b(x + 1): a probed function jumping into
+ * another probed one (chained return instances).
+ */
+NOINLINE long tail_b(long x)
+{
+	sink += x;
+	return x * 3;
+}
+long tail_a(long x);
+__asm__(".text\n"
+	".globl tail_a\n"
+	".type tail_a, @function\n"
+	"tail_a:\n"
+	"\tadd $1, %rdi\n" /* 48 83 c7 01 */
+	"\tjmp tail_b\n"
+	".size tail_a, .-tail_a\n");
+
+/*
+ * rip_push() returns sink through "push [rip + sink]": an instruction that
+ * only runs out of line within ±2 GiB of sink (no scratch-register form),
+ * so its XOL slot must be placed near the executable.
+ */
+long rip_push(void);
+__asm__(".text\n"
+	".globl rip_push\n"
+	".type rip_push, @function\n"
+	"rip_push:\n"
+	"\tpushq sink(%rip)\n" /* ff 35 rel32 */
+	"\tpopq %rax\n"
+	"\tret\n"
+	".size rip_push, .-rip_push\n");
+
+/* A site the planner refuses (ud2 cannot run out of line); never called. */
+__attribute__((naked)) void trap_fn(void)
+{
+	__asm__ volatile("ud2");
+}
+
+static volatile long traps;
+
+static void on_sigtrap(int sig)
+{
+	(void)sig;
+	traps++;
+}
+
 /* never called by the program except through fault injection tests */
+static volatile long forty_two = 42; /* not a constant: the call must happen */
+
 NOINLINE long get_value(void)
 {
-	return 42;
+	return forty_two;
 }
 
 static long calls;
@@ -100,6 +159,63 @@ static void on_usr1(int sig)
 	handler_calls++;
 }
 
+/*
+ * Coroutines: co_func() is entered on a heap stack, yields to main, which
+ * calls work() on the (higher) main stack, then resumes it.
+ */
+static ucontext_t uc_main, uc_co;
+static volatile long co_result;
+
+NOINLINE long co_func(long x)
+{
+	swapcontext(&uc_co, &uc_main);
+	return x + 5;
+}
+
+static void co_body(void)
+{
+	co_result = co_func(10);
+}
+
+static int run_coro(void)
+{
+	static char stack[256 * 1024];
+
+	getcontext(&uc_co);
+	uc_co.uc_stack.ss_sp = stack;
+	uc_co.uc_stack.ss_size = sizeof(stack);
+	uc_co.uc_link = &uc_main;
+	makecontext(&uc_co, co_body, 0);
+	swapcontext(&uc_main, &uc_co); /* runs until co_func() yields */
+	if (work(1) != 3)
+		return 1;
+	swapcontext(&uc_main, &uc_co); /* co_func() returns, co_body() ends */
+	if (co_result != 15)
+		return 1;
+	printf("coro result=%ld\n", (long)co_result);
+	return 0;
+}
+
+static int run_longjmp(long n)
+{
+	volatile long jumps = 0, rets = 0, k;
+
+	for (k = 0; k < n; k++) {
+		if (setjmp(jb)) {
+			jumps++;
+			continue;
+		}
+		if (jumper(k) != k + 100)
+			return 1;
+		rets++;
+	}
+	/* a last call after the last longjmp, so the stale instance is seen */
+	if (work(1) != 3)
+		return 1;
+	printf("expect entries=%ld returns=%ld missed=%ld\n", n, (long)rets, (long)jumps);
+	return 0;
+}
+
 static long fib_calls(long n)
 {
 	return n < 2 ? 1 : 1 + fib_calls(n - 1) + fib_calls(n - 2);
@@ -137,23 +253,11 @@ int main(int argc, char **argv)
 		}
 		if (r != a)
 			return 1;
-		printf("expect entries=%ld returns=%ld result=%ld\n", fib_calls(n), fib_calls(n), r);
+		printf("expect entries=%ld returns=%ld result=%ld\n", fib_calls(n), fib_calls(n),
+		       r);
 	} else if (!strcmp(mode, "longjmp")) {
-		long n = atol(argv[2]), jumps = 0, rets = 0;
-
-		for (i = 0; i < n; i++) {
-			if (setjmp(jb)) {
-				jumps++;
-				continue;
-			}
-			if (jumper(i) != i + 100)
-				return 1;
-			rets++;
-		}
-		/* a last call after the last longjmp, so the stale instance is seen */
-		if (work(1) != 3)
+		if (run_longjmp(atol(argv[2])))
 			return 1;
-		printf("expect entries=%ld returns=%ld missed=%ld\n", n, rets, jumps);
 	} else if (!strcmp(mode, "signal")) {
 		long n = atol(argv[2]);
 
@@ -233,6 +337,55 @@ int main(int argc, char **argv)
 		for (i = 0; i < nt && i < 64; i++)
 			pthread_join(th[i], NULL);
 		printf("calls=%ld ok\n", atomic_load(&loop_calls));
+	} else if (!strcmp(mode, "tail")) {
+		long n = atol(argv[2]);
+
+		for (i = 0; i < n; i++)
+			if (tail_a(i) != (i + 1) * 3)
+				return 1;
+		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "sigtrap")) {
+		long n = atol(argv[2]);
+
+		/* SIGTRAPs of the program's own: raise() and a literal int3 */
+		signal(SIGTRAP, on_sigtrap);
+		for (i = 0; i < n; i++) {
+			work(i);
+			raise(SIGTRAP);
+			__asm__ volatile("int3");
+		}
+		if (traps != 2 * n)
+			return 1;
+		printf("expect entries=%ld traps=%ld\n", n, traps);
+	} else if (!strcmp(mode, "vfork")) {
+		long n = atol(argv[2]);
+		int status;
+		pid_t pid;
+
+		for (i = 0; i < n; i++)
+			work(i);
+		pid = vfork();
+		if (pid == 0) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+		for (i = 0; i < n; i++)
+			work(i);
+		printf("expect entries=%ld returns=%ld\n", 2 * n, 2 * n);
+	} else if (!strcmp(mode, "coro")) {
+		if (run_coro())
+			return 1;
+	} else if (!strcmp(mode, "riprel")) {
+		long n = atol(argv[2]);
+
+		for (i = 0; i < n; i++) {
+			sink = i * 7;
+			if (rip_push() != i * 7)
+				return 1;
+		}
+		printf("expect entries=%ld returns=%ld\n", n, n);
 	} else if (!strcmp(mode, "value")) {
 		long n = atol(argv[2]), sum = 0;
 
