@@ -29,18 +29,30 @@ command -v strace >/dev/null || { echo "bench: strace is not installed" >&2; exi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# run NAME CMD...: one timed run, microseconds appended to $TMP/NAME
+# run NAME CMD...: one timed run; wall microseconds appended to $TMP/NAME,
+# CPU microseconds (user + system, tracer and tracee) to $TMP/NAME.cpu
 run() {
 	name=$1
 	shift
 	t0=$(date +%s%N)
-	"$@" >/dev/null 2>&1 || { echo "bench: '$*' failed" >&2; exit 1; }
+	if [ -x /usr/bin/time ]; then
+		/usr/bin/time -f '%U %S' -o "$TMP/t" "$@" >/dev/null 2>&1 ||
+			{ echo "bench: '$*' failed" >&2; exit 1; }
+		awk '{ printf "%d\n", ($1 + $2) * 1e6 }' "$TMP/t" >>"$TMP/$name.cpu"
+	else
+		"$@" >/dev/null 2>&1 || { echo "bench: '$*' failed" >&2; exit 1; }
+		echo 0 >>"$TMP/$name.cpu"
+	fi
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000)) >>"$TMP/$name"
 }
 
 median() {
 	sort -n "$TMP/$1" | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+}
+
+minimum() {
+	sort -n "$TMP/$1" | head -n 1
 }
 
 i=0
@@ -56,12 +68,13 @@ done
 base=$(median base)
 printf 'workload: %s %s (%s getppid + %s write), %s runs each, median wall time\n\n' \
 	"$(basename "$PROG")" "$COUNT" "$COUNT" "$((COUNT / 10))" "$RUNS"
-printf '%-46s %12s %10s\n' "command" "median (s)" "vs untraced"
-printf '%-46s %12s %10s\n' "----------------------------------------------" "----------" "----------"
+printf '%-44s %10s %9s %10s %11s\n' "command" "median (s)" "min (s)" "cpu med (s)" "vs untraced"
+printf '%-44s %10s %9s %10s %11s\n' "--------------------------------------------" "----------" \
+	"---------" "----------" "-----------"
 row() {
-	m=$(median "$1")
-	awk -v label="$2" -v m="$m" -v b="$base" \
-		'BEGIN { printf "%-46s %12.3f %9.1fx\n", label, m / 1e6, m / b }'
+	awk -v label="$2" -v m="$(median "$1")" -v n="$(minimum "$1")" \
+		-v c="$(median "$1.cpu")" -v b="$base" \
+		'BEGIN { printf "%-44s %10.3f %9.3f %10.3f %10.1fx\n", label, m / 1e6, n / 1e6, c / 1e6, m / b }'
 }
 row base "untraced"
 row a_utrace "(a) utrace -F -s -o /dev/null"
@@ -70,7 +83,15 @@ row b_utrace "(b) utrace -s openat"
 row b_strace "(b) strace -f --seccomp-bpf -e trace=openat"
 echo
 awk -v au="$(median a_utrace)" -v as="$(median a_strace)" \
-	-v bu="$(median b_utrace)" -v bs="$(median b_strace)" 'BEGIN {
-	printf "ratio (a) utrace/strace, all syscalls traced: %.2f\n", au / as
-	printf "ratio (b) utrace/strace, filter misses hot syscalls: %.2f\n", bu / bs
+	-v bu="$(median b_utrace)" -v bs="$(median b_strace)" \
+	-v aun="$(minimum a_utrace)" -v asn="$(minimum a_strace)" \
+	-v bun="$(minimum b_utrace)" -v bsn="$(minimum b_strace)" \
+	-v auc="$(median a_utrace.cpu)" -v asc="$(median a_strace.cpu)" \
+	-v buc="$(median b_utrace.cpu)" -v bsc="$(median b_strace.cpu)" 'BEGIN {
+	printf "ratio utrace/strace (< 1: utrace faster)      wall median  wall min  cpu median\n"
+	printf "(a) all syscalls traced, output /dev/null     %11.2f %9.2f %11.2f\n", au / as, aun / asn, (asc ? auc / asc : 0)
+	printf "(b) filter selects none of the hot syscalls   %11.2f %9.2f %11.2f\n", bu / bs, bun / bsn, (bsc ? buc / bsc : 0)
+	printf "load average at the end: "
+	getline la < "/proc/loadavg"
+	print la
 }'

@@ -24,7 +24,9 @@
  *     --seccomp-bpf (which implies --kill-on-exit).
  * When the user asks for a detach that must leave the command running
  * (launch mode with -d SEC), utrace does not install the filter and traces
- * with PTRACE_SYSCALL stops instead, which it can leave cleanly.
+ * with PTRACE_SYSCALL stops instead, which it can leave cleanly. Nor does
+ * it when every syscall is selected (plain -s): the filter would stop the
+ * same syscalls as PTRACE_SYSCALL does, and only add its own cost to each.
  *
  * Attach mode (-p PID) always uses PTRACE_SYSCALL stops (a filter can only
  * be installed by the task itself); the -s SET then only filters what is
@@ -53,6 +55,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,7 +92,7 @@ struct tracer {
 	struct output out;
 	struct sysdec_set set;
 	bool seccomp;
-	int nr_tasks; /* live traced threads, for the [pid] prefix */
+	int nr_tasks; /* live threads in tasks[], for the [pid] prefix */
 	struct task *tasks[TASK_HASH];
 	struct sc_stats stats[SYSDEC_NR_MAX];
 	pid_t main_pid; /* launched command, or the first -p pid */
@@ -103,7 +106,7 @@ struct tracer {
 };
 
 static struct tracer *the_tracer; /* for the signal handlers */
-static volatile sig_atomic_t last_signal; /* SIGINT/SIGTERM/SIGHUP received */
+static volatile sig_atomic_t last_signal; /* SIGINT/SIGTERM/SIGHUP/SIGALRM received */
 
 static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create)
 {
@@ -123,6 +126,7 @@ static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create
 	tk->call.strsize = t->opts->strsize;
 	tk->next = *pp;
 	*pp = tk;
+	t->nr_tasks++;
 	return tk;
 }
 
@@ -136,6 +140,7 @@ static void task_free(struct tracer *t, pid_t tid)
 			*pp = tk->next;
 			sysdec_call_clear(&tk->call);
 			free(tk);
+			t->nr_tasks--;
 			return;
 		}
 	}
@@ -148,7 +153,7 @@ static ssize_t read_tracee(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static bool show_pid(struct tracer *t)
 {
-	return t->nr_tasks > 1 || t->opts->follow_forks;
+	return t->nr_tasks > 1;
 }
 
 /* -1 for failures (errno says which), the raw value otherwise. */
@@ -245,10 +250,9 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	struct task *tk;
 	int i;
 
-	if (!sysdec_set_has(&t->set, sc->nr))
-		return UTRACE_RESUME;
+	/* created at first sight: the count of live tasks drives the [pid] prefix */
 	tk = task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
-	if (!tk)
+	if (!tk || !sysdec_set_has(&t->set, sc->nr))
 		return UTRACE_RESUME;
 	tk->in_syscall = true;
 	tk->call.nr = sc->nr;
@@ -302,7 +306,6 @@ static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
 {
 	struct tracer *t = utrace_engine__ctx(e);
 
-	t->nr_tasks++;
 	task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
 	return UTRACE_RESUME;
 }
@@ -326,7 +329,6 @@ static int on_task_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t
 		tk->call = old->call;
 		memset(&old->call, 0, sizeof(old->call));
 		task_free(t, former_tid);
-		t->nr_tasks--;
 	}
 	return UTRACE_RESUME;
 }
@@ -352,7 +354,6 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 			fprintf(o->f, "+++ exited with %d +++\n", WEXITSTATUS(status));
 	}
 	task_free(t, tid);
-	t->nr_tasks--;
 	return UTRACE_RESUME;
 }
 
@@ -372,7 +373,29 @@ static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=%s, si_pid=%d, si_uid=%u} ---\n", name,
 			name, si->si_code == SI_USER ? "SI_USER" : "SI_TKILL", (int)si->si_pid,
 			(unsigned int)si->si_uid);
-	else if (si->si_code == SI_KERNEL)
+	else if (si->si_signo == SIGCHLD && si->si_code >= CLD_EXITED &&
+		 si->si_code <= CLD_CONTINUED) {
+		static const char *const cld[] = { "",
+						   "CLD_EXITED",
+						   "CLD_KILLED",
+						   "CLD_DUMPED",
+						   "CLD_TRAPPED",
+						   "CLD_STOPPED",
+						   "CLD_CONTINUED" };
+		const char *st =
+			si->si_code == CLD_EXITED ? NULL : sysdec_signal_name(si->si_status);
+		char num[16];
+
+		if (!st) {
+			snprintf(num, sizeof(num), "%d", si->si_status);
+			st = num;
+		}
+		fprintf(o->f,
+			"--- %s {si_signo=%s, si_code=%s, si_pid=%d, si_uid=%u, si_status=%s, "
+			"si_utime=%ld, si_stime=%ld} ---\n",
+			name, name, cld[si->si_code], (int)si->si_pid, (unsigned int)si->si_uid, st,
+			(long)si->si_utime, (long)si->si_stime);
+	} else if (si->si_code == SI_KERNEL)
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=SI_KERNEL} ---\n", name, name);
 	else
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=%d} ---\n", name, name, si->si_code);
@@ -442,6 +465,16 @@ static int install_filter(void *ctx)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
 	return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &f->prog) ? -1 : 0;
+}
+
+static bool set_is_full(const struct sysdec_set *set)
+{
+	long nr;
+
+	for (nr = 0; nr < SYSDEC_NR_MAX; nr++)
+		if (sysdec_name(nr) && !sysdec_set_has(set, nr))
+			return false;
+	return true;
 }
 
 static void on_interrupt(int sig)
@@ -585,16 +618,50 @@ static int attach_all(struct tracer *t)
 	return 0;
 }
 
-static int timeout_left(uint64_t deadline_ns)
+/*
+ * The event loop. utrace_session__run() sleeps in poll() on a pipe that
+ * the library's SIGCHLD handler writes, which costs a signal delivery, a
+ * write and an rt_sigreturn for every ptrace stop: more than the stop
+ * itself. Instead SIGCHLD is kept blocked (after the launch, so the
+ * command does not inherit the mask) and the loop sleeps in sigtimedwait()
+ * only when utrace_session__poll() has nothing left to do; a SIGCHLD that
+ * arrives in between stays pending, so no stop is missed. SIGINT, SIGTERM,
+ * SIGHUP and the -d timer (SIGALRM) are not blocked: their handler calls
+ * utrace_session__interrupt(), which poll() reports even when events never
+ * stop coming.
+ * Return: 0 when done or interrupted (*interrupted says which); negative
+ * error code from the session otherwise.
+ */
+static int event_loop(struct tracer *t, bool *interrupted)
 {
-	uint64_t now;
+	sigset_t chld;
 
-	if (!deadline_ns)
-		return -1;
-	now = now_mono_ns();
-	if (now >= deadline_ns)
-		return 0;
-	return (int)((deadline_ns - now + 999999) / 1000000);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	for (;;) {
+		int r = utrace_session__poll(t->s);
+
+		switch (r) {
+		case UTRACE_RUN_IDLE: {
+			struct timespec ts = { 1, 0 }; /* a safety net, never needed */
+
+			if (sigtimedwait(&chld, NULL, &ts) < 0 && errno != EAGAIN && errno != EINTR)
+				return -errno;
+			break;
+		}
+		case UTRACE_RUN_BREAK:
+			break;
+		case UTRACE_RUN_DONE:
+			return 0;
+		case UTRACE_RUN_INTERRUPTED:
+		case UTRACE_RUN_TIMEOUT:
+			*interrupted = true;
+			return 0;
+		default:
+			return r < 0 ? r : -EINVAL;
+		}
+	}
 }
 
 int cmd_syscalls(struct cli_opts *opts)
@@ -615,7 +682,6 @@ int cmd_syscalls(struct cli_opts *opts)
 	struct filter *filter = NULL;
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	char errbuf[256];
-	uint64_t deadline = 0;
 	bool launched = opts->argc > 0, interrupted = false;
 	int ret = EXIT_TRACE, err, r;
 
@@ -634,8 +700,13 @@ int cmd_syscalls(struct cli_opts *opts)
 		return EXIT_USAGE;
 	}
 
-	/* seccomp only where it can never leave a filtered process untraced */
-	t->seccomp = launched && opts->duration == 0 && !getenv("UTRACE_NO_SECCOMP");
+	/*
+	 * seccomp only where it can never leave a filtered process untraced
+	 * (not with -d), and where it saves stops: with every syscall
+	 * selected it would only add the filter's cost to each one.
+	 */
+	t->seccomp = launched && opts->duration == 0 && !set_is_full(&t->set) &&
+		     !getenv("UTRACE_NO_SECCOMP");
 	sopts.follow_forks = opts->follow_forks;
 	sopts.syscall_mode = t->seccomp ? UTRACE_SYSCALLS_SECCOMP : UTRACE_SYSCALLS_PTRACE;
 	t->s = utrace_session__new(&sopts);
@@ -682,19 +753,20 @@ int cmd_syscalls(struct cli_opts *opts)
 	} else if (attach_all(t)) {
 		goto out;
 	}
-	if (opts->duration > 0)
-		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
+	if (opts->duration > 0) {
+		struct itimerval it = {
+			.it_value = { (time_t)opts->duration,
+				      (suseconds_t)((opts->duration - (time_t)opts->duration) *
+						    1e6) }
+		};
 
-	for (;;) {
-		r = utrace_session__run(t->s, timeout_left(deadline));
-		if (r == UTRACE_RUN_BREAK)
-			continue;
-		if (r == UTRACE_RUN_DONE)
-			break;
-		if (r == UTRACE_RUN_TIMEOUT || r == UTRACE_RUN_INTERRUPTED) {
-			interrupted = true;
-			break;
-		}
+		if (!it.it_value.tv_sec && !it.it_value.tv_usec)
+			it.it_value.tv_usec = 1;
+		sigaction(SIGALRM, &sa, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	r = event_loop(t, &interrupted);
+	if (r < 0) {
 		print_lib_error("tracing failed", r);
 		goto out;
 	}
@@ -707,12 +779,13 @@ int cmd_syscalls(struct cli_opts *opts)
 				print_lib_error("detach failed", err);
 		}
 		/*
-		 * Attach mode, or a launched command left running by -d: a
-		 * clean detach is a success. In seccomp mode the command is
-		 * killed by utrace_session__close() below: report the signal
-		 * that ended the trace, as a shell would for the command.
+		 * Attach mode: a clean detach is a success. In seccomp mode
+		 * the command is killed by utrace_session__close() below:
+		 * report the signal that ended the trace, as a shell would.
 		 */
-		ret = t->seccomp ? 128 + (last_signal ? last_signal : SIGKILL) : 0;
+		ret = t->seccomp ? 128 + (last_signal && last_signal != SIGALRM ? last_signal :
+										  SIGKILL) :
+				   0;
 	}
 	if (opts->summary)
 		print_summary(t);
@@ -721,6 +794,16 @@ int cmd_syscalls(struct cli_opts *opts)
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)
 			ret = EXIT_TRACE;
+	} else if (launched && !t->seccomp) {
+		/*
+		 * A launched command detached by -d or a signal runs on as
+		 * our child: wait for it, as strace does, so that its exit
+		 * status is ours (the library would wait for it anyway).
+		 */
+		int st;
+
+		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
+			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	} else if (!launched) {
 		ret = 0;
 	}

@@ -258,7 +258,12 @@ SYS_FUNC(statx)
 	if (!c->exiting) {
 		arg_dirfd(c, 0); /* dirfd */
 		arg_path(c, 1); /* pathname */
-		arg_flags(c, 2, xlat_at_flags, "AT_STATX_SYNC_AS_STAT"); /* flags */
+		arg_sb(c, 2, &sb); /* flags: the sync type, then the AT_* flags */
+		sb_xval(&sb, xlat_statx_sync, c->args[2] & 0x6000, NULL);
+		if (c->args[2] & ~0x6000ULL) {
+			sb_puts(&sb, "|");
+			sb_flags(&sb, xlat_at_flags, c->args[2] & ~0x6000ULL, NULL);
+		}
 		arg_flags(c, 3, xlat_statx_mask, NULL); /* mask */
 		at_exit(c, 4); /* statxbuf */
 		return;
@@ -270,7 +275,8 @@ SYS_FUNC(statx)
 	arg_sb(c, 4, &sb);
 	sb_puts(&sb, "{stx_mask=");
 	sb_flags(&sb, xlat_statx_mask, stx.stx_mask, NULL);
-	sb_printf(&sb, ", stx_attributes=%s", stx.stx_attributes ? "..." : "0");
+	sb_puts(&sb, ", stx_attributes=");
+	sb_flags(&sb, xlat_statx_attrs, stx.stx_attributes, NULL);
 	sb_puts(&sb, ", stx_mode=");
 	sb_mode(&sb, stx.stx_mode);
 	sb_printf(&sb, ", stx_size=%llu, ...}", (unsigned long long)stx.stx_size);
@@ -441,7 +447,11 @@ SYS_FUNC(getdents64)
 		return;
 	}
 	n = c->ret;
-	if (c->failed || n <= 0 || n > (1 << 24) || !(buf = malloc(n))) {
+	if (!c->failed && n == 0) {
+		arg_printf(c, 1, "%#llx /* 0 entries */", (unsigned long long)c->args[1]);
+		return;
+	}
+	if (c->failed || n < 0 || n > (1 << 24) || !(buf = malloc(n))) {
 		arg_ptr(c, 1);
 		return;
 	}
@@ -586,4 +596,112 @@ SYS_FUNC(memfd_create)
 {
 	arg_str(c, 0); /* name */
 	arg_flags(c, 1, xlat_mfd_flags, NULL); /* flags */
+}
+
+/* statfs(path, buf): the struct is left as an address. */
+SYS_FUNC(statfs)
+{
+	arg_path(c, 0); /* path */
+	arg_ptr(c, 1); /* buf */
+}
+
+SYS_FUNC(fstatfs)
+{
+	arg_fd(c, 0); /* fd */
+	arg_ptr(c, 1); /* buf */
+}
+
+/* The value of getxattr: ret bytes, or the address if it failed or size is 0. */
+static void print_xattr_value(struct sysdec_call *c, int i, uint64_t size)
+{
+	if (!c->args[i] || !size)
+		arg_ptr(c, i);
+	else if (c->failed)
+		arg_ptr(c, i);
+	else
+		arg_buf(c, i, (uint64_t)c->ret, 0);
+}
+
+static void getxattr_common(struct sysdec_call *c, bool by_fd)
+{
+	if (!c->exiting) {
+		if (by_fd)
+			arg_fd(c, 0); /* fd */
+		else
+			arg_path(c, 0); /* path */
+		arg_str(c, 1); /* name */
+		at_exit(c, 2); /* value */
+		arg_ulong(c, 3); /* size */
+	} else {
+		print_xattr_value(c, 2, c->args[3]);
+	}
+}
+
+SYS_FUNC(getxattr)
+{
+	getxattr_common(c, false);
+}
+
+SYS_FUNC(fgetxattr)
+{
+	getxattr_common(c, true);
+}
+
+static void setxattr_common(struct sysdec_call *c, bool by_fd)
+{
+	if (by_fd)
+		arg_fd(c, 0); /* fd */
+	else
+		arg_path(c, 0); /* path */
+	arg_str(c, 1); /* name */
+	arg_buf(c, 2, c->args[3], 0); /* value */
+	arg_ulong(c, 3); /* size */
+	arg_flags(c, 4, xlat_xattr_flags, NULL); /* flags */
+}
+
+SYS_FUNC(setxattr)
+{
+	setxattr_common(c, false);
+}
+
+SYS_FUNC(fsetxattr)
+{
+	setxattr_common(c, true);
+}
+
+/* listxattr: the list is NUL-separated names; shown as a quoted buffer. */
+static void listxattr_common(struct sysdec_call *c, bool by_fd)
+{
+	if (!c->exiting) {
+		if (by_fd)
+			arg_fd(c, 0); /* fd */
+		else
+			arg_path(c, 0); /* path */
+		at_exit(c, 1); /* list */
+		arg_ulong(c, 2); /* size */
+	} else {
+		print_xattr_value(c, 1, c->args[2]);
+	}
+}
+
+SYS_FUNC(listxattr)
+{
+	listxattr_common(c, false);
+}
+
+SYS_FUNC(flistxattr)
+{
+	listxattr_common(c, true);
+}
+
+SYS_FUNC(removexattr)
+{
+	arg_path(c, 0); /* path */
+	arg_str(c, 1); /* name */
+}
+
+SYS_FUNC(fremovexattr)
+{
+	arg_fd(c, 0); /* fd */
+	arg_str(c, 1); /* name */
 }

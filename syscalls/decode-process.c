@@ -596,3 +596,51 @@ SYS_FUNC(setitimer)
 		print_itimerval(c, 2);
 	}
 }
+
+/* [0, 4, 27]: @n gid_t values at @addr (strace shows at most -S of them). */
+static void print_gids(struct sysdec_call *c, int i, uint64_t addr, long n)
+{
+	struct sbuf sb;
+	long k;
+
+	if (!addr) {
+		arg_printf(c, i, "NULL");
+		return;
+	}
+	arg_sb(c, i, &sb);
+	sb_puts(&sb, "[");
+	for (k = 0; k < n && !sb.trunc; k++) {
+		uint32_t gid;
+
+		if (k >= c->strsize) {
+			sb_puts(&sb, ", ...");
+			break;
+		}
+		if (umove(c, addr + k * 4, &gid, sizeof(gid))) {
+			sb_init(&sb, c->out[i].text, sizeof(c->out[i].text));
+			sb_ptr(&sb, addr);
+			return;
+		}
+		sb_printf(&sb, "%s%u", k ? ", " : "", gid);
+	}
+	sb_puts(&sb, "]");
+}
+
+SYS_FUNC(getgroups)
+{
+	if (!c->exiting) {
+		arg_int(c, 0); /* size */
+		at_exit(c, 1); /* list */
+	} else if (c->failed) {
+		arg_ptr(c, 1);
+	} else {
+		/* size 0 asks for the count only: nothing was stored */
+		print_gids(c, 1, c->args[1], (int)c->args[0] ? c->ret : 0);
+	}
+}
+
+SYS_FUNC(setgroups)
+{
+	arg_int(c, 0); /* size */
+	print_gids(c, 1, c->args[1], (int)c->args[0]); /* list */
+}

@@ -35,8 +35,8 @@ static const struct xlat xlat_sock_types[] = {
 };
 
 static const struct xlat xlat_sock_flags[] = {
-	XLAT_PAIR(04000, "SOCK_NONBLOCK"),
 	XLAT_PAIR(02000000, "SOCK_CLOEXEC"),
+	XLAT_PAIR(04000, "SOCK_NONBLOCK"),
 	XLAT_END,
 };
 

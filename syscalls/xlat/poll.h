@@ -55,8 +55,8 @@ static const struct xlat xlat_epoll_flags[] = {
 
 static const struct xlat xlat_efd_flags[] = {
 	XLAT_PAIR(1, "EFD_SEMAPHORE"),
-	XLAT_PAIR(04000, "EFD_NONBLOCK"),
 	XLAT_PAIR(02000000, "EFD_CLOEXEC"),
+	XLAT_PAIR(04000, "EFD_NONBLOCK"),
 	XLAT_END,
 };
 

@@ -92,7 +92,7 @@ TEST(file_open_read_write)
 	EXPECT(D(SYS_openat, -ENOENT, -100, path, O_RDONLY),
 	       "openat(AT_FDCWD, \"/etc/hosts\", O_RDONLY) = -1 ENOENT (No such file or directory)");
 	EXPECT(D(SYS_open, 3, path, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_CLOEXEC),
-	       "open(\"/etc/hosts\", O_RDONLY|O_NONBLOCK|O_DIRECTORY|O_CLOEXEC) = 3");
+	       "open(\"/etc/hosts\", O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_DIRECTORY) = 3");
 	EXPECT(D(SYS_read, 20, 3, data, 4096), "read(3, \"127.0.0.1 localhost\\n\", 4096) = 20");
 	EXPECT(D(SYS_read, 40, 3, elf, 832),
 	       "read(3, \"\\177ELF\\2\\1\\1\\3\\0\\0\\0\\0\\0\\0\\0\\0\\3\\0>\\0\\1\\0\\0\\0\\20t\\2\\0\\0\\0\\0\\0\"..., "
@@ -259,6 +259,15 @@ TEST(process_limits_random)
 	EXPECT(D(SYS_getrandom, 8, rnd, 8, 1),
 	       "getrandom(\"\\x8c\\x48\\x29\\x0f\\x64\\x2b\\x57\\xff\", 8, GRND_NONBLOCK) = 8");
 	EXPECT(D(SYS_sched_getaffinity, 8, 0, 128, cp), "sched_getaffinity(0, 128, [0 1 2 3]) = 8");
+	{
+		uint32_t gids[3] = { 0, 4, 27 };
+		uint64_t gp = put(gids, sizeof(gids));
+
+		EXPECT(D(SYS_getgroups, 0, 0, 0), "getgroups(0, NULL) = 0");
+		EXPECT(D(SYS_getgroups, 3, 0, gp), "getgroups(0, []) = 3");
+		EXPECT(D(SYS_getgroups, 3, 3, gp), "getgroups(3, [0, 4, 27]) = 3");
+		EXPECT(D(SYS_setgroups, 0, 2, gp), "setgroups(2, [0, 4]) = 0");
+	}
 }
 
 TEST(signals_and_time)
@@ -338,7 +347,7 @@ TEST(network)
 	       "poll([{fd=3, events=POLLIN}], 1, 1000) = 1 ([{fd=3, revents=POLLIN}])");
 	EXPECT(D(SYS_epoll_create1, 5, 02000000), "epoll_create1(EPOLL_CLOEXEC) = 5");
 	EXPECT(D(SYS_eventfd2, 3, 0, 02000000 | 04000),
-	       "eventfd2(0, EFD_NONBLOCK|EFD_CLOEXEC) = 3");
+	       "eventfd2(0, EFD_CLOEXEC|EFD_NONBLOCK) = 3");
 }
 
 TEST(unknown_and_raw)
