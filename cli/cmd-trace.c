@@ -705,8 +705,8 @@ static int parse_inject(const char *arg, struct inject *in)
 		}
 	}
 	if (val[0] == 'E' && val[1] >= 'A' && val[1] <= 'Z') {
-		cli_error("--inject '%s': failing syscalls with an errno is not available with "
-			  "function probes yet; for a function, VALUE is its return value",
+		cli_error("--inject '%s': injecting errors into syscalls is not available yet "
+			  "(for a function, VALUE is its return value: an integer)",
 			  arg);
 		return -EOPNOTSUPP;
 	}
@@ -1173,11 +1173,6 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 		cli_error("probe modules (-m) are not available yet");
 		return EXIT_TRACE;
 	}
-	if (opts->syscalls) {
-		cli_error("-s cannot be combined with -f/-u/-r/--inject yet: run the syscall "
-			  "trace as a separate utrace -s");
-		return EXIT_TRACE;
-	}
 	if (opts->backend == CLI_BACKEND_AGENT || opts->backend == CLI_BACKEND_KERNEL) {
 		cli_error("backend '%s' is not available yet (use -b ptrace)",
 			  opts->backend == CLI_BACKEND_AGENT ? "agent" : "kernel");
@@ -1207,6 +1202,11 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 			if (t->probes[j].kind != CLI_PROBE_RET &&
 			    !strcmp(t->probes[j].spec, in->spec))
 				in->shown = true;
+	}
+	if (opts->syscalls) {
+		cli_error("-s cannot be combined with -f/-u/-r/--inject yet: run the syscall "
+			  "trace as a separate utrace -s");
+		return EXIT_TRACE;
 	}
 	return 0;
 }
