@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "utrace/utrace.h"
@@ -1345,12 +1346,24 @@ int cmd_trace(struct cli_opts *opts)
 	if (t->chrome_on)
 		chrome_close(&t->chrome);
 	print_at_exit(t);
+	fflush(t->out.f);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)
 			ret = EXIT_TRACE;
-	} else {
+	} else if (launched) {
+		/*
+		 * A command detached by -d or a signal runs on as our child:
+		 * wait for it, as strace (and utrace -s) do, and exit with its
+		 * status.
+		 */
+		int st;
+
 		ret = 0;
+		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
+			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+	} else {
+		ret = 0; /* attach mode: a clean detach */
 	}
 	for (i = 0; i < t->nr_injects; i++)
 		if (opts->verbose > 0)

@@ -364,6 +364,8 @@ TEST(exit_status_of_command)
 {
 	const char *args[] = { "-f", "work", "--", target(), "exit", "7", NULL };
 	const char *args2[] = { "-f", "libc:malloc", "--", "sh", "-c", "kill -TERM $$", NULL };
+	const char *args3[] = { "-f", "libc:malloc",	   "-d", "0.2", "--", "sh",
+				"-c", "sleep 0.6; exit 9", NULL };
 	char *err = NULL;
 
 	CHECK_EQ(run_utrace(args, NULL, &err), 7);
@@ -371,6 +373,9 @@ TEST(exit_status_of_command)
 	free(err);
 	/* killed by a signal: 128 + signo */
 	CHECK_EQ(run_utrace(args2, NULL, &err), 128 + SIGTERM);
+	free(err);
+	/* detached by -d: the command runs on, utrace waits and exits with its status */
+	CHECK_EQ(run_utrace(args3, NULL, &err), 9);
 	free(err);
 }
 
