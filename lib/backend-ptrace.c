@@ -68,7 +68,7 @@
  * stack-pointer checks assume one stack, as the kernel's do); a vfork
  * child that is not followed shares its parent's breakpoints until it
  * execs and would die of a hit; Go stacks and CET shadow stacks are not
- * handled (see docs/prior-art.md §4).
+ * handled (see docs/prior-art.md §4). Using the API: docs/uprobes.md.
  */
 #include <errno.h>
 #include <signal.h>
@@ -202,8 +202,16 @@ struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp)
 
 	n = utrace_session__threads(pp->up->s, pp->pid, ths, ARRAY_SIZE(ths));
 	for (i = 0; i < MIN(n, (int)ARRAY_SIZE(ths)); i++)
-		if (ths[i]->stop == TSTOP_EVENT || ths[i]->stop == TSTOP_GROUP)
+		switch (ths[i]->stop) {
+		case TSTOP_EVENT:
+		case TSTOP_GROUP:
+		case TSTOP_SYSCALL_ENTRY:
+		case TSTOP_SYSCALL_EXIT:
+		case TSTOP_SECCOMP:
 			return ths[i];
+		default:
+			break;
+		}
 	return NULL;
 }
 

@@ -49,9 +49,9 @@
  * Signals: PTRACE_SETSIGMASK blocks everything but SIGTRAP for the
  * duration (CRIU compel's parasite_run(); a blocked forced SIGTRAP would
  * reset its handler), so signals arriving meanwhile stay pending and are
- * delivered after. SIGSTOP cannot be blocked: if one arrives it is
- * suppressed at its signal-delivery stop and re-sent with tgkill() at the
- * end. Extended state (NT_X86_XSTATE) and the mask are restored too.
+ * delivered after. SIGSTOP cannot be blocked: if one (or a SIGTRAP)
+ * arrives it is suppressed at its signal-delivery stop and re-sent with
+ * tgkill() at the end (its siginfo becomes the tracer's tgkill's). Extended state (NT_X86_XSTATE) and the mask are restored too.
  */
 #include <elf.h>
 #include <errno.h>
@@ -144,8 +144,8 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
 /*
  * Wait for the next stop of @th during a remote call. Stops that are not
  * part of the call are absorbed: group-stops (PTRACE_EVENT_STOP) are
- * resumed with @req, signals other than SIGTRAP are suppressed and noted in
- * @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
+ * resumed with @req, signals (SIGSTOP, SIGTRAP: the others are blocked)
+ * are suppressed and noted in @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
  * PTRACE_EVENT_STOP when @want_event) or a negative errno: -ESRCH if the
  * thread is gone (its exit has been reported to the session).
  */
@@ -179,9 +179,8 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 				return status;
 			/* A group-stop (SIGSTOP got through): go on. */
 		} else if (event == 0) {
-			/* Only SIGTRAP and SIGSTOP get past our mask. */
-			if (sig != SIGTRAP)
-				*requeue |= 1ULL << (sig - 1);
+			/* Only SIGTRAP and SIGSTOP get past our mask: re-sent at the end. */
+			*requeue |= 1ULL << (sig - 1);
 		}
 		if (ptrace_resume(tid, req, 0) < 0)
 			return -ESRCH;

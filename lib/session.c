@@ -290,6 +290,7 @@ static struct tproc *proc_new(struct utrace_session *s, pid_t pid)
 
 static void proc_free(struct utrace_session *s, struct tproc *p)
 {
+	pr_debug("process %d: no traced thread left\n", p->pid);
 	if (p->prev)
 		p->prev->next = p->next;
 	else
@@ -1700,6 +1701,7 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 				r = seize_eperm(s, p, pid, tids[i]);
 			if (r == -ESRCH) {
 				/* Gone, a zombie or exiting: nothing to trace. */
+				pr_debug("thread %d: not seized (exiting)\n", tids[i]);
 				r = 0;
 				continue;
 			}
@@ -1722,6 +1724,7 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		free(tids);
 	} while (r == 0 && added && ++rounds < 1000);
 	if (r == 0 && p->nr_threads == 1) {
+		pr_debug("process %d: no thread could be seized\n", pid);
 		p->nr_threads--;
 		proc_free(s, p);
 		return -ESRCH;
@@ -1748,8 +1751,10 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		}
 	}
 	p = find_proc(s, pid);
-	if (!p)
+	if (!p) {
+		pr_debug("process %d: vanished during attach\n", pid);
 		return r < 0 ? r : -ESRCH;
+	}
 	if (r < 0) {
 		pr_warn("process %d: attach failed: %s; detaching\n", pid, strerror(-r));
 		p->nr_threads--;
@@ -1761,6 +1766,7 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 	}
 	p->nr_threads--;
 	if (p->nr_threads == 0) {
+		pr_debug("process %d: every thread exited during attach\n", pid);
 		proc_free(s, p);
 		return -ESRCH;
 	}

@@ -55,6 +55,9 @@
  * probes as a new process, reusing the XOL areas it inherited.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -576,6 +579,49 @@ static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *
 	return armed;
 }
 
+/*
+ * File address of data symbol @name in @elf's .dynsym, 0 if none (the ELF
+ * layer lists functions only).
+ */
+static uint64_t elf_data_symbol(struct utrace_elf *elf, const char *name)
+{
+	Elf *e = NULL;
+	int fd = open(utrace_elf__path(elf), O_RDONLY | O_CLOEXEC);
+	Elf_Scn *scn = NULL;
+	uint64_t ret = 0;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	while (e && !ret && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		n = d ? sh.sh_size / sh.sh_entsize : 0;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *nm;
+
+			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+				continue;
+			nm = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (nm && !strcmp(nm, name)) {
+				ret = sym.st_value;
+				break;
+			}
+		}
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return ret;
+}
+
 /* The dynamic linker's r_brk (_dl_debug_state) as an internal point. */
 static void proc_arm_rbrk(struct uprobes_proc *pp)
 {
@@ -596,6 +642,9 @@ static void proc_arm_rbrk(struct uprobes_proc *pp)
 		elf = utrace_image__elf(pp->img, i);
 		if (!elf)
 			continue;
+		pp->r_debug = elf_data_symbol(elf, "_r_debug");
+		if (pp->r_debug)
+			pp->r_debug += o->bias;
 		nsym = utrace_elf__sym_count(elf);
 		for (k = 0; k < nsym; k++) {
 			const struct utrace_sym *sym = utrace_elf__sym(elf, k);
@@ -653,8 +702,8 @@ static bool pid_armable(struct utrace_uprobes *up, pid_t pid)
 {
 	struct utrace_thread *th = utrace_session__find_thread(up->s, pid);
 
-	if (!th)
-		return false;
+	if (!th || utrace_thread__pid(th) != pid)
+		return false; /* not traced, or a thread id */
 	return !th->proc->hide_pre_exec && !th->proc->hidden && !th->proc->detach_new;
 }
 
@@ -1386,6 +1435,16 @@ void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th)
 
 	(void)th;
 	pp->up->stats.dl_events++;
+	if (pp->r_debug) {
+		/* struct r_debug: int r_version; struct link_map *r_map; r_brk; r_state */
+		int state;
+
+		if (utrace_mem__read(pp->pid, pp->r_debug + 24, &state, sizeof(state)) ==
+			    sizeof(state) &&
+		    state != 0 /* RT_CONSISTENT */)
+			return; /* RT_ADD / RT_DELETE: the link map is about to change */
+	}
+	pr_debug("process %d: link map changed, rescanning\n", pp->pid);
 	maps = utrace_maps__read(pp->pid);
 	if (!maps)
 		return;

@@ -128,6 +128,7 @@ struct uprobes_proc {
 	struct utrace_image *img; /* objects seen so far (rebuilt at r_brk) */
 	struct utrace_planner *planner; /* on @img */
 	uint64_t r_brk; /* the dynamic linker's _dl_debug_state, 0 if none */
+	uint64_t r_debug; /* its struct r_debug (_r_debug), 0 if not found */
 	uint64_t removed[8]; /* recently removed breakpoints (late SIGTRAPs) */
 	unsigned int nr_removed;
 	pid_t vfork_parent; /* a followed vfork child: uses its parent's points */

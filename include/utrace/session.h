@@ -116,9 +116,10 @@ typedef int (*utrace_pre_exec_fn_t)(void *ctx);
  *	async-signal-safe work. A nonzero return makes the child _exit(127)
  *	without exec.
  * @pre_exec_ctx: argument of @pre_exec
- * @kill_on_exit: PTRACE_O_EXITKILL: the command is killed if the tracer
- *	dies (always on in seccomp mode, where an untraced filter would make
- *	the traced syscalls fail with ENOSYS)
+ * @kill_on_exit: the command is killed if the tracer dies
+ *	(PTRACE_O_EXITKILL) and by utrace_session__close(). In seccomp mode
+ *	PTRACE_O_EXITKILL is set anyway (an untraced filter would make the
+ *	traced syscalls fail with ENOSYS), but close() kills only if asked.
  * @show_pre_exec: also report the events of the child before it calls
  *	execve (by default they are hidden: the first reported event is the
  *	entry of the execve syscall, or the exec event)
@@ -245,7 +246,9 @@ UTRACE_API int utrace_session__exit_status(const struct utrace_session *s);
  * traced silently (seccomp stops continued, no callbacks) until it exits,
  * since a SECCOMP_RET_TRACE filter without a tracer fails syscalls with
  * ENOSYS. If the launch used @kill_on_exit, the command is killed with
- * SIGKILL instead of being waited for.
+ * SIGKILL instead of being waited for. Call it from the tracing thread:
+ * from any other thread the processes are only forgotten (the kernel
+ * detaches them when the tracing thread exits).
  */
 UTRACE_API void utrace_session__close(struct utrace_session *s);
 

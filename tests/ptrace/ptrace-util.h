@@ -110,12 +110,19 @@ static inline void target_wait_ready(struct target *t)
 	CHECK_MSG(!strncmp(line, "ready", 5), "got '%s'", line);
 }
 
-/* Wait for the target's exit; returns its status as a shell gives it. */
+/*
+ * Close the target's stdin (targets started with "eof" end at EOF), wait
+ * for its exit; returns its status as a shell gives it.
+ */
 static inline int target_reap(struct target *t, int timeout_ms)
 {
 	int status, waited = 0;
 	pid_t r;
 
+	/* EOF on stdin tells targets that support it to finish now. */
+	if (t->in >= 0)
+		close(t->in);
+	t->in = -1;
 	for (;;) {
 		r = waitpid(t->pid, &status, WNOHANG);
 		if (r == t->pid)

@@ -501,7 +501,7 @@ TEST(launch_seccomp_fork_not_followed)
 
 TEST(group_stop_while_traced)
 {
-	const char *args[] = { "2000", "0", "0", NULL };
+	const char *args[] = { "30000", "0", "0", "eof", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { .break_on_stop = 1 };
@@ -528,7 +528,7 @@ TEST(group_stop_while_traced)
 
 TEST(signals_while_stopped_not_lost)
 {
-	const char *args[] = { "1500", "1", "1", NULL };
+	const char *args[] = { "30000", "1", "1", "eof", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { 0 };
@@ -551,7 +551,7 @@ TEST(signals_while_stopped_not_lost)
 
 TEST(signals_passed_while_traced)
 {
-	const char *args[] = { "1000", "2", "1", NULL };
+	const char *args[] = { "30000", "2", "1", "eof", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { 0 };
@@ -570,13 +570,15 @@ TEST(signals_passed_while_traced)
 	CHECK_EQ(rec.sigs[SIGUSR1], 2);
 	CHECK_EQ(rec.sigs[SIGUSR2], 1);
 	CHECK(rec.entries > 0);
-	run_to_end(s, 10000); /* exits while traced: reaped by the session */
+	close(t.in); /* ends the target, which exits while traced */
+	t.in = -1;
+	run_to_end(s, 10000);
 	utrace_session__close(s);
 }
 
 TEST(detach_leaves_stopped_process_stopped)
 {
-	const char *args[] = { "1500", "0", "0", NULL };
+	const char *args[] = { "30000", "0", "0", "eof", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { .break_on_stop = 1 };
@@ -710,7 +712,7 @@ TEST(vfork_followed)
 
 TEST_TIMEOUT(threads_exiting_while_stopped, 60)
 {
-	const char *args[] = { "2500", NULL };
+	const char *args[] = { "60000", NULL };
 	struct target t = target_start("s-churn", args, -1);
 	struct utrace_session *s;
 	struct rec rec = { 0 };
@@ -730,6 +732,8 @@ TEST_TIMEOUT(threads_exiting_while_stopped, 60)
 	}
 	CHECK(rec.clones > 0);
 	utrace_session__close(s);
+	close(t.in); /* ends the target */
+	t.in = -1;
 	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
 	CHECK(!strncmp(line, "threads ", 8));
 	CHECK_EQ(target_reap(&t, 10000), 0);
@@ -949,7 +953,7 @@ static int stop_on_usr1(struct utrace_engine *e, struct utrace_thread *th, sigin
 
 TEST(signal_held_by_engine_delivered_at_detach)
 {
-	const char *args[] = { "800", "1", "0", NULL };
+	const char *args[] = { "30000", "1", "0", "eof", NULL };
 	struct target t = target_start("s-signals", args, -1);
 	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .signal = stop_on_usr1 };
 	struct utrace_session *s;
@@ -1077,4 +1081,23 @@ TEST(session_in_another_thread)
 	utrace_session__close(s);
 	kill(t.pid, SIGTERM);
 	CHECK_EQ(target_reap(&t, 5000), 128 + SIGTERM);
+}
+
+TEST(close_launched_kill_on_exit)
+{
+	char *argv[] = { (char *)target_path("s-signals"), "30000", "0", "0", NULL };
+	struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = devnull_stdout, .kill_on_exit = true);
+	struct timespec a, b;
+	pid_t pid;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	pid = utrace_session__launch(s, argv, &lo);
+	CHECK(pid > 0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	utrace_session__close(s);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	/* Killed, not waited for 30 s; reaped. */
+	CHECK((b.tv_sec - a.tv_sec) < 10);
+	CHECK(waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD);
 }

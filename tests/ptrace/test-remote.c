@@ -119,17 +119,17 @@ TEST(remote_in_blocked_read_then_resume)
 
 TEST(remote_in_nanosleep)
 {
-	blocked_case("sleep", "1200", false);
+	blocked_case("sleep", "2000", false);
 }
 
 TEST(remote_in_nanosleep_then_resume)
 {
-	blocked_case("sleep", "1200", true);
+	blocked_case("sleep", "2000", true);
 }
 
 TEST(remote_in_busy_loop)
 {
-	blocked_case("spin", "1500", false);
+	blocked_case("spin", "2500", false);
 }
 
 TEST(remote_in_group_stop)

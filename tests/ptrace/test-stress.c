@@ -35,7 +35,16 @@ TEST_TIMEOUT(mt_attach_detach_100, 120)
 	CHECK(fd >= 0);
 	unlink(path);
 	t = target_start("s-mtwrite", args, fd);
-	msleep(50);
+	for (i = 0; i < 5000; i++) {
+		pid_t *tids;
+		size_t n = 0;
+
+		if (utrace_proc__threads(t.pid, &tids, &n) == 0)
+			free(tids);
+		if (n == 9)
+			break;
+		msleep(1);
+	}
 	s = utrace_session__new(NULL);
 	CHECK(s);
 	for (i = 0; i < 100; i++) {

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * s-churn - creates and joins short-lived threads in a loop for argv[1] ms
- * (default 2000), 4 at a time, each doing a little work and exiting.
+ * (default 2000) or until its stdin reaches EOF, 4 at a time, each doing a
+ * little work and exiting.
  * Prints "ready <pid>" first and "threads <n>" at the end. Exits 1 if any
  * pthread_create/join fails or a thread's result is wrong.
  */
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,9 +50,12 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	end = now() + ms / 1000.0;
 	while (now() < end) {
+		struct pollfd in = { 0, POLLIN, 0 };
 		pthread_t th[4];
 		int i;
 
+		if (poll(&in, 1, 0) == 1)
+			break; /* EOF (or data): the tester is done */
 		for (i = 0; i < 4; i++) {
 			if (pthread_create(&th[i], NULL, work, (void *)(n + i))) {
 				fprintf(stderr, "pthread_create failed\n");

@@ -4,8 +4,10 @@
  * of short nanosleeps (EINTR is fine and retried). Prints "ready <pid>"
  * then, after argv[1] ms (default 1500), "usr1=<n> usr2=<n>" and exits 0 if
  * the counts equal argv[2] and argv[3] (default 1 and 1), 1 otherwise:
- * a signal lost by a tracer makes it fail.
+ * a signal lost by a tracer makes it fail. With argv[4] = "eof" it also
+ * stops early when its stdin reaches EOF (the tester closes it).
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@ int main(int argc, char **argv)
 	long ms = argc > 1 ? atol(argv[1]) : 1500;
 	int want1 = argc > 2 ? atoi(argv[2]) : 1;
 	int want2 = argc > 3 ? atoi(argv[3]) : 1;
+	int eof = argc > 4 && !strcmp(argv[4], "eof");
 	struct sigaction sa;
 	double end;
 
@@ -47,9 +50,15 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	end = now() + ms / 1000.0;
 	while (now() < end) {
-		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		struct pollfd in = { 0, POLLIN, 0 };
 
-		nanosleep(&ts, NULL);
+		/* 10 ms naps; EINTR from our handlers is fine. */
+		if (poll(&in, eof ? 1 : 0, 10) == 1 && eof) {
+			char c;
+
+			if (read(0, &c, 1) <= 0)
+				break;
+		}
 	}
 	printf("usr1=%d usr2=%d\n", (int)usr1, (int)usr2);
 	return usr1 == want1 && usr2 == want2 ? 0 : 1;
