@@ -263,6 +263,7 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 		t->opts->timestamps || t->out.format == CLI_FMT_JSON ? now_realtime_ns() : 0;
 	for (i = 0; i < 6; i++)
 		tk->call.args[i] = sc->args[i];
+	tk->call.sp = sc->stack_pointer;
 	tk->call.read = read_tracee;
 	tk->call.ctx = th;
 	sysdec_decode_entry(&tk->call);

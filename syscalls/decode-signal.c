@@ -144,3 +144,24 @@ SYS_FUNC(alarm)
 {
 	arg_ulong(c, 0); /* seconds */
 }
+
+/*
+ * rt_sigreturn() takes no argument; strace shows the signal mask it
+ * restores: the handler's "ret" popped the frame's return address, so the
+ * stack pointer is at the struct ucontext of the rt_sigframe
+ * (arch/x86/include/asm/sigframe.h), whose uc_sigmask follows uc_flags,
+ * uc_link, uc_stack and the 256-byte struct sigcontext.
+ */
+SYS_FUNC(rt_sigreturn)
+{
+	uint64_t mask;
+	struct sbuf sb;
+
+	if (!c->sp || umove(c, c->sp + 8 + 8 + 24 + 256, &mask, sizeof(mask)))
+		return;
+	show(c, 1);
+	arg_sb(c, 0, &sb);
+	sb_puts(&sb, "{mask=");
+	sb_sigset(&sb, &mask, sizeof(mask));
+	sb_puts(&sb, "}");
+}

@@ -85,7 +85,11 @@ typedef ssize_t (*sysdec_read_fn)(void *ctx, uint64_t addr, void *buf, size_t le
 
 /**
  * struct sysdec_call - one syscall being decoded; the caller fills nr, args,
- * read, ctx, strsize; the decoder fills the rest.
+ * read, ctx, strsize; the decoder fills the rest. Zero it before its first
+ * use; it can then be reused call after call (sysdec_decode_entry() frees
+ * what the previous call left). @read and @ctx must still be valid at
+ * sysdec_decode_exit(), which reads the output arguments. Not thread-safe:
+ * one struct per traced thread.
  */
 struct sysdec_call {
 	long nr;
@@ -93,6 +97,7 @@ struct sysdec_call {
 	sysdec_read_fn read;
 	void *ctx;
 	int strsize; /* -S: bytes of strings to show */
+	uint64_t sp; /* stack pointer at the syscall (rt_sigreturn's frame); 0 = unknown */
 	/* filled by the decoder */
 	int nr_out; /* number of arguments shown */
 	struct sysdec_arg out[6];

@@ -338,7 +338,8 @@ static void normalise(char *s)
 
 TEST_TIMEOUT(text_matches_strace, 120)
 {
-	const char *set = "read,write,pipe2,setitimer,clock_nanosleep,rt_sigprocmask";
+	const char *set = "read,write,pipe2,setitimer,clock_nanosleep,rt_sigprocmask,rt_sigreturn,"
+			  "rt_sigaction";
 	char sfile[] = "/tmp/utrace-e2e-strace-XXXXXX", ufile[] = "/tmp/utrace-e2e-utrace-XXXXXX";
 	char strace_set[128], *stext, *utext;
 	char *prog = (char *)harness_build_path("tests/targets/s-sigrestart");

@@ -287,6 +287,25 @@ TEST(signals_and_time)
 	EXPECT(D(SYS_rt_sigaction, 0, SIGUSR1, sap, 0, 8),
 	       "rt_sigaction(SIGUSR1, {sa_handler=SIG_IGN, sa_mask=[], sa_flags=SA_RESTORER|SA_RESTART, "
 	       "sa_restorer=0x7f8dc1405050}, NULL, 8) = 0");
+	{
+		/* the frame of rt_sigreturn: uc_sigmask 296 bytes above the stack pointer */
+		unsigned char frame[304] = { 0 };
+		uint64_t blocked = 1ULL << (SIGALRM - 1);
+		struct sysdec_call c = { 0 };
+		char line[256];
+
+		memcpy(frame + 296, &blocked, sizeof(blocked));
+		c.nr = SYS_rt_sigreturn;
+		c.sp = put(frame, sizeof(frame));
+		c.read = fake_read;
+		c.strsize = 32;
+		sysdec_decode_entry(&c);
+		sysdec_decode_exit(&c, -EINTR);
+		sysdec_format(&c, true, line, sizeof(line));
+		CHECK_STREQ(line,
+			    "rt_sigreturn({mask=[ALRM]}) = -1 EINTR (Interrupted system call)");
+		sysdec_call_clear(&c);
+	}
 	EXPECT(D(SYS_kill, 0, 10592, 0), "kill(10592, 0) = 0");
 	EXPECT(D(SYS_kill, 0, 10592, SIGTERM), "kill(10592, SIGTERM) = 0");
 	EXPECT(D(SYS_tgkill, 0, 10, 11, 34), "tgkill(10, 11, SIGRT_2) = 0");
