@@ -1582,6 +1582,11 @@ static int proc_release(struct uprobes_proc *pp)
 			if (r && !ret)
 				ret = r;
 		}
+		/* the release waits for traps: the process may have exited */
+		for (vp = up->procs; vp && !(vp == pp && vp->pid == pid); vp = vp->next)
+			;
+		if (!vp)
+			return ret;
 		ptrace_backend_resume(pp);
 	}
 	proc_forget_points(pp, UTRACE_DROP_DETACH);
