@@ -649,3 +649,27 @@ TEST_TIMEOUT(shell_children_unharmed, 120)
 	free(out);
 	free(err);
 }
+
+/*
+ * Attach, trace entries and returns for a moment, detach: many times on
+ * one process. A trap queued at the moment of the detach used to kill the
+ * target about once in 250 rounds; it must run on and compute right.
+ */
+TEST_TIMEOUT(attach_detach_rounds, 300)
+{
+	struct bg a = bg_start();
+	char pid[16], dur[16];
+	const char *args[] = { "-f", "work", "-f", "leaf", "-o", "/dev/null",
+			       "-p", pid,    "-d", dur,	   NULL };
+	char *err = NULL;
+	int i;
+
+	snprintf(pid, sizeof(pid), "%d", (int)a.pid);
+	for (i = 0; i < 60; i++) {
+		snprintf(dur, sizeof(dur), "0.%d", 5 + i % 20);
+		CHECK_MSG(run_utrace(args, NULL, &err) == 0, "round %d: %s", i, err);
+		free(err);
+		CHECK_MSG(kill(a.pid, 0) == 0, "round %d: the target died", i);
+	}
+	bg_finish(&a);
+}
