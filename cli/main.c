@@ -55,6 +55,7 @@ static void usage(FILE *f)
 		"\n"
 		"What to trace:\n"
 		"  -f, --func SPEC          calls and returns of matching functions\n"
+		"                           (-f followed by another option: -F, as in strace)\n"
 		"  -u, --uprobe SPEC        entry probe only\n"
 		"  -r, --uretprobe SPEC     return probe only\n"
 		"  -s[SET], -s SET, --syscalls[=SET] system calls (names, %%file %%process\n"
@@ -196,6 +197,18 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 
 		switch (c) {
 		case 'f':
+			/*
+			 * strace users type '-f' for "follow forks" out of habit
+			 * ('utrace -c -f -s ...'). A SPEC never starts with '-',
+			 * so '-f' followed by another option means -F; the word
+			 * is handed back to getopt.
+			 */
+			if (optarg[0] == '-' && optind > 1 && optarg == argv[optind - 1]) {
+				o->follow_forks = true;
+				optind--;
+				break;
+			}
+			/* fall through */
 		case 'u':
 		case 'r':
 			if (add_probe(o, c == 'f' ? CLI_PROBE_FUNC

@@ -9,9 +9,10 @@
  * addresses, and never touches the target itself. The x86-64 implementation
  * lives in lib/arch/x86_64/; see the essay at the top of relocator.c.
  *
- * It also holds what the engine layer needs to know about the
- * architecture's registers and syscall ABI (lib/arch/<arch>/regs.c, chosen
- * at build time, no weak symbols; no allocation, no I/O).
+ * The second part is what the engine layer needs to know about the
+ * architecture's registers and syscall ABI, implemented in
+ * lib/arch/<arch>/regs.c, chosen at build time (no weak symbols). Tracer
+ * process; no allocation, no I/O.
  */
 #ifndef __UTRACE_ARCH_H
 #define __UTRACE_ARCH_H
@@ -226,7 +227,7 @@ const char *site_mode_str(enum site_mode mode);
 
 /*
  * ---------------------------------------------------------------------------
- * Registers and syscall ABI (engine layer, regs.c)
+ * Registers and syscall ABI (lib/arch/x86_64/regs.c)
  * ---------------------------------------------------------------------------
  */
 

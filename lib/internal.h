@@ -5,12 +5,16 @@
 #ifndef __UTRACE_INTERNAL_H
 #define __UTRACE_INTERNAL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ptrace.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include "utrace/elf.h"
+#include "utrace/session.h"
 
 #include "util.h"
 #include "log.h"
@@ -48,14 +52,6 @@ bool spec_object_is_path(const char *object);
 bool spec_name_matches(const char *object, const char *base);
 
 /* ---- ptrace.c: one wrapper per request, 0/value or negative errno ---- */
-
-#include <signal.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/ptrace.h>
-#include <sys/user.h>
-
-#include "utrace/session.h"
 
 int ptrace_seize(pid_t tid, unsigned long options);
 int ptrace_setoptions(pid_t tid, unsigned long options);
@@ -151,6 +147,7 @@ struct utrace_session {
 	pid_t tracer_tid;
 	bool follow_forks;
 	int mode;
+	int remote_timeout_ms; /* < 0: no limit */
 	unsigned long options; /* PTRACE_O_* for every tracee */
 	struct utrace_engine *engines;
 	unsigned long engine_gen;
@@ -172,6 +169,15 @@ struct utrace_session {
  * in session.c; remote.c hands it the statuses it does not expect).
  */
 void session_handle_status(struct utrace_session *s, pid_t tid, int status);
+
+/**
+ * session_wait_tid - wait for a status of @tid only, until @deadline_ms
+ * (CLOCK_MONOTONIC milliseconds; < 0: no limit) (session.c).
+ */
+int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms);
+
+/** session_now_ms - CLOCK_MONOTONIC in milliseconds (session.c). */
+long session_now_ms(void);
 
 /** thread_invalidate_regs - forget the register cache of @th (session.c). */
 void thread_invalidate_regs(struct utrace_thread *th);

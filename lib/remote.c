@@ -46,6 +46,16 @@
  *    seccomp) stop, where the saved registers are written back: the
  *    thread is at the same entry stop as before.
  *
+ *  - at a signal-delivery stop: the signal was already dequeued, and
+ *    resuming with 0 makes the kernel forget it. After the call it is
+ *    queued again with tgkill(), the thread is run into get_signal(), which
+ *    dequeues it and stops, and PTRACE_SETSIGINFO restores the original
+ *    siginfo (a kill()'s SI_USER stays SI_USER): the thread is back at a
+ *    signal-delivery stop for the same signal, with the same registers, so
+ *    the restart-or-EINTR decision for an interrupted syscall is the
+ *    kernel's as before. (An engine that suppressed the signal gets the
+ *    get_signal() stop of the first case instead.)
+ *
  * Signals: PTRACE_SETSIGMASK blocks everything but SIGTRAP for the
  * duration (CRIU compel's parasite_run(); a blocked forced SIGTRAP would
  * reset its handler), so signals arriving meanwhile stay pending and are
@@ -68,6 +78,12 @@
 #include "internal.h"
 
 #define XSTATE_MAX (64 * 1024)
+
+/* State of one remote call. */
+struct remote_ctx {
+	long deadline; /* session_now_ms() value; < 0: none */
+	bool timed_out; /* interrupted for taking too long */
+};
 #define SCAN_CHUNK (64 * 1024)
 
 static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
@@ -145,24 +161,36 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr)
  * Wait for the next stop of @th during a remote call. Stops that are not
  * part of the call are absorbed: group-stops (PTRACE_EVENT_STOP) are
  * resumed with @req, signals (SIGSTOP, SIGTRAP: the others are blocked)
- * are suppressed and noted in @requeue. Returns the stop's status (WIFSTOPPED, a syscall stop or
- * PTRACE_EVENT_STOP when @want_event) or a negative errno: -ESRCH if the
- * thread is gone (its exit has been reported to the session).
+ * are suppressed and noted in @requeue. Returns the stop's status (a
+ * syscall or seccomp stop, or PTRACE_EVENT_STOP when @want_event) or a
+ * negative errno: -ESRCH if the thread is gone (its exit has been reported
+ * to the session, or will be).
  */
-static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint64_t *requeue)
+static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint64_t *requeue,
+		       struct remote_ctx *rc)
 {
 	struct utrace_session *s = th->s;
 	pid_t tid = th->tid;
 
 	for (;;) {
-		int status, sig, event;
-		pid_t r = waitpid(tid, &status, __WALL | __WNOTHREAD);
+		int status, sig, event, r;
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
+		r = session_wait_tid(s, tid, &status, rc->timed_out ? -1 : rc->deadline);
+		if (r == -ETIMEDOUT) {
+			/*
+			 * Blocked too long: interrupt it. A blocked syscall then
+			 * ends with -ERESTART* at its exit stop (which consumes the
+			 * interrupt); we wait for that stop without limit, since
+			 * the registers must be put back in any case.
+			 */
+			pr_info("thread %d: remote syscall timed out, interrupting it\n", tid);
+			rc->timed_out = true;
+			if (ptrace_interrupt(tid) < 0)
+				return -ESRCH;
+			continue;
 		}
+		if (r < 0)
+			return r;
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			session_handle_status(s, tid, status);
 			return -ESRCH;
@@ -177,6 +205,8 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 		if (event == PTRACE_EVENT_STOP) {
 			if (want_event)
 				return status;
+			if (rc->timed_out && sig == SIGTRAP)
+				return -ETIMEDOUT; /* our interrupt, outside any syscall */
 			/* A group-stop (SIGSTOP got through): go on. */
 		} else if (event == 0) {
 			/* Only SIGTRAP and SIGSTOP get past our mask: re-sent at the end. */
@@ -187,16 +217,13 @@ static int remote_wait(struct utrace_thread *th, int req, bool want_event, uint6
 	}
 }
 
-static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struct *regs,
-			     bool *known)
+static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struct *regs)
 {
 	struct __ptrace_syscall_info info;
 
-	*known = false;
 	if (((unsigned int)status >> 16) == PTRACE_EVENT_SECCOMP)
 		return true;
 	if (ptrace_get_syscall_info(tid, &info) > 0) {
-		*known = true;
 		return info.op == PTRACE_SYSCALL_INFO_ENTRY ||
 		       info.op == PTRACE_SYSCALL_INFO_SECCOMP;
 	}
@@ -205,10 +232,10 @@ static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struc
 
 /* Run the prepared registers @call to our syscall's exit stop; result in @ret. */
 static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *call,
-		       bool from_entry, long *ret, uint64_t *requeue)
+		       bool from_entry, long *ret, uint64_t *requeue, struct remote_ctx *rc)
 {
 	struct user_regs_struct regs;
-	bool entered = from_entry, known;
+	bool entered = from_entry;
 	int r, status;
 
 	r = ptrace_setregs(th->tid, call);
@@ -218,13 +245,13 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 		r = ptrace_resume(th->tid, PTRACE_SYSCALL, 0);
 		if (r < 0)
 			return r;
-		status = remote_wait(th, PTRACE_SYSCALL, false, requeue);
+		status = remote_wait(th, PTRACE_SYSCALL, false, requeue, rc);
 		if (status < 0)
 			return status;
 		r = ptrace_getregs(th->tid, &regs);
 		if (r < 0)
 			return r;
-		if (is_syscall_entry(th->tid, status, &regs, &known)) {
+		if (is_syscall_entry(th->tid, status, &regs)) {
 			entered = true;
 			continue;
 		}
@@ -233,6 +260,49 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 	}
 	*ret = arch_syscall_ret(&regs);
 	return 0;
+}
+
+/*
+ * The call started at a signal-delivery stop for @sig, whose signal the
+ * kernel forgot when we resumed with 0. Queue it again with tgkill() and
+ * run the thread into get_signal(), which dequeues it and stops; there
+ * PTRACE_SETSIGINFO puts back the original siginfo. The registers are the
+ * saved ones, so the kernel's restart decision for an interrupted syscall
+ * is made exactly as it would have been. Another signal dequeued first is
+ * suppressed and re-sent later (noted in @requeue).
+ */
+static int redeliver(struct utrace_thread *th, int sig, const siginfo_t *info, uint64_t *requeue)
+{
+	pid_t tid = th->tid;
+	int r, status;
+
+	r = (int)RET_NERRNO(syscall(SYS_tgkill, th->proc->pid, tid, sig));
+	if (r < 0)
+		return r;
+	r = ptrace_resume(tid, PTRACE_CONT, 0);
+	while (r == 0) {
+		int ssig, event;
+
+		r = session_wait_tid(th->s, tid, &status, -1);
+		if (r < 0)
+			return r;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			session_handle_status(th->s, tid, status);
+			return -ESRCH;
+		}
+		ssig = WSTOPSIG(status);
+		event = (unsigned int)status >> 16;
+		if (event == 0 && ssig == sig) {
+			r = ptrace_setsiginfo(tid, info);
+			th->stop = TSTOP_SIGNAL;
+			th->stop_sig = sig;
+			return r;
+		}
+		if (event == 0)
+			*requeue |= 1ULL << (ssig - 1);
+		r = ptrace_resume(tid, PTRACE_CONT, 0);
+	}
+	return r == -ESRCH ? -ESRCH : r;
 }
 
 int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint64_t args[6],
@@ -245,7 +315,9 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	int xlen = 0, r, status;
 	long result = 0;
 	pid_t tid;
-	int sig;
+	int sig, held_sig;
+	siginfo_t held_info;
+	struct remote_ctx rc = { -1, false };
 
 	if (!th || !ret_val)
 		return -EINVAL;
@@ -254,29 +326,17 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	kind = th->stop;
 	if (kind == TSTOP_RUNNING || kind == TSTOP_PEVENT)
 		return -EBUSY;
-	/*
-	 * A signal-delivery stop whose signal has been suppressed (stop_sig
-	 * 0, e.g. the SIGTRAP of a uprobes breakpoint) outside any syscall
-	 * (orig_rax == -1) is left like a syscall-exit stop: the signal is
-	 * gone and there is no syscall restart to preserve; the thread ends
-	 * in a PTRACE_EVENT_STOP like after any other remote syscall.
-	 */
-	if (kind == TSTOP_SIGNAL) {
-		if (th->stop_sig)
-			return -EBUSY;
-		r = ptrace_getregs(th->tid, &saved);
-		if (r < 0)
-			return r;
-		if ((long)saved.orig_rax != -1)
-			return -EBUSY;
-		kind = TSTOP_SYSCALL_EXIT;
-	}
+	held_sig = kind == TSTOP_SIGNAL ? th->stop_sig : 0;
+	if (held_sig && ptrace_getsiginfo(th->tid, &held_info) < 0)
+		return -EBUSY;
 	tid = th->tid;
-	if (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT) {
+	if (kind != TSTOP_SYSCALL_ENTRY && kind != TSTOP_SECCOMP) {
 		r = remote_find_syscall_insn(th, &gadget);
 		if (r < 0)
 			return r;
 	}
+	if (th->s->remote_timeout_ms >= 0)
+		rc.deadline = session_now_ms() + th->s->remote_timeout_ms;
 	r = ptrace_getregs(tid, &saved);
 	if (r < 0)
 		return r;
@@ -299,12 +359,14 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
 		/* Use the syscall slot we are in. */
 		arch_set_syscall(&call, nr, args);
-		r = run_to_exit(th, &call, true, &result, &requeue);
+		r = run_to_exit(th, &call, true, &result, &requeue, &rc);
 	} else {
 		arch_prepare_remote(&call, gadget, nr, args);
-		r = run_to_exit(th, &call, false, &result, &requeue);
+		r = run_to_exit(th, &call, false, &result, &requeue, &rc);
 	}
-	if (r < 0)
+	if (r == 0 && rc.timed_out)
+		r = -ETIMEDOUT; /* interrupted at its exit stop: restore as usual */
+	if (r < 0 && r != -ETIMEDOUT)
 		goto out_restore;
 
 	if (kind == TSTOP_SYSCALL_ENTRY || kind == TSTOP_SECCOMP) {
@@ -312,16 +374,22 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 		struct user_regs_struct again;
 		int req = kind == TSTOP_SECCOMP ? PTRACE_CONT : PTRACE_SYSCALL;
 
-		arch_rewind_syscall(&again, &saved);
-		r = ptrace_setregs(tid, &again);
-		if (r == 0)
-			r = ptrace_resume(tid, req, 0);
-		if (r == 0) {
-			status = remote_wait(th, req, false, &requeue);
-			r = status < 0 ? status : 0;
+		int r2;
+
+		/* An -ETIMEDOUT interrupt stop outside a syscall: nothing to rewind. */
+		if (r == 0 || rc.timed_out) {
+			arch_rewind_syscall(&again, &saved);
+			r2 = ptrace_setregs(tid, &again);
+			if (r2 == 0)
+				r2 = ptrace_resume(tid, req, 0);
+			if (r2 == 0) {
+				rc.deadline = -1;
+				status = remote_wait(th, req, false, &requeue, &rc);
+				r2 = status < 0 ? status : 0;
+			}
+			if (r2 < 0)
+				r = r2;
 		}
-		if (r < 0)
-			goto out_restore;
 	}
 
 out_restore:
@@ -333,15 +401,31 @@ out_restore:
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
 	ptrace_setsigmask(tid, mask);
-	if (r == 0 && (kind == TSTOP_EVENT || kind == TSTOP_GROUP || kind == TSTOP_SYSCALL_EXIT)) {
-		/* Back into get_signal(), so that the kernel's restart logic runs. */
-		r = ptrace_interrupt(tid);
+	if (held_sig) {
+		/* Back to a signal-delivery stop for the same signal and siginfo. */
+		int r2 = redeliver(th, held_sig, &held_info, &requeue);
+
+		if (r2 == -ESRCH) {
+			r = -ESRCH;
+			goto out_free;
+		}
 		if (r == 0)
-			r = ptrace_resume(tid, PTRACE_CONT, 0);
-		if (r == 0) {
-			status = remote_wait(th, PTRACE_CONT, true, &requeue);
+			r = r2;
+	} else if (kind != TSTOP_SYSCALL_ENTRY && kind != TSTOP_SECCOMP) {
+		/*
+		 * Back into get_signal(), so that the kernel's restart logic runs.
+		 * Also after a failure midway: the thread may sit in a syscall stop
+		 * with the original registers, which must not reach user space.
+		 */
+		int r2 = ptrace_interrupt(tid);
+
+		rc.deadline = -1; /* this must complete: the registers are at stake */
+		if (r2 == 0)
+			r2 = ptrace_resume(tid, PTRACE_CONT, 0);
+		if (r2 == 0) {
+			status = remote_wait(th, PTRACE_CONT, true, &requeue, &rc);
 			if (status < 0) {
-				r = status;
+				r2 = status;
 			} else {
 				sig = WSTOPSIG(status);
 				th->stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
@@ -351,15 +435,19 @@ out_restore:
 				th->stop_sig = th->stop == TSTOP_GROUP ? sig : 0;
 			}
 		}
-		if (r == -ESRCH)
+		if (r2 == -ESRCH) {
+			r = -ESRCH;
 			goto out_free;
+		}
+		if (r == 0)
+			r = r2;
 	}
 	for (sig = 1; sig <= 64; sig++)
 		if (requeue & (1ULL << (sig - 1)))
 			syscall(SYS_tgkill, th->proc->pid, tid, sig);
 	if (r == 0)
 		*ret_val = result;
-	else if (r != -ESRCH)
+	else if (r != -ESRCH && r != -ETIMEDOUT)
 		r = -EINTR;
 out_free:
 	free(xstate);

@@ -70,8 +70,27 @@
  * waiting forever (our first stress runs did exactly that). A vfork
  * parent cannot stop until its child execs or exits (it waits in
  * TASK_KILLABLE, which PTRACE_INTERRUPT's wake-up does not interrupt):
- * PTRACE_O_TRACEVFORKDONE tells when it can again, and quiesce/detach do
- * not wait for such threads.
+ * PTRACE_O_TRACEVFORKDONE tells when it can again. quiesce does not wait
+ * for such threads; detach detaches everything else first (the vfork
+ * child included, which then execs) and waits for them last.
+ *
+ * Attaching. Every tid of /proc/PID/task is seized and interrupted, and
+ * the list is read again until no new tid appears (threads created by a
+ * seized thread are auto-attached; those created by one not yet seized
+ * are not). PTRACE_SEIZE fails with EPERM not only for permission but for
+ * a thread that is already exiting (PF_EXITING) or a zombie: /proc tells
+ * them apart, and such threads are skipped. attach() waits
+ * ATTACH_GRACE_MS for the first stops, not forever: a thread that cannot
+ * stop now (vfork parent, uninterruptible sleep) keeps its interrupt
+ * pending and is handled by the loop when it stops. Another tracer
+ * (TracerPid, which names the tracing *thread*) is an error, never a
+ * reason to touch the target.
+ *
+ * Lifetime. A thread handle is freed when the thread's exit is reaped, or
+ * at detach. A callback may quiesce the process and so reap the death of
+ * the very thread it runs for: handles being handled carry a reference
+ * (busy), and such a thread is only unlinked and marked dead, then freed
+ * by the outermost handler.
  *
  * Detaching. PTRACE_DETACH needs the thread in a ptrace stop. Every
  * thread is interrupted and waited for (events that arrive meanwhile are
@@ -142,6 +161,9 @@
 	(!(opts) || ((opts)->sz >= offsetofend(struct type, type##__last_field) && \
 		     opts_tail_zero((opts), sizeof(struct type), (opts)->sz)))
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
+/* A field of an opts struct, or @def if the caller's struct is too old to have it. */
+#define OPTS_GET(opts, type, field, def) \
+	((opts) && (opts)->sz >= offsetofend(struct type, field) ? (opts)->field : (def))
 
 #define POLL_FALLBACK_MS 10
 
@@ -152,6 +174,8 @@
 #define ATTACH_GRACE_MS 300
 
 extern char **environ;
+
+static long now_ms(void);
 
 static bool opts_tail_zero(const void *opts, size_t known, size_t sz)
 {
@@ -1173,6 +1197,53 @@ static int wait_one(struct utrace_session *s, bool block)
 	return 1;
 }
 
+/**
+ * session_now_ms - the monotonic clock in milliseconds.
+ *
+ * Return: milliseconds since an arbitrary start (never fails).
+ */
+long session_now_ms(void)
+{
+	return now_ms();
+}
+
+/**
+ * session_wait_tid - wait for the next status of one tracee.
+ * @s: session
+ * @tid: the tracee
+ * @ret_status: its wait status, on success
+ * @deadline_ms: session_now_ms() value to give up at; < 0: no limit
+ *
+ * Other tracees' events stay queued in the kernel for the event loop.
+ * Tracing thread only. Return: 0 on success; -ETIMEDOUT; negative errno
+ * from waitpid() (-ECHILD if @tid is not our tracee); @ret_status untouched
+ * on failure.
+ */
+int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+		int status, wait_ms;
+		pid_t r = waitpid(tid, &status, WAIT_FLAGS | (deadline_ms < 0 ? 0 : WNOHANG));
+
+		if (r == tid) {
+			*ret_status = status;
+			return 0;
+		}
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r < 0 || deadline_ms < 0)
+			continue;
+		wait_ms = (int)(deadline_ms - now_ms());
+		if (wait_ms <= 0)
+			return -ETIMEDOUT;
+		if (!sigchld_reliable() && wait_ms > POLL_FALLBACK_MS)
+			wait_ms = POLL_FALLBACK_MS;
+		poll(&pfd, 1, wait_ms);
+		sigchld_drain();
+	}
+}
+
 static int check_tracer(const struct utrace_session *s)
 {
 	return gettid_raw() == s->tracer_tid ? 0 : -EINVAL;
@@ -1540,7 +1611,8 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 	int r;
 
 	if (!OPTS_OK(opts, utrace_session_opts) ||
-	    (opts && (opts->syscall_mode < 0 || opts->syscall_mode >= __UTRACE_SYSCALLS_MAX))) {
+	    OPTS_GET(opts, utrace_session_opts, syscall_mode, 0) < 0 ||
+	    OPTS_GET(opts, utrace_session_opts, syscall_mode, 0) >= __UTRACE_SYSCALLS_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -1555,8 +1627,11 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 		return NULL;
 	}
 	s->tracer_tid = gettid_raw();
-	s->follow_forks = opts ? opts->follow_forks : false;
-	s->mode = opts ? opts->syscall_mode : UTRACE_SYSCALLS_PTRACE;
+	s->follow_forks = OPTS_GET(opts, utrace_session_opts, follow_forks, false);
+	s->mode = OPTS_GET(opts, utrace_session_opts, syscall_mode, UTRACE_SYSCALLS_PTRACE);
+	s->remote_timeout_ms = OPTS_GET(opts, utrace_session_opts, remote_timeout_ms, 0);
+	if (s->remote_timeout_ms == 0)
+		s->remote_timeout_ms = 5000;
 	s->options = PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
 		     PTRACE_O_TRACEVFORK | PTRACE_O_TRACEVFORKDONE | PTRACE_O_TRACEEXEC;
 	if (s->mode == UTRACE_SYSCALLS_SECCOMP)
@@ -1829,7 +1904,8 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		char *const *envp = opts && opts->envp ? opts->envp : environ;
+		char *const *envp = OPTS_GET(opts, utrace_launch_opts, envp, NULL);
+		utrace_pre_exec_fn_t hook = OPTS_GET(opts, utrace_launch_opts, pre_exec, NULL);
 		sigset_t none;
 
 		/* Child: wait to be seized, then run the hook and exec. */
@@ -1837,19 +1913,20 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGCHLD, SIG_DFL);
 		kill(getpid(), SIGSTOP);
-		if (opts && opts->pre_exec && opts->pre_exec(opts->pre_exec_ctx))
+		if (hook && hook(OPTS_GET(opts, utrace_launch_opts, pre_exec_ctx, NULL)))
 			_exit(127);
-		execvpe(argv[0], argv, envp);
+		execvpe(argv[0], argv, envp ? envp : environ);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
-	if (waitpid(pid, &status, WUNTRACED) != pid || !WIFSTOPPED(status)) {
+	if (waitpid(pid, &status, WUNTRACED) != pid) {
 		r = -ECHILD;
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return r;
 		goto err_kill;
 	}
+	if (!WIFSTOPPED(status))
+		return -ECHILD; /* died before stopping, and reaped */
 	options = s->options;
-	if ((opts && opts->kill_on_exit) || s->mode == UTRACE_SYSCALLS_SECCOMP)
+	if (OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false) ||
+	    s->mode == UTRACE_SYSCALLS_SECCOMP)
 		options |= PTRACE_O_EXITKILL;
 	r = ptrace_seize(pid, options);
 	if (r < 0)
@@ -1863,11 +1940,11 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		goto err_kill;
 	}
 	p->launched = true;
-	p->hide_pre_exec = !(opts && opts->show_pre_exec);
+	p->hide_pre_exec = !OPTS_GET(opts, utrace_launch_opts, show_pre_exec, false);
 	th->launch_sigcont = true;
 	s->launched_pid = pid;
 	s->launch_status = -EAGAIN;
-	s->launch_kill = opts && opts->kill_on_exit;
+	s->launch_kill = OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false);
 	kill(pid, SIGCONT);
 	return pid;
 

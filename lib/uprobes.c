@@ -607,7 +607,8 @@ static uint64_t elf_data_symbol(struct utrace_elf *elf, const char *name)
 			GElf_Sym sym;
 			const char *nm;
 
-			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
 				continue;
 			nm = elf_strptr(e, sh.sh_link, sym.st_name);
 			if (nm && !strcmp(nm, name)) {

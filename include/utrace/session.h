@@ -69,18 +69,24 @@ enum utrace_syscall_mode {
  *	under a silent trace instead, see the comment in lib/session.c: an
  *	untraced process carrying a SECCOMP_RET_TRACE filter would get ENOSYS).
  * @syscall_mode: enum utrace_syscall_mode
+ * @remote_timeout_ms: how long a remote syscall may block before it is
+ *	interrupted (PTRACE_INTERRUPT) and fails with -ETIMEDOUT; 0 means the
+ *	default, 5000 ms; negative means no limit
  */
 struct utrace_session_opts {
 	size_t sz;
 	bool follow_forks;
 	int syscall_mode;
+	int remote_timeout_ms;
 	size_t : 0;
 };
-#define utrace_session_opts__last_field syscall_mode
+#define utrace_session_opts__last_field remote_timeout_ms
 
 /**
  * @brief **utrace_session__new()** creates an empty session: no process,
- * no engine. The calling thread becomes the tracing thread.
+ * no engine. The calling thread becomes the tracing thread. The first
+ * session installs a SIGCHLD handler (SA_RESTART, chaining to the previous
+ * handler) that wakes the event loop; it stays installed.
  * @param opts options, or NULL for defaults
  * @return a new session to free with utrace_session__close(); NULL with
  * errno set on failure (EINVAL: bad opts; ENOMEM)
@@ -579,23 +585,22 @@ UTRACE_API int utrace_thread__skip_syscall(struct utrace_thread *th, long ret);
  * -ERESTART_RESTARTBLOCK are honoured). All signals but SIGTRAP are blocked
  * during the call; signals arriving meanwhile stay pending and are
  * delivered later. The syscall instruction used is found in the target's
- * vdso (or libc). Works from quiesce stops, group-stops and
- * syscall-entry/exit/seccomp stops; not from a clone/fork/exec event stop,
- * nor from a signal-delivery stop unless its signal has been suppressed
- * (stop_sig cleared, as uprobes does with the SIGTRAP of its breakpoints)
- * outside a syscall. From a syscall-exit stop (or such a signal stop) the
- * thread ends up stopped just after it (in the kernel's signal path, where
- * a restart of the interrupted syscall is decided), which is equivalent for
- * the program.
+ * vdso (or libc). Works from quiesce stops, group-stops,
+ * syscall-entry/exit/seccomp stops and signal-delivery stops (the signal,
+ * with its siginfo, is pending delivery again afterwards); not from a
+ * clone/fork/exec event stop. From a syscall-exit stop the thread ends up
+ * stopped just after it (in the kernel's signal path, where a restart of
+ * the interrupted syscall is decided), which is equivalent for the program.
  * @param th a stopped thread
  * @param nr syscall number
  * @param args six arguments (unused ones ignored)
  * @param ret_val on success, the raw result (-errno on syscall failure)
  * @return 0 on success (even if the syscall itself failed: see @ret_val);
- * negative error code otherwise: -EBUSY (not stopped, or at a signal-delivery
+ * negative error code otherwise: -EBUSY (not stopped, or at an event
  * stop), -ENOEXEC (no syscall instruction found), -ESRCH (the thread died),
- * -EINTR (the thread was killed or the call failed midway; the thread is
- * restored if it still exists)
+ * -ETIMEDOUT (the syscall blocked longer than the session's
+ * remote_timeout_ms: it was interrupted, the thread is restored),
+ * -EINTR (the call failed midway; the thread is restored)
  */
 UTRACE_API int utrace_thread__remote_syscall(struct utrace_thread *th, long nr,
 					     const uint64_t args[6], long *ret_val);

@@ -8,8 +8,8 @@
 #include "utrace/proc.h"
 #include "utrace/elf.h"
 #include "utrace/spec.h"
-#include "utrace/session.h"
 #include "utrace/plan.h"
+#include "utrace/session.h"
 #include "utrace/probe.h"
 
 #endif /* __UTRACE_UTRACE_H */

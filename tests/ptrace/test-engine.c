@@ -293,7 +293,7 @@ TEST(attach_zombie_leader)
 	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
 	CHECK_EQ(utrace_session__detach(s), 0);
 	utrace_session__close(s);
-	CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
 	CHECK_STREQ(line, "worker ok");
 	CHECK_EQ(target_reap(&t, 5000), 0);
 }
@@ -874,7 +874,7 @@ TEST(attach_during_vfork)
 	CHECK(rec.entries > 0);
 	CHECK_EQ(utrace_session__detach(s), 0);
 	utrace_session__close(s);
-	CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
 	CHECK_STREQ(line, "child traced=0");
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
@@ -1100,4 +1100,94 @@ TEST(close_launched_kill_on_exit)
 	/* Killed, not waited for 30 s; reaped. */
 	CHECK((b.tv_sec - a.tv_sec) < 10);
 	CHECK(waitpid(pid, NULL, WNOHANG) < 0 && errno == ECHILD);
+}
+
+TEST(attach_non_child_exits_while_traced)
+{
+	int pin[2], ppid[2], status;
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+	pid_t helper, target = 0;
+
+	CHECK(pipe(pin) == 0 && pipe(ppid) == 0);
+	helper = fork();
+	if (helper == 0) {
+		/* The target's real parent; exits with the target's status. */
+		pid_t t = fork();
+
+		if (t == 0) {
+			char *argv[] = {
+				(char *)target_path("s-signals"), "30000", "0", "0", "eof", NULL
+			};
+
+			dup2(pin[0], 0);
+			close(pin[1]);
+			dup2(open("/dev/null", O_WRONLY), 1);
+			execv(argv[0], argv);
+			_exit(99);
+		}
+		close(pin[0]);
+		close(pin[1]);
+		if (write(ppid[1], &t, sizeof(t)) != sizeof(t))
+			_exit(98);
+		_exit(waitpid(t, &status, 0) == t && WIFEXITED(status) ? WEXITSTATUS(status) : 97);
+	}
+	close(pin[0]);
+	CHECK(read(ppid[0], &target, sizeof(target)) == sizeof(target));
+	msleep(100);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_EXIT | UTRACE_EV_SYSCALL, &rec));
+	CHECK_EQ(utrace_session__attach(s, target), 0);
+	/* Never the parent. */
+	CHECK_EQ(proc_status_num(target, "PPid", false), helper);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	close(pin[1]); /* the target ends while traced */
+	run_to_end(s, 10000);
+	CHECK_EQ(rec.exits_thread, 1);
+	utrace_session__close(s);
+	/* Its real parent still got its exit status. */
+	CHECK(waitpid(helper, &status, 0) == helper);
+	CHECK(WIFEXITED(status));
+	CHECK_EQ(WEXITSTATUS(status), 0);
+}
+
+static int remote_in_signal_stop(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	int *n = utrace_engine__ctx(e);
+	uint64_t args[6] = { 0 };
+	long ret = 0;
+
+	if (info->si_signo != SIGUSR1)
+		return UTRACE_RESUME;
+	/* At the signal-delivery stop: run a syscall, the signal must survive. */
+	if (utrace_thread__remote_syscall(th, SYS_getpid, args, &ret) == 0 &&
+	    ret == utrace_thread__pid(th))
+		(*n)++;
+	return UTRACE_RESUME;
+}
+
+TEST(remote_syscall_at_signal_stop)
+{
+	const char *args[] = { "30000", "2", "0", "eof", NULL };
+	struct target t = target_start("s-signals", args, -1);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .signal = remote_in_signal_stop };
+	struct utrace_session *s;
+	int n = 0, i;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SIGNAL, &n));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	kill(t.pid, SIGUSR1);
+	for (i = 0; i < 100 && n < 1; i++)
+		utrace_session__run(s, 20);
+	kill(t.pid, SIGUSR1);
+	for (i = 0; i < 100 && n < 2; i++)
+		utrace_session__run(s, 20);
+	CHECK_EQ(n, 2);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	/* Each SIGUSR1 delivered exactly once, with kill()'s siginfo. */
+	CHECK_EQ(target_reap(&t, 10000), 0);
 }

@@ -229,3 +229,84 @@ TEST(remote_from_syscall_callbacks)
 		;
 	utrace_session__close(s);
 }
+
+TEST(remote_syscall_that_blocks_times_out)
+{
+	const char *args[] = { "read", "0", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	UTRACE_OPTS(utrace_session_opts, so, .remote_timeout_ms = 300);
+	struct utrace_session *s;
+	struct utrace_thread *th;
+	struct user_regs_struct before, after;
+	uint64_t rargs[6] = { 0 };
+	long ret = 12345;
+
+	target_wait_ready(&t);
+	msleep(100);
+	s = utrace_session__new(&so);
+	CHECK(s);
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	th = utrace_session__find_thread(s, t.pid);
+	CHECK_EQ(utrace_thread__quiesce(th, true), 0);
+	CHECK_EQ(utrace_thread__get_regs(th, &before), 0);
+	/* read(0, some stack address, 1) on an empty pipe: blocks. */
+	rargs[0] = 0;
+	rargs[1] = before.rsp - 4096;
+	rargs[2] = 1;
+	CHECK_EQ(utrace_thread__remote_syscall(th, SYS_read, rargs, &ret), -ETIMEDOUT);
+	CHECK_EQ(ret, 12345);
+	CHECK_EQ(utrace_thread__get_regs(th, &after), 0);
+	CHECK_MEMEQ(&before, &after, sizeof(before));
+	/* The thread is usable again. */
+	remote_ops(th, t.pid);
+	CHECK_EQ(utrace_session__resume(s, t.pid), 0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	/* Its own read still gets the data, all of it. */
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
+struct block_state {
+	int calls, timeouts;
+};
+
+static int entry_blocking_remote(struct utrace_engine *e, struct utrace_thread *th,
+				 struct utrace_syscall *sc)
+{
+	struct block_state *bs = utrace_engine__ctx(e);
+	uint64_t rargs[6] = { 0, sc->stack_pointer - 4096, 1, 0, 0, 0 };
+	long ret;
+
+	if (sc->nr != SYS_read || bs->calls++)
+		return UTRACE_RESUME;
+	/* At the entry of the target's read(0): our own read(0) blocks too. */
+	if (utrace_thread__remote_syscall(th, SYS_read, rargs, &ret) == -ETIMEDOUT)
+		bs->timeouts++;
+	return UTRACE_RESUME;
+}
+
+TEST(remote_timeout_at_syscall_entry)
+{
+	const char *args[] = { "read", "0", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	UTRACE_OPTS(utrace_session_opts, so, .remote_timeout_ms = 200);
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops),
+					       .syscall_entry = entry_blocking_remote };
+	struct block_state bs = { 0 };
+	struct utrace_session *s;
+
+	target_wait_ready(&t);
+	msleep(100);
+	s = utrace_session__new(&so);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_ENTRY, &bs));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__run(s, 600), UTRACE_RUN_TIMEOUT);
+	CHECK_EQ(bs.timeouts, 1);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}

@@ -304,19 +304,37 @@ TEST(signal_handler_calls_probed_function)
 	run_close(&r);
 }
 
+/* At work(1), before the dlopen: the library probe is pending, unarmed. */
+static struct utrace_probe_stats before_dlopen;
+
+static int snapshot_stats(struct utrace_probe_ctx *ctx, void *data)
+{
+	(void)ctx;
+	utrace_probe__stats(data, &before_dlopen);
+	return UTRACE_PROBE_REMOVE;
+}
+
 TEST(dlopen_pending_spec)
 {
 	char lib[4096];
 	const char *args[] = { "dlopen", lib, "300", NULL };
 	struct counts c = { 0 };
 	struct utrace_uprobes_stats ust;
+	struct utrace_probe *p;
 	struct run r;
 	char *out;
 
 	snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-dl.so"));
 	run_start(&r, args);
-	probe_spec(r.up, "libuprobe-dl:lib_func", &c, true, true);
+	p = probe_spec(r.up, "libuprobe-dl:lib_func", &c, true, true);
+	{
+		UTRACE_OPTS(utrace_probe_opts, o, .handler = snapshot_stats, .data = p);
+
+		CHECK(utrace_probe__register_spec(r.up, "work", &o));
+	}
 	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(before_dlopen.pending, 1);
+	CHECK_EQ(before_dlopen.points, 0);
 	CHECK_EQ(c.entries, expect(out, "entries"));
 	CHECK_EQ(c.returns, expect(out, "returns"));
 	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);

@@ -4,7 +4,8 @@
  * of short nanosleeps (EINTR is fine and retried). Prints "ready <pid>"
  * then, after argv[1] ms (default 1500), "usr1=<n> usr2=<n>" and exits 0 if
  * the counts equal argv[2] and argv[3] (default 1 and 1), 1 otherwise:
- * a signal lost by a tracer makes it fail. With argv[4] = "eof" it also
+ * a signal lost by a tracer makes it fail, and so does a SIGUSR1 whose
+ * siginfo is not the kill() of its parent (SI_USER). With argv[4] = "eof" it also
  * stops early when its stdin reaches EOF (the tester closes it).
  */
 #include <poll.h>
@@ -15,14 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t usr1, usr2;
+static volatile sig_atomic_t usr1, usr2, bad_info;
 
-static void on_sig(int sig)
+/* SIGUSR1 always comes from kill(): a tracer must not change its siginfo. */
+static void on_sig(int sig, siginfo_t *info, void *uctx)
 {
-	if (sig == SIGUSR1)
+	if (sig == SIGUSR1) {
 		usr1++;
-	else
+		if (info->si_code != SI_USER || info->si_pid != getppid())
+			bad_info++;
+	} else {
 		usr2++;
+	}
 }
 
 static double now(void)
@@ -43,7 +48,8 @@ int main(int argc, char **argv)
 	double end;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_sig;
+	sa.sa_sigaction = on_sig;
+	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGUSR1, &sa, NULL);
 	sigaction(SIGUSR2, &sa, NULL);
 	printf("ready %d\n", getpid());
@@ -60,6 +66,6 @@ int main(int argc, char **argv)
 				break;
 		}
 	}
-	printf("usr1=%d usr2=%d\n", (int)usr1, (int)usr2);
-	return usr1 == want1 && usr2 == want2 ? 0 : 1;
+	printf("usr1=%d usr2=%d bad_info=%d\n", (int)usr1, (int)usr2, (int)bad_info);
+	return usr1 == want1 && usr2 == want2 && !bad_info ? 0 : 1;
 }
