@@ -706,7 +706,7 @@ static int parse_inject(const char *arg, struct inject *in)
 		}
 	}
 	if (val[0] == 'E' && val[1] >= 'A' && val[1] <= 'Z') {
-		cli_error("--inject '%s': injecting errors into syscalls is not available yet "
+		cli_error("--inject '%s': failing a syscall cannot be combined with -f/-u/-r yet "
 			  "(for a function, VALUE is its return value: an integer)",
 			  arg);
 		return -EOPNOTSUPP;

@@ -673,3 +673,28 @@ TEST_TIMEOUT(attach_detach_rounds, 300)
 	}
 	bg_finish(&a);
 }
+
+/* --inject NAME=ERRNO: the syscall fails without running (cmd-syscalls.c) */
+TEST(inject_syscall_errno)
+{
+	const char *args[] = { "--inject", "chdir=ENOENT", "--",
+			       "sh",	   "-c",	   "cd /tmp && echo ok || echo failed",
+			       NULL };
+	const char *args2[] = { "-s", "chdir", "--inject", "chdir=EACCES@2",
+				"--", "sh",    "-c",	   "cd /; cd /; cd /",
+				NULL };
+	const char *mixed[] = { "-f", "work",	"--inject", "chdir=ENOENT",
+				"--", target(), "calls",    NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_STREQ(out, "failed\n");
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(args2, &out, &err), 0);
+	CHECK_EQ(count(err, "chdir(\"/\") = 0\n"), 2);
+	CHECK_EQ(count(err, "chdir(\"/\") = -1 EACCES (Permission denied)\n"), 1);
+	free(out);
+	free(err);
+	one_line_error(mixed, 1, "cannot be combined with -f/-u/-r yet");
+}
