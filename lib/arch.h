@@ -152,8 +152,8 @@ void reloc_init(struct reloc *r, const void *src, size_t len, uint64_t src_addr)
 void reloc_clear(struct reloc *r);
 int reloc_relocate(struct reloc *r, struct writer *w, bool jmp_back);
 const char *reloc_refuse_detail(const char *mnemonic);
-int reloc_map_addr(const struct reloc *r, uint64_t dst, uint64_t addr, uint64_t *ret_addr);
 int reloc_insn_len(const void *src, size_t len);
+int reloc_map_addr(const struct reloc *r, uint64_t dst, uint64_t addr, uint64_t *ret_addr);
 int reloc_targets(const void *src, size_t len, uint64_t src_addr, uint64_t *out, size_t max);
 int reloc_find_slot(const struct utrace_maps *maps, const uint64_t *addrs, size_t nr, size_t size,
 		    uint64_t *ret_addr);
