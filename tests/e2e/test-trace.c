@@ -84,6 +84,20 @@ static long target_count(const char *out, const char *key)
 	return p ? atol(p + strlen(k)) : -1;
 }
 
+/* harness_note() per line: TAP wants every diagnostic line to start with '#' */
+static void note_lines(const char *text)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		harness_note("%.*s", len, p);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
 /* Run utrace with @args (NULL-terminated), capture both streams. */
 static int run_utrace(const char *const *args, char **out, char **err)
 {
@@ -105,7 +119,7 @@ static int run_python(const char *script, const char *file, char **out)
 	int rc = harness_run(argv, out, &err, 60);
 
 	if (rc)
-		harness_note("python3: %s", err ? err : "?");
+		note_lines(err ? err : "python3 failed");
 	free(err);
 	return rc;
 }
@@ -186,7 +200,7 @@ TEST_TIMEOUT(json_counts_match_target, 120)
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
 	CHECK_EQ(target_count(out, "work"), 50);
 	CHECK_EQ(run_python(json_check, file, &py), 0);
-	harness_note("%s", py);
+	note_lines(py);
 	CHECK(strstr(py, "work 50 50 leaf 50 50 answer 0 4 probes s-trace:answer s-trace:leaf "
 			 "s-trace:work\n"));
 	unlink(file);
@@ -232,7 +246,7 @@ TEST_TIMEOUT(summary_matches_target, 120)
 	long calls = -1, errors = -1;
 
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	harness_note("%s", err);
+	note_lines(err);
 	CHECK(!strstr(err, "work(")); /* no per-event lines */
 	CHECK(strstr(err, "% time     seconds  usecs/call     calls    errors   min usecs   max "
 			  "usecs function\n"));
@@ -291,7 +305,7 @@ TEST_TIMEOUT(hist_buckets_sum_to_calls, 120)
 
 	/* text: "[1us, 2us)   12 |@@@@ |" rows under "@work [s-trace:work]: 50 calls" */
 	CHECK_EQ(run_utrace(targs, &out, &err), 0);
-	harness_note("%s", err);
+	note_lines(err);
 	CHECK(strstr(err, "@work [s-trace:work]: 50 calls"));
 	for (p = strstr(err, "@work"); p && (p = strchr(p, '\n')) && p[1] == '['; p++) {
 		const char *bar = strchr(p, ')');
@@ -526,7 +540,7 @@ TEST_TIMEOUT(stack_with_k, 60)
 	const char *p;
 
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	harness_note("%s", err);
+	note_lines(err);
 	p = strstr(err, "] leaf(\"hello\")\n");
 	CHECK(p);
 	p = strchr(p, '\n') + 1;
@@ -559,7 +573,7 @@ TEST_TIMEOUT(new_user_python3, 120)
 	long calls = 0, errors = 0;
 
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	harness_note("%s", err);
+	note_lines(err);
 	CHECK(table_row(err, "malloc", &calls, &errors));
 	CHECK(calls > 100);
 	CHECK_EQ(errors, 0);
