@@ -103,6 +103,15 @@ struct tracer {
 	 * tracer and never shows them; neither do we.
 	 */
 	bool launch_pending;
+	/* --inject NAME=ERRNO[@EVERY]: fail syscall NAME with -ERRNO, strace -e inject style */
+	struct sc_inject {
+		long nr;
+		int err;
+		uint64_t every, hits;
+	} injects[64];
+	int nr_injects;
+	struct sysdec_set filter_set; /* set plus injected syscalls: what stops */
+	bool exec_seen; /* launch mode: the command's execve succeeded */
 };
 
 static struct tracer *the_tracer; /* for the signal handlers */
@@ -252,6 +261,14 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 
 	/* created at first sight: the count of live tasks drives the [pid] prefix */
 	tk = task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
+	for (i = 0; i < t->nr_injects; i++) {
+		struct sc_inject *in = &t->injects[i];
+
+		if (in->nr == sc->nr && t->exec_seen && ++in->hits % in->every == 0) {
+			utrace_thread__skip_syscall(th, -in->err);
+			break;
+		}
+	}
 	if (!tk || !sysdec_set_has(&t->set, sc->nr))
 		return UTRACE_RESUME;
 	tk->in_syscall = true;
@@ -318,6 +335,7 @@ static int on_task_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t
 	pid_t tid = utrace_thread__tid(th);
 	struct task *old, *tk;
 
+	t->exec_seen = true; /* the command runs: injections start */
 	if (former_tid == tid)
 		return UTRACE_RESUME;
 	old = task_get(t, former_tid, 0, false);
@@ -665,6 +683,69 @@ static int event_loop(struct tracer *t, bool *interrupted)
 	}
 }
 
+/*
+ * --inject NAME=ERRNO[@EVERY]: ERRNO is a name (ENOENT) or a number; the
+ * syscall does not run and returns -ERRNO (the program sees -1 and errno),
+ * every EVERY-th call (default: every call). Injected syscalls stop the
+ * tracee even when -s does not show them.
+ */
+static int parse_injects(struct tracer *t)
+{
+	int i;
+
+	for (i = 0; i < t->opts->nr_injects; i++) {
+		const char *arg = t->opts->injects[i], *eq = strrchr(arg, '=');
+		struct sc_inject *in = &t->injects[t->nr_injects];
+		char name[64], val[64], *at, *end;
+		int e;
+
+		if (t->nr_injects == (int)(sizeof(t->injects) / sizeof(t->injects[0]))) {
+			cli_error("too many --inject options");
+			return -E2BIG;
+		}
+		snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - arg) : 0, arg);
+		snprintf(val, sizeof(val), "%s", eq ? eq + 1 : "");
+		in->every = 1;
+		at = strchr(val, '@');
+		if (at) {
+			*at++ = '\0';
+			errno = 0;
+			in->every = strtoull(at, &end, 10);
+			if (errno || *end || !in->every) {
+				cli_error("bad --inject '%s': @EVERY must be a positive integer",
+					  arg);
+				return -EINVAL;
+			}
+		}
+		in->nr = sysdec_nr(name);
+		if (in->nr < 0) {
+			cli_error("bad --inject '%s': '%s' is not a syscall name", arg, name);
+			return -EINVAL;
+		}
+		in->err = 0;
+		for (e = 1; e < 4096 && !in->err; e++) {
+			const char *n = sysdec_errno_name(e);
+
+			if (n && !strcmp(n, val))
+				in->err = e;
+		}
+		if (!in->err) {
+			errno = 0;
+			in->err = (int)strtol(val, &end, 10);
+			if (errno || end == val || *end || in->err <= 0 || in->err >= 4096) {
+				cli_error(
+					"bad --inject '%s': VALUE must be an errno name (ENOENT) or "
+					"number for a syscall",
+					arg);
+				return -EINVAL;
+			}
+		}
+		t->filter_set.bits[in->nr / 64] |= 1ULL << (in->nr % 64);
+		t->nr_injects++;
+	}
+	return 0;
+}
+
 int cmd_syscalls(struct cli_opts *opts)
 {
 	static struct tracer tr; /* large (stats, hash); one per process */
@@ -691,10 +772,14 @@ int cmd_syscalls(struct cli_opts *opts)
 		cli_error("--format chrome is not supported with -s yet; use text or json");
 		return EXIT_USAGE;
 	}
-	if (sysdec_parse_set(opts->syscall_set, &t->set, errbuf, sizeof(errbuf))) {
+	if (sysdec_parse_set(opts->syscalls ? opts->syscall_set : "none", &t->set, errbuf,
+			     sizeof(errbuf))) {
 		cli_error("%s", errbuf);
 		return EXIT_USAGE;
 	}
+	t->filter_set = t->set;
+	if (parse_injects(t))
+		return EXIT_USAGE;
 	err = output_open(&t->out, opts);
 	if (err) {
 		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
@@ -735,7 +820,7 @@ int cmd_syscalls(struct cli_opts *opts)
 				cli_error("out of memory");
 				goto out;
 			}
-			build_filter(filter, &t->set);
+			build_filter(filter, &t->filter_set);
 			lopts.pre_exec = install_filter;
 			lopts.pre_exec_ctx = filter;
 			lopts.kill_on_exit = true;
@@ -753,6 +838,8 @@ int cmd_syscalls(struct cli_opts *opts)
 		t->launch_pending = !strchr(opts->argv[0], '/');
 	} else if (attach_all(t)) {
 		goto out;
+	} else {
+		t->exec_seen = true; /* attached: the program runs already */
 	}
 	if (opts->duration > 0) {
 		struct itimerval it = {

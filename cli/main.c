@@ -358,6 +358,24 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 	return 0;
 }
 
+/*
+ * --inject NAME=ENOENT[@N] fails a syscall (cmd-syscalls.c); any other
+ * VALUE is a function's return value (cmd-trace.c). True if every
+ * --inject is of the first kind (and there is at least one).
+ */
+static bool syscall_injects(const struct cli_opts *o)
+{
+	int i;
+
+	for (i = 0; i < o->nr_injects; i++) {
+		const char *v = strrchr(o->injects[i], '=');
+
+		if (!v || v[1] != 'E' || v[2] < 'A' || v[2] > 'Z')
+			return false;
+	}
+	return o->nr_injects > 0;
+}
+
 static void opts_clear(struct cli_opts *o)
 {
 	free(o->probes);
@@ -378,7 +396,7 @@ int main(int argc, char **argv)
 	}
 	if (opts.list_spec)
 		ret = cmd_list(&opts);
-	else if (opts.nr_probes || opts.nr_injects || opts.nr_modules)
+	else if (opts.nr_probes || opts.nr_modules || (opts.nr_injects && !syscall_injects(&opts)))
 		ret = cmd_trace(&opts);
 	else
 		ret = cmd_syscalls(&opts);

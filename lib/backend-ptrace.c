@@ -76,6 +76,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utrace/proc.h"
@@ -257,21 +258,47 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 	unsigned int i, k;
 	int n, t, round, ret = 0;
 
-	/* 1. traps queued before the breakpoints went: let them arrive now */
+	/*
+	 * 1. traps queued before the breakpoints went: let them arrive now.
+	 * A thread stopped by PTRACE_INTERRUPT with its SIGTRAP still queued
+	 * handles the interrupt before it dequeues signals: quiescing it again
+	 * at once stops it again with the trap still queued, round after
+	 * round, and the trap killed it after the detach (rip just past a
+	 * removed int3; seen about once in 250 utrace -f ... -p PID -d
+	 * cycles). So the resumed threads are given time, with no interrupt
+	 * sent, to take their trap (on_signal() rewinds them) first.
+	 */
 	for (round = 0; round < 4; round++) {
+		pid_t pid = pp->pid;
 		bool any = false;
+		int waited;
 
-		n = utrace_session__threads(up->s, pp->pid, ths, ARRAY_SIZE(ths));
+		n = utrace_session__threads(up->s, pid, ths, ARRAY_SIZE(ths));
 		for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)); t++) {
-			if (ths[t] != up->hit_th &&
-			    sigtrap_pending(pp->pid, utrace_thread__tid(ths[t]))) {
+			if (ths[t] != up->hit_th && sigtrap_pending(pid, utrace_thread__tid(ths[t]))) {
 				utrace_thread__resume(ths[t]);
 				any = true;
 			}
 		}
 		if (!any)
 			break;
-		utrace_session__quiesce(up->s, pp->pid);
+		for (waited = 0; any && waited < 500; waited++) {
+			struct timespec ts = { 0, 100 * 1000 };
+
+			utrace_session__poll(up->s);
+			if (uprobes_proc_find(up, pid) != pp)
+				return -ESRCH; /* exited meanwhile: @pp is gone */
+			any = false;
+			n = utrace_session__threads(up->s, pid, ths, ARRAY_SIZE(ths));
+			for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)) && !any; t++)
+				any = ths[t] != up->hit_th &&
+				      sigtrap_pending(pid, utrace_thread__tid(ths[t]));
+			if (any)
+				nanosleep(&ts, NULL);
+		}
+		utrace_session__quiesce(up->s, pid);
+		if (uprobes_proc_find(up, pid) != pp)
+			return -ESRCH;
 	}
 	if (!tramp)
 		return 0;
@@ -280,6 +307,24 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 		struct utrace_task *task;
 
 		for (task = pp->tasks[i]; task; task = task->hnext) {
+			struct utrace_thread *th = utrace_session__find_thread(up->s, task->tid);
+			struct user_regs_struct regs;
+
+			/*
+			 * Stopped on the trampoline (its ret done, the int3 not
+			 * yet executed, or executed with the trap not flushed):
+			 * it returns where the matching instance says.
+			 */
+			if (th && utrace_thread__get_regs(th, &regs) == 0 &&
+			    (regs.rip == tramp || regs.rip == tramp + 1)) {
+				for (k = task->depth; k > 0; k--) {
+					if (task->ri[k - 1].sp != regs.rsp - 8)
+						continue;
+					regs.rip = task->ri[k - 1].orig_ret;
+					utrace_thread__set_regs(th, &regs);
+					break;
+				}
+			}
 			for (k = 0; k < task->depth; k++) {
 				const struct utrace_return_instance *ri = &task->ri[k];
 				uint64_t v;

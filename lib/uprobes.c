@@ -1306,7 +1306,8 @@ void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th)
 	for (p = up->probes; p; p = p->next)
 		if (p->is_spec && !p->dead)
 			any = true;
-	if (!any)
+	/* utrace_uprobes__free() is quiescing: nothing to arm any more */
+	if (!any || up->freeing)
 		return;
 	proc_setup(up, pid, true);
 }
@@ -1544,16 +1545,27 @@ enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up)
 /* Take every breakpoint, trampoline and XOL area out of @pp and forget it. */
 static int proc_release(struct uprobes_proc *pp)
 {
+	struct utrace_uprobes *up = pp->up;
 	struct uprobes_proc *vp;
+	pid_t pid = pp->pid;
 	unsigned int i;
 	int ret = 0;
 
 	/* followed vfork children use these points: forget them first */
-	for (vp = pp->up->procs; vp; vp = vp->next)
+	for (vp = up->procs; vp; vp = vp->next)
 		if (vp->vfork_parent == pp->pid)
 			vp->vfork_parent = 0;
-	if (pid_armable(pp->up, pp->pid) && !pp->vfork_parent) {
+	if (pid_armable(up, pp->pid) && !pp->vfork_parent) {
 		ret = ptrace_backend_quiesce(pp);
+		/*
+		 * Quiescing handles the events that come meanwhile: an exec or
+		 * an exit of this process frees @pp (its points are dropped
+		 * without touching memory); nothing is left to release.
+		 */
+		for (vp = up->procs; vp && !(vp == pp && vp->pid == pid); vp = vp->next)
+			;
+		if (!vp)
+			return ret;
 		for (i = 0; i < PROC_HASH; i++) {
 			struct probe_point *pt;
 
@@ -1571,6 +1583,11 @@ static int proc_release(struct uprobes_proc *pp)
 			if (r && !ret)
 				ret = r;
 		}
+		/* the release waits for traps: the process may have exited */
+		for (vp = up->procs; vp && !(vp == pp && vp->pid == pid); vp = vp->next)
+			;
+		if (!vp)
+			return ret;
 		ptrace_backend_resume(pp);
 	}
 	proc_forget_points(pp, UTRACE_DROP_DETACH);

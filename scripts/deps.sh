@@ -5,7 +5,7 @@
 # if something is missing.
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libc6-dev binutils libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace"
 # Used by the benchmarks and comparison tests when present (skipped otherwise).
-OPT_PKGS="bpftrace uftrace linux-perf"
+OPT_PKGS="bpftrace uftrace linux-perf sqlite3"
 
 missing=""
 for p in $PKGS; do

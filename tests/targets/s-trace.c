@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * s-trace - a target for utrace -f/-u/-r that counts its own calls and
+ * prints them, so that tests compare the tracer's events with the truth.
+ *
+ *   s-trace calls N T M    N calls of work() in main, then T threads doing
+ *                          M calls each; leaf() once per work(); 4 calls
+ *                          of answer() (returns 7) printed as
+ *                          "answers=a,b,c,d"; recurse(5); N malloc/free;
+ *                          prints "work=W leaf=L answer=4 recurse=6
+ *                          malloc=N" and exits with status 0
+ *   s-trace exit CODE      calls work(1) and exits with CODE
+ *   s-trace loop           prints "ready PID", then calls work() every
+ *                          millisecond until stdin is closed; then checks
+ *                          that work() still computes right and exits 0
+ *                          ("ok") or 1
+ *
+ * Built at -O0 with frame pointers: every call is a real call, and -k
+ * sees every frame.
+ */
+#include <pthread.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int nr_work, nr_leaf, nr_recurse;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+void *volatile sink;
+
+__attribute__((noinline)) size_t leaf(const char *s)
+{
+	pthread_mutex_lock(&lock);
+	nr_leaf++;
+	pthread_mutex_unlock(&lock);
+	return strlen(s);
+}
+
+__attribute__((noinline)) int work(int x)
+{
+	pthread_mutex_lock(&lock);
+	nr_work++;
+	pthread_mutex_unlock(&lock);
+	return x * 2 + (int)leaf("hello");
+}
+
+__attribute__((noinline)) int answer(void)
+{
+	return 7;
+}
+
+__attribute__((noinline)) int recurse(int n)
+{
+	nr_recurse++;
+	return n ? recurse(n - 1) + 1 : 0;
+}
+
+static int per_thread;
+
+static void *worker(void *arg)
+{
+	int i;
+
+	for (i = 0; i < per_thread; i++)
+		work(i);
+	return arg;
+}
+
+static int do_calls(int n, int t, int m)
+{
+	pthread_t th[64];
+	int i, a[4];
+
+	for (i = 0; i < n; i++)
+		work(i);
+	per_thread = m;
+	if (t > 64)
+		t = 64;
+	for (i = 0; i < t; i++)
+		pthread_create(&th[i], NULL, worker, NULL);
+	for (i = 0; i < t; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < 4; i++)
+		a[i] = answer();
+	recurse(5);
+	for (i = 0; i < n; i++) {
+		sink = malloc(100 + i);
+		free(sink);
+	}
+	printf("answers=%d,%d,%d,%d\n", a[0], a[1], a[2], a[3]);
+	printf("work=%d leaf=%d answer=4 recurse=%d malloc=%d\n", nr_work, nr_leaf, nr_recurse, n);
+	return 0;
+}
+
+static int do_loop(void)
+{
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	char buf[64];
+	int i = 0;
+
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	for (;;) {
+		if (poll(&pfd, 1, 1) > 0 && read(0, buf, sizeof(buf)) <= 0)
+			break;
+		if (work(i) != i * 2 + 5)
+			return 1;
+		i++;
+	}
+	printf(work(21) == 47 ? "ok\n" : "bad\n");
+	return work(21) == 47 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "calls"))
+		return do_calls(argc > 2 ? atoi(argv[2]) : 10, argc > 3 ? atoi(argv[3]) : 0,
+				argc > 4 ? atoi(argv[4]) : 0);
+	if (argc > 2 && !strcmp(argv[1], "exit")) {
+		work(1);
+		return atoi(argv[2]);
+	}
+	if (argc > 1 && !strcmp(argv[1], "loop"))
+		return do_loop();
+	fprintf(stderr, "usage: s-trace calls N T M | exit CODE | loop\n");
+	return 2;
+}
