@@ -378,7 +378,10 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 		struct utrace_thread *th = ptrace_backend_stopped_thread(pp);
 		int r = xol_unmap_all(pp, th);
 
-		if (r) {
+		/* -ESRCH: the process exited meanwhile; its XOL area went with it. */
+		if (r == -ESRCH) {
+			pr_debug("process %d: exited before its XOL area was unmapped\n", pp->pid);
+		} else if (r) {
 			pr_warn("process %d: cannot unmap the XOL area: %s\n", pp->pid,
 				strerror(-r));
 			if (!ret)
