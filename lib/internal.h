@@ -157,6 +157,8 @@ struct utrace_session {
 	struct utrace_thread *dispatch_th; /* thread whose event is being dispatched */
 	bool break_req;
 	volatile sig_atomic_t interrupted;
+	volatile sig_atomic_t fast_tid; /* tracer tid while in run()'s fast path, else 0 */
+	int fast_slot; /* its fast_waiters[] slot */
 	pid_t launched_pid;
 	int launch_status; /* -EAGAIN while running, -ECHILD if none */
 	bool launch_kill;

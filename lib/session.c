@@ -130,11 +130,23 @@
  * that fork their own children, do not steal each other's events; two
  * sessions in the same thread would, which is why there must be at most
  * one per thread.
- * run() with a timeout sleeps in poll() on a self-pipe written by a
- * SIGCHLD handler (ptrace stops send SIGCHLD to the tracer:
- * do_notify_parent_cldstop(), which is why SA_NOCLDSTOP must never be
- * used), so no event is missed between the non-blocking drain and the
- * poll().
+ * Ptrace stops send SIGCHLD to the tracer (do_notify_parent_cldstop(),
+ * which is why SA_NOCLDSTOP must never be used). run() normally takes the
+ * fast path (run_fast()): SIGCHLD stays blocked in the tracing thread, the
+ * loop drains waitpid(WNOHANG) and sleeps in sigtimedwait(), which returns
+ * as soon as a SIGCHLD is pending, so no event is missed between the
+ * drain and the sleep, and no signal is ever delivered: one stop costs
+ * waitpid() twice, sigtimedwait() and the engines' ptrace requests, against
+ * a signal frame, a handler, a pipe write, poll(), two reads, a gettid()
+ * and the rt_sigreturn before. SIGCHLD being process-directed, a thread
+ * that does not block it may take it instead: the handler forwards it to
+ * the fast-path threads (fast_waiters[]). interrupt() tgkill()s a SIGCHLD
+ * to the sleeping thread; a handler that runs in that thread makes
+ * sigtimedwait() fail with EINTR even under SA_RESTART, which a blocking
+ * waitpid() would not (it is restarted). Otherwise (the caller's own
+ * SIGCHLD handler to chain to, SIGCHLD blocked by the caller, or fd
+ * integration with utrace_session__fd()/__poll()) the loop sleeps in
+ * poll() on a self-pipe written by the SIGCHLD handler.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -193,12 +205,67 @@ static pid_t gettid_raw(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+/*
+ * The calling thread's tid, cached: check_tracer() runs on every poll() and
+ * run() call, and gettid() is a system call. A forked child inherits the
+ * cache of the thread that forked, so an atfork handler clears it.
+ */
+static __thread pid_t cached_tid;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void tid_forget(void)
+{
+	cached_tid = 0;
+}
+
+static void tid_once_init(void)
+{
+	pthread_atfork(NULL, NULL, tid_forget);
+}
+
+static pid_t current_tid(void)
+{
+	if (!cached_tid) {
+		pthread_once(&tid_once, tid_once_init);
+		cached_tid = gettid_raw();
+	}
+	return cached_tid;
+}
+
 /* ------------------------------------------------------------------------ */
 /* SIGCHLD self-pipe                                                         */
 /* ------------------------------------------------------------------------ */
 
 static int sigchld_pipe[2] = { -1, -1 };
 static struct sigaction old_sigchld;
+
+/*
+ * Tracing threads inside run()'s fast path (see run_fast()): they keep
+ * SIGCHLD blocked and take it with sigtimedwait(). SIGCHLD is
+ * process-directed, so another thread of the process may take it instead;
+ * the handler then forwards it to every such thread with tgkill(). Slots
+ * are claimed with a compare-and-swap of 0 -> tid; the handler only reads.
+ */
+#define FAST_WAITERS 8
+static volatile sig_atomic_t fast_waiters[FAST_WAITERS];
+
+/* Async-signal-safe. */
+static void sigchld_forward(void)
+{
+	pid_t self = 0;
+	int i;
+
+	for (i = 0; i < FAST_WAITERS; i++) {
+		pid_t t = fast_waiters[i];
+
+		if (!t)
+			continue;
+		if (!self)
+			self = gettid_raw();
+		if (t != self)
+			syscall(SYS_tgkill, getpid(), t, SIGCHLD);
+	}
+}
 
 static void sigchld_handler(int sig, siginfo_t *info, void *uctx)
 {
@@ -208,6 +275,7 @@ static void sigchld_handler(int sig, siginfo_t *info, void *uctx)
 	if (write(sigchld_pipe[1], &c, 1) < 0) {
 		/* full pipe: a wake-up is already pending */
 	}
+	sigchld_forward();
 	if (old_sigchld.sa_flags & SA_SIGINFO) {
 		if (old_sigchld.sa_sigaction)
 			old_sigchld.sa_sigaction(sig, info, uctx);
@@ -1197,6 +1265,39 @@ static int wait_one(struct utrace_session *s, bool block)
 	return 1;
 }
 
+static sigset_t sigchld_set(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	return set;
+}
+
+/*
+ * Sleep until a ptrace event may be pending, an interrupt, or @ms
+ * milliseconds (< 0: no limit). Inside run()'s fast path SIGCHLD is blocked
+ * in this thread and is taken with sigtimedwait(); otherwise poll() waits
+ * on the self-pipe (for at most POLL_FALLBACK_MS if it cannot be trusted)
+ * and drains it. Either way the caller must check waitpid() again.
+ */
+static void sleep_for_events(struct utrace_session *s, int ms)
+{
+	struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+
+	if (s->fast_tid) {
+		sigset_t set = sigchld_set();
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		sigtimedwait(&set, NULL, ms < 0 ? NULL : &ts);
+		return;
+	}
+	if (!sigchld_reliable() && (ms < 0 || ms > POLL_FALLBACK_MS))
+		ms = POLL_FALLBACK_MS;
+	poll(&pfd, 1, ms);
+	sigchld_drain();
+}
+
 /**
  * session_now_ms - the monotonic clock in milliseconds.
  *
@@ -1222,7 +1323,6 @@ long session_now_ms(void)
 int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		int status, wait_ms;
 		pid_t r = waitpid(tid, &status, WAIT_FLAGS | (deadline_ms < 0 ? 0 : WNOHANG));
 
@@ -1237,16 +1337,13 @@ int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long 
 		wait_ms = (int)(deadline_ms - now_ms());
 		if (wait_ms <= 0)
 			return -ETIMEDOUT;
-		if (!sigchld_reliable() && wait_ms > POLL_FALLBACK_MS)
-			wait_ms = POLL_FALLBACK_MS;
-		poll(&pfd, 1, wait_ms);
-		sigchld_drain();
+		sleep_for_events(s, wait_ms);
 	}
 }
 
 static int check_tracer(const struct utrace_session *s)
 {
-	return gettid_raw() == s->tracer_tid ? 0 : -EINVAL;
+	return current_tid() == s->tracer_tid ? 0 : -EINVAL;
 }
 
 static long now_ms(void)
@@ -1294,6 +1391,88 @@ int utrace_session__poll(struct utrace_session *s)
 	}
 }
 
+/*
+ * Enter run()'s fast path if the signal set-up allows it: our handler is
+ * installed with nothing to chain to (sigtimedwait() consumes SIGCHLDs that
+ * a chained handler would have seen), the caller does not block SIGCHLD in
+ * this thread (it may be reading it from a signalfd), and a fast_waiters[]
+ * slot is free. Return: true with SIGCHLD blocked in this thread.
+ */
+static bool fast_enter(struct utrace_session *s)
+{
+	sigset_t set = sigchld_set(), old;
+	struct sigaction cur;
+	int i;
+
+	if (sigaction(SIGCHLD, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO) ||
+	    cur.sa_sigaction != sigchld_handler)
+		return false;
+	if (old_sigchld.sa_handler != SIG_DFL && old_sigchld.sa_handler != SIG_IGN)
+		return false;
+	if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0)
+		return false;
+	if (sigismember(&old, SIGCHLD))
+		return false; /* the caller's own choice: leave it */
+	for (i = 0; i < FAST_WAITERS; i++) {
+		sig_atomic_t zero = 0;
+
+		if (__atomic_compare_exchange_n(&fast_waiters[i], &zero, s->tracer_tid, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			s->fast_slot = i;
+			s->fast_tid = s->tracer_tid;
+			return true;
+		}
+	}
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	return false;
+}
+
+static void fast_leave(struct utrace_session *s)
+{
+	sigset_t set = sigchld_set();
+
+	s->fast_tid = 0;
+	__atomic_store_n(&fast_waiters[s->fast_slot], 0, __ATOMIC_SEQ_CST);
+	/* a SIGCHLD still pending now goes to the handler: one pipe write */
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/*
+ * run()'s fast path. A ptrace stop costs the tracer waitpid() (the event),
+ * the engines' own requests (PTRACE_GET_SYSCALL_INFO, the resume), then a
+ * WNOHANG waitpid() that finds nothing and a sigtimedwait() that sleeps
+ * until the next SIGCHLD: no signal delivery, no handler, no pipe. A
+ * SIGCHLD that arrives between the empty waitpid() and sigtimedwait() stays
+ * pending (blocked), so no stop is missed; interrupt() tgkill()s a SIGCHLD
+ * to this thread for the same reason, and a handler that runs in this
+ * thread makes sigtimedwait() fail with EINTR (never restarted, whatever
+ * SA_RESTART says).
+ */
+static int run_fast(struct utrace_session *s, int timeout_ms, long deadline)
+{
+	for (;;) {
+		int r = run_status(s), wait_ms = -1;
+
+		if (r >= 0)
+			return r;
+		r = wait_one(s, false);
+		if (r > 0 || r == -ECHILD)
+			continue;
+		if (r < 0 && r != -EINTR)
+			return r;
+		if (r < 0)
+			continue;
+		if (timeout_ms >= 0) {
+			long left = deadline - now_ms();
+
+			if (left <= 0)
+				return UTRACE_RUN_TIMEOUT;
+			wait_ms = (int)left;
+		}
+		sleep_for_events(s, wait_ms);
+	}
+}
+
 int utrace_session__run(struct utrace_session *s, int timeout_ms)
 {
 	bool reliable;
@@ -1306,6 +1485,11 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 	if (r)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	if (!s->fast_tid && fast_enter(s)) {
+		r = run_fast(s, timeout_ms, deadline);
+		fast_leave(s);
+		return r;
+	}
 	reliable = sigchld_reliable();
 	for (;;) {
 		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
@@ -1338,6 +1522,7 @@ int utrace_session__fd(struct utrace_session *s)
 void utrace_session__interrupt(struct utrace_session *s)
 {
 	char c = 1;
+	pid_t tid;
 
 	if (!s)
 		return;
@@ -1345,6 +1530,9 @@ void utrace_session__interrupt(struct utrace_session *s)
 	if (write(sigchld_pipe[1], &c, 1) < 0) {
 		/* pipe full: poll() wakes anyway */
 	}
+	tid = s->fast_tid;
+	if (tid)
+		syscall(SYS_tgkill, getpid(), tid, SIGCHLD); /* wakes run_fast()'s sigtimedwait() */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1383,19 +1571,15 @@ static int wait_one_timeout(struct utrace_session *s, int ms)
 	if (ms < 0)
 		return wait_one(s, true);
 	for (;;) {
-		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		long left;
 
-		sigchld_drain();
 		r = wait_one(s, false);
 		if (r != 0)
 			return r;
 		left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
-		if (!sigchld_reliable() && left > POLL_FALLBACK_MS)
-			left = POLL_FALLBACK_MS;
-		poll(&pfd, 1, (int)left);
+		sleep_for_events(s, (int)left);
 	}
 }
 
@@ -1626,7 +1810,7 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->tracer_tid = gettid_raw();
+	s->tracer_tid = current_tid();
 	s->follow_forks = OPTS_GET(opts, utrace_session_opts, follow_forks, false);
 	s->mode = OPTS_GET(opts, utrace_session_opts, syscall_mode, UTRACE_SYSCALLS_PTRACE);
 	s->remote_timeout_ms = OPTS_GET(opts, utrace_session_opts, remote_timeout_ms, 0);

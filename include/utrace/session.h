@@ -175,9 +175,14 @@ enum utrace_run_result {
  * stopped across calls. The session reaps with waitpid(-1, __WALL |
  * __WNOTHREAD): children that the tracing thread itself forked are reaped
  * too (logged with pr_debug and forgotten), children of other threads are
- * not touched. At most one session per thread. If the caller replaces the
- * library's SIGCHLD handler or blocks SIGCHLD in the tracing thread, the
- * loop still works but polls every 10 ms.
+ * not touched. At most one session per thread. While it waits, run() keeps
+ * SIGCHLD blocked in the tracing thread and takes it with sigtimedwait()
+ * (the mask is restored on return), unless the caller's own SIGCHLD handler
+ * was installed before the session (it would then miss those signals) or
+ * the caller blocks SIGCHLD itself: then it sleeps in poll() on the fd of
+ * utrace_session__fd(). If the caller replaces the library's SIGCHLD
+ * handler or blocks SIGCHLD in the tracing thread, the loop still works
+ * but polls every 10 ms.
  * @param s session
  * @param timeout_ms maximum time to wait, in milliseconds; < 0 = no limit
  * @return an enum utrace_run_result (>= 0) on success; negative error code
