@@ -178,9 +178,9 @@ enum utrace_run_result {
  * not touched. At most one session per thread. While it waits, run() keeps
  * SIGCHLD blocked in the tracing thread and takes it with sigtimedwait()
  * (the mask is restored on return), unless the caller's own SIGCHLD handler
- * was installed before the session (it would then miss those signals) or
- * the caller blocks SIGCHLD itself: then it sleeps in poll() on the fd of
- * utrace_session__fd(). If the caller replaces the library's SIGCHLD
+ * was installed before the session (it would then miss those signals):
+ * then it sleeps in poll() on the fd of utrace_session__fd(). If the
+ * caller replaces the library's SIGCHLD
  * handler or blocks SIGCHLD in the tracing thread, the loop still works
  * but polls every 10 ms.
  * @param s session
