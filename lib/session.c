@@ -132,21 +132,27 @@
  * one per thread.
  * Ptrace stops send SIGCHLD to the tracer (do_notify_parent_cldstop(),
  * which is why SA_NOCLDSTOP must never be used). run() normally takes the
- * fast path (run_fast()): SIGCHLD stays blocked in the tracing thread, the
- * loop drains waitpid(WNOHANG) and sleeps in sigtimedwait(), which returns
- * as soon as a SIGCHLD is pending, so no event is missed between the
- * drain and the sleep, and no signal is ever delivered: one stop costs
- * waitpid() twice, sigtimedwait() and the engines' ptrace requests, against
- * a signal frame, a handler, a pipe write, poll(), two reads, a gettid()
- * and the rt_sigreturn before. SIGCHLD being process-directed, a thread
- * that does not block it may take it instead: the handler forwards it to
- * the fast-path threads (fast_waiters[]). interrupt() tgkill()s a SIGCHLD
- * to the sleeping thread; a handler that runs in that thread makes
- * sigtimedwait() fail with EINTR even under SA_RESTART, which a blocking
- * waitpid() would not (it is restarted). Otherwise (the caller's own
- * SIGCHLD handler to chain to, SIGCHLD blocked by the caller, or fd
- * integration with utrace_session__fd()/__poll()) the loop sleeps in
- * poll() on a self-pipe written by the SIGCHLD handler.
+ * fast path (run_fast()) with SIGCHLD blocked in the tracing thread, so no
+ * signal is ever delivered per stop. run(-1) then sleeps in a blocking
+ * waitpid(-1), as strace does: the tracee's stop wakes it with a *sync*
+ * wake-up (__wake_up_parent()), which keeps tracer and tracee ping-ponging
+ * on one CPU; a signal wake-up (sigtimedwait(), poll() on the pipe) is not
+ * sync and often pulls the tracer to the other, idle CPU, which costs more
+ * than the system calls themselves (we measured it: 20-40% more CPU, in
+ * runs that came out bimodal). One stop costs waitpid() and the engines'
+ * ptrace requests: 3 system calls for utrace -s. A blocking waitpid() is
+ * restarted after a signal handler with SA_RESTART, so interrupt() cannot
+ * rely on EINTR: run(-1) starts a waker (waker_spawn()), a CLONE_VM child
+ * of the tracing thread that exits when interrupt() writes to its pipe,
+ * which waitpid() then reports. run() with a timeout drains
+ * waitpid(WNOHANG) and sleeps in sigtimedwait(), which returns as soon as
+ * a SIGCHLD is pending (no event is missed between the drain and the
+ * sleep); interrupt() tgkill()s a SIGCHLD to it. SIGCHLD being
+ * process-directed, a thread that does not block it may take it instead:
+ * the handler forwards it to the fast-path threads (fast_waiters[]).
+ * Otherwise (the caller's own SIGCHLD handler to chain to, SIGCHLD blocked
+ * by the caller, or fd integration with utrace_session__fd()/__poll()) the
+ * loop sleeps in poll() on a self-pipe written by the SIGCHLD handler.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -158,6 +164,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -1261,6 +1269,12 @@ static int wait_one(struct utrace_session *s, bool block)
 			drop_all(s);
 		return err;
 	}
+	if (pid == s->waker_pid) {
+		/* interrupt() woke the blocking waitpid() of run_fast() */
+		s->waker_pid = 0;
+		s->waker_wfd = -1;
+		return 1;
+	}
 	session_handle_status(s, pid, status);
 	return 1;
 }
@@ -1427,9 +1441,72 @@ static bool fast_enter(struct utrace_session *s)
 	return false;
 }
 
+#define WAKER_STACK_SIZE (16 * 1024)
+
+/* The waker: runs on its own small stack in the tracer's memory; raw system calls only. */
+static int waker_main(void *arg)
+{
+	struct pollfd pfd = { .fd = (int)(long)arg, .events = POLLIN };
+
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	syscall(SYS_poll, &pfd, 1, -1);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+/*
+ * Start the waker of run(-1): a child of the tracing thread (clone with
+ * CLONE_VM, so nothing is copied) that waits for a byte from interrupt()
+ * and exits, which makes the blocking waitpid(-1) of run_fast() return
+ * whatever signal handler flags the caller chose. All signals are blocked
+ * in it (a terminal's SIGINT goes to it too). Return: true if it runs.
+ */
+static bool waker_spawn(struct utrace_session *s)
+{
+	sigset_t all, old;
+	pid_t pid;
+
+	if (s->waker_pipe[1] <= 0 && pipe2(s->waker_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		s->waker_pipe[0] = s->waker_pipe[1] = 0;
+		return false;
+	}
+	if (!s->waker_stack)
+		s->waker_stack = malloc(WAKER_STACK_SIZE);
+	if (!s->waker_stack)
+		return false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(waker_main, s->waker_stack + WAKER_STACK_SIZE, CLONE_VM | SIGCHLD,
+		    (void *)(long)s->waker_pipe[0]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid <= 0)
+		return false;
+	s->waker_pid = pid;
+	s->waker_wfd = s->waker_pipe[1];
+	return true;
+}
+
+static void waker_stop(struct utrace_session *s)
+{
+	char buf[64];
+	int status;
+
+	s->waker_wfd = -1;
+	if (s->waker_pid > 0) {
+		kill(s->waker_pid, SIGKILL);
+		waitpid(s->waker_pid, &status, __WALL);
+		s->waker_pid = 0;
+	}
+	if (s->waker_pipe[0] > 0)
+		while (read(s->waker_pipe[0], buf, sizeof(buf)) > 0)
+			;
+}
+
 static void fast_leave(struct utrace_session *s)
 {
 	sigset_t set = sigchld_set();
+
+	waker_stop(s);
 
 	s->fast_tid = 0;
 	__atomic_store_n(&fast_waiters[s->fast_slot], 0, __ATOMIC_SEQ_CST);
@@ -1438,15 +1515,11 @@ static void fast_leave(struct utrace_session *s)
 }
 
 /*
- * run()'s fast path. A ptrace stop costs the tracer waitpid() (the event),
- * the engines' own requests (PTRACE_GET_SYSCALL_INFO, the resume), then a
- * WNOHANG waitpid() that finds nothing and a sigtimedwait() that sleeps
- * until the next SIGCHLD: no signal delivery, no handler, no pipe. A
- * SIGCHLD that arrives between the empty waitpid() and sigtimedwait() stays
- * pending (blocked), so no stop is missed; interrupt() tgkill()s a SIGCHLD
- * to this thread for the same reason, and a handler that runs in this
- * thread makes sigtimedwait() fail with EINTR (never restarted, whatever
- * SA_RESTART says).
+ * run()'s fast path (see the essay, "Waiting"). With the waker running
+ * (run(-1)) it blocks in waitpid(); without one (a timeout, or the waker
+ * could not start or has exited) it drains waitpid(WNOHANG) and sleeps in
+ * sigtimedwait(). A callback that waits (quiesce, remote syscalls) does so
+ * while the waker lives, so a waitpid(-1) there cannot see ECHILD.
  */
 static int run_fast(struct utrace_session *s, int timeout_ms, long deadline)
 {
@@ -1455,7 +1528,7 @@ static int run_fast(struct utrace_session *s, int timeout_ms, long deadline)
 
 		if (r >= 0)
 			return r;
-		r = wait_one(s, false);
+		r = wait_one(s, s->waker_pid > 0);
 		if (r > 0 || r == -ECHILD)
 			continue;
 		if (r < 0 && r != -EINTR)
@@ -1486,6 +1559,8 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
 	if (!s->fast_tid && fast_enter(s)) {
+		if (timeout_ms < 0)
+			waker_spawn(s);
 		r = run_fast(s, timeout_ms, deadline);
 		fast_leave(s);
 		return r;
@@ -1529,6 +1604,9 @@ void utrace_session__interrupt(struct utrace_session *s)
 	s->interrupted = 1;
 	if (write(sigchld_pipe[1], &c, 1) < 0) {
 		/* pipe full: poll() wakes anyway */
+	}
+	if (s->waker_wfd >= 0 && write(s->waker_wfd, &c, 1) < 0) {
+		/* full: the waker is woken anyway */
 	}
 	tid = s->fast_tid;
 	if (tid)
@@ -1811,6 +1889,7 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 		return NULL;
 	}
 	s->tracer_tid = current_tid();
+	s->waker_wfd = -1;
 	s->follow_forks = OPTS_GET(opts, utrace_session_opts, follow_forks, false);
 	s->mode = OPTS_GET(opts, utrace_session_opts, syscall_mode, UTRACE_SYSCALLS_PTRACE);
 	s->remote_timeout_ms = OPTS_GET(opts, utrace_session_opts, remote_timeout_ms, 0);
@@ -2200,6 +2279,11 @@ void utrace_session__close(struct utrace_session *s)
 	drop_all(s);
 	while (s->procs)
 		proc_free(s, s->procs);
+	if (s->waker_pipe[1] > 0) {
+		close(s->waker_pipe[0]);
+		close(s->waker_pipe[1]);
+	}
+	free(s->waker_stack);
 	free(s);
 }
 

@@ -1081,6 +1081,8 @@ TEST(run_interrupt_while_asleep)
 	struct timespec t0;
 	pthread_t th;
 	sigset_t mask;
+	char path[64], kids[256] = "";
+	FILE *f;
 	long ms;
 
 	target_wait_ready(&t);
@@ -1105,6 +1107,15 @@ TEST(run_interrupt_while_asleep)
 
 	CHECK(pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0);
 	CHECK(!sigismember(&mask, SIGCHLD));
+	/* run(-1)'s waker child is gone: the target is our only child */
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)syscall(SYS_gettid));
+	f = fopen(path, "r");
+	CHECK(f);
+	if (!fgets(kids, sizeof(kids), f))
+		kids[0] = 0;
+	fclose(f);
+	snprintf(path, sizeof(path), "%d ", t.pid);
+	CHECK_STREQ(kids, path);
 	/* a timeout in the same sleep */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
