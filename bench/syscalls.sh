@@ -4,7 +4,10 @@
 # bench/syscalls.sh - utrace -s against strace, on a syscall-heavy program
 # (tests/targets/s-getppid: COUNT getppid() calls, then COUNT/10 writes to
 # /dev/null). Each command runs RUNS times, interleaved with its rival so
-# that machine noise hits both alike; the median wall time is reported.
+# that machine noise hits both alike. The figure of merit is the median CPU
+# time (user + system of tracer and tracee, from /usr/bin/time), which a
+# loaded machine disturbs much less than wall time; wall medians and
+# minimums are shown too.
 #
 #   (a) every syscall traced, output to /dev/null:
 #       utrace -F -s -o /dev/null   vs  strace -f -o /dev/null
@@ -13,18 +16,23 @@
 #
 # Usage: bench/syscalls.sh [BUILD_DIR [RUNS [COUNT]]]   (defaults: build 5 200000)
 # Prints a table and the ratios utrace/strace (< 1: utrace is faster).
+# UTRACE_BEFORE=/path/to/an/older/utrace adds its rows and ratios, run in
+# the same rounds, for before/after comparisons.
 set -eu
 
 BUILD=${1:-build}
 RUNS=${2:-5}
 COUNT=${3:-200000}
 UTRACE=$BUILD/cli/utrace
+BEFORE=${UTRACE_BEFORE:-}
 PROG=$BUILD/tests/targets/s-getppid
 
 for f in "$UTRACE" "$PROG"; do
 	[ -x "$f" ] || { echo "bench: $f not built (ninja -C $BUILD)" >&2; exit 2; }
 done
 command -v strace >/dev/null || { echo "bench: strace is not installed" >&2; exit 2; }
+[ -x /usr/bin/time ] || echo "bench: /usr/bin/time missing: no CPU times, wall only" >&2
+[ -z "$BEFORE" ] || [ -x "$BEFORE" ] || { echo "bench: $BEFORE is not executable" >&2; exit 2; }
 
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -60,38 +68,41 @@ while [ $i -lt "$RUNS" ]; do
 	run base "$PROG" "$COUNT"
 	run a_utrace "$UTRACE" -F -s -o /dev/null -- "$PROG" "$COUNT"
 	run a_strace strace -f -o /dev/null "$PROG" "$COUNT"
+	[ -z "$BEFORE" ] || run a_before "$BEFORE" -F -s -o /dev/null -- "$PROG" "$COUNT"
 	run b_utrace "$UTRACE" -s openat -o /dev/null -- "$PROG" "$COUNT"
 	run b_strace strace -f --seccomp-bpf -e trace=openat -o /dev/null "$PROG" "$COUNT"
+	[ -z "$BEFORE" ] || run b_before "$BEFORE" -s openat -o /dev/null -- "$PROG" "$COUNT"
 	i=$((i + 1))
 done
 
 base=$(median base)
-printf 'workload: %s %s (%s getppid + %s write), %s runs each, median wall time\n\n' \
+printf 'workload: %s %s (%s getppid + %s write), %s runs each, interleaved\n\n' \
 	"$(basename "$PROG")" "$COUNT" "$COUNT" "$((COUNT / 10))" "$RUNS"
-printf '%-44s %10s %9s %10s %11s\n' "command" "median (s)" "min (s)" "cpu med (s)" "vs untraced"
-printf '%-44s %10s %9s %10s %11s\n' "--------------------------------------------" "----------" \
-	"---------" "----------" "-----------"
+printf '%-46s %11s %10s %9s %12s\n' "command" "cpu med (s)" "wall med" "wall min" "wall/untraced"
+printf '%-46s %11s %10s %9s %12s\n' "----------------------------------------------" \
+	"-----------" "----------" "---------" "------------"
 row() {
 	awk -v label="$2" -v m="$(median "$1")" -v n="$(minimum "$1")" \
 		-v c="$(median "$1.cpu")" -v b="$base" \
-		'BEGIN { printf "%-44s %10.3f %9.3f %10.3f %10.1fx\n", label, m / 1e6, n / 1e6, c / 1e6, m / b }'
+		'BEGIN { printf "%-46s %11.3f %10.3f %9.3f %11.1fx\n", label, c / 1e6, m / 1e6, n / 1e6, m / b }'
+}
+# ratio LABEL A B: median CPU and wall ratios of runs A and B
+ratio() {
+	awk -v label="$1" -v ac="$(median "$2.cpu")" -v bc="$(median "$3.cpu")" \
+		-v aw="$(median "$2")" -v bw="$(median "$3")" \
+		'BEGIN { printf "%-46s %11.2f %10.2f\n", label, (bc ? ac / bc : 0), aw / bw }'
 }
 row base "untraced"
 row a_utrace "(a) utrace -F -s -o /dev/null"
+[ -z "$BEFORE" ] || row a_before "(a) utrace BEFORE -F -s -o /dev/null"
 row a_strace "(a) strace -f -o /dev/null"
 row b_utrace "(b) utrace -s openat"
+[ -z "$BEFORE" ] || row b_before "(b) utrace BEFORE -s openat"
 row b_strace "(b) strace -f --seccomp-bpf -e trace=openat"
 echo
-awk -v au="$(median a_utrace)" -v as="$(median a_strace)" \
-	-v bu="$(median b_utrace)" -v bs="$(median b_strace)" \
-	-v aun="$(minimum a_utrace)" -v asn="$(minimum a_strace)" \
-	-v bun="$(minimum b_utrace)" -v bsn="$(minimum b_strace)" \
-	-v auc="$(median a_utrace.cpu)" -v asc="$(median a_strace.cpu)" \
-	-v buc="$(median b_utrace.cpu)" -v bsc="$(median b_strace.cpu)" 'BEGIN {
-	printf "ratio utrace/strace (< 1: utrace faster)      wall median  wall min  cpu median\n"
-	printf "(a) all syscalls traced, output /dev/null     %11.2f %9.2f %11.2f\n", au / as, aun / asn, (asc ? auc / asc : 0)
-	printf "(b) filter selects none of the hot syscalls   %11.2f %9.2f %11.2f\n", bu / bs, bun / bsn, (bsc ? buc / bsc : 0)
-	printf "load average at the end: "
-	getline la < "/proc/loadavg"
-	print la
-}'
+printf '%-46s %11s %10s\n' "ratio (< 1: first is cheaper)" "cpu median" "wall med"
+ratio "(a) all syscalls traced: utrace / strace" a_utrace a_strace
+[ -z "$BEFORE" ] || ratio "(a) BEFORE utrace / strace" a_before a_strace
+ratio "(b) no hot syscall selected: utrace / strace" b_utrace b_strace
+[ -z "$BEFORE" ] || ratio "(b) BEFORE utrace / strace" b_before b_strace
+printf 'load average at the end: %s\n' "$(cat /proc/loadavg)"

@@ -7,12 +7,15 @@
  * Runs "TARGET mt CALLS 1" (tests/targets/s-uprobes) REPEAT times each:
  * untraced (launched under a session with no probe), with an entry probe
  * on work(), and with an entry + return probe. Prints the median of
- * (time traced - time untraced) / hits in ns, per hit and per call.
+ * (time traced - time untraced) / hits in ns, per hit and per call, for
+ * wall time and for CPU time (user + system of the tracer and the target,
+ * from getrusage(): less disturbed by a loaded machine).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "utrace/utrace.h"
@@ -35,15 +38,32 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* mode 0: no probe; 1: entry; 2: entry + return. Returns seconds. */
-static double run_once(const char *target, const char *calls, int mode)
+/* CPU seconds of this process and its reaped children (the targets). */
+static double cpu_now(void)
+{
+	struct rusage self, kids;
+
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	return self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec +
+	       kids.ru_stime.tv_sec +
+	       (self.ru_utime.tv_usec + self.ru_stime.tv_usec + kids.ru_utime.tv_usec +
+		kids.ru_stime.tv_usec) /
+		       1e6;
+}
+
+/*
+ * mode 0: no probe; 1: entry; 2: entry + return. Returns wall seconds,
+ * CPU seconds in *cpu.
+ */
+static double run_once(const char *target, const char *calls, int mode, double *cpu)
 {
 	char *argv[] = { (char *)target, "mt", (char *)calls, "1", NULL };
 	struct utrace_session *s = utrace_session__new(NULL);
 	struct utrace_uprobes *up = utrace_uprobes__new(s, NULL);
 	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_hit,
 		    .ret_handler = mode == 2 ? on_hit : NULL);
-	double t0;
+	double t0, c0;
 
 	if (!s || !up) {
 		perror("session");
@@ -53,6 +73,7 @@ static double run_once(const char *target, const char *calls, int mode)
 		perror("register");
 		exit(1);
 	}
+	c0 = cpu_now();
 	t0 = now();
 	if (utrace_session__launch(s, argv, NULL) < 0) {
 		fprintf(stderr, "launch failed\n");
@@ -62,7 +83,8 @@ static double run_once(const char *target, const char *calls, int mode)
 		;
 	t0 = now() - t0;
 	utrace_uprobes__free(up);
-	utrace_session__close(s);
+	utrace_session__close(s); /* the target is reaped by now */
+	*cpu = cpu_now() - c0;
 	return t0;
 }
 
@@ -78,22 +100,31 @@ int main(int argc, char **argv)
 	const char *target = argc > 1 ? argv[1] : "build/tests/targets/s-uprobes";
 	const char *calls = argc > 2 ? argv[2] : "20000";
 	int rep = argc > 3 ? atoi(argv[3]) : 5, i, mode;
-	double t[3][32], med[3];
+	double t[3][32], c[3][32], med[3], cmed[3];
 	long n = atol(calls);
 
 	if (rep > 32)
 		rep = 32;
+	if (rep < 1)
+		rep = 1;
 	for (i = 0; i < rep; i++)
 		for (mode = 0; mode < 3; mode++)
-			t[mode][i] = run_once(target, calls, mode);
+			t[mode][i] = run_once(target, calls, mode, &c[mode][i]);
 	for (mode = 0; mode < 3; mode++) {
 		qsort(t[mode], rep, sizeof(double), cmp);
+		qsort(c[mode], rep, sizeof(double), cmp);
 		med[mode] = t[mode][rep / 2];
+		cmed[mode] = c[mode][rep / 2];
 	}
 	printf("calls %ld, median of %d runs: untraced %.3f s, entry %.3f s, entry+return %.3f s\n",
 	       n, rep, med[0], med[1], med[2]);
-	printf("entry probe: %.0f ns per hit\n", (med[1] - med[0]) / n * 1e9);
-	printf("entry+return probe: %.0f ns per call (%.0f ns per trap)\n",
-	       (med[2] - med[0]) / n * 1e9, (med[2] - med[0]) / (2.0 * n) * 1e9);
+	printf("  cpu (tracer + target):   untraced %.3f s, entry %.3f s, entry+return %.3f s\n",
+	       cmed[0], cmed[1], cmed[2]);
+	printf("entry probe: %.0f ns per hit (cpu %.0f ns)\n", (med[1] - med[0]) / n * 1e9,
+	       (cmed[1] - cmed[0]) / n * 1e9);
+	printf("entry+return probe: %.0f ns per call (%.0f ns per trap); cpu %.0f ns per call "
+	       "(%.0f ns per trap)\n",
+	       (med[2] - med[0]) / n * 1e9, (med[2] - med[0]) / (2.0 * n) * 1e9,
+	       (cmed[2] - cmed[0]) / n * 1e9, (cmed[2] - cmed[0]) / (2.0 * n) * 1e9);
 	return 0;
 }

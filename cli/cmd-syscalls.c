@@ -638,37 +638,21 @@ static int attach_all(struct tracer *t)
 }
 
 /*
- * The event loop. utrace_session__run() sleeps in poll() on a pipe that
- * the library's SIGCHLD handler writes, which costs a signal delivery, a
- * write and an rt_sigreturn for every ptrace stop: more than the stop
- * itself. Instead SIGCHLD is kept blocked (after the launch, so the
- * command does not inherit the mask) and the loop sleeps in sigtimedwait()
- * only when utrace_session__poll() has nothing left to do; a SIGCHLD that
- * arrives in between stays pending, so no stop is missed. SIGINT, SIGTERM,
+ * The event loop: utrace_session__run() with no timeout takes the library's
+ * fast path (SIGCHLD blocked in this thread and taken with sigtimedwait(),
+ * no handler, no pipe: see run_fast() in lib/session.c). SIGINT, SIGTERM,
  * SIGHUP and the -d timer (SIGALRM) are not blocked: their handler calls
- * utrace_session__interrupt(), which poll() reports even when events never
- * stop coming.
+ * utrace_session__interrupt(), which wakes run() even while it sleeps and
+ * is reported even when events never stop coming.
  * Return: 0 when done or interrupted (*interrupted says which); negative
  * error code from the session otherwise.
  */
 static int event_loop(struct tracer *t, bool *interrupted)
 {
-	sigset_t chld;
-
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
 	for (;;) {
-		int r = utrace_session__poll(t->s);
+		int r = utrace_session__run(t->s, -1);
 
 		switch (r) {
-		case UTRACE_RUN_IDLE: {
-			struct timespec ts = { 1, 0 }; /* a safety net, never needed */
-
-			if (sigtimedwait(&chld, NULL, &ts) < 0 && errno != EAGAIN && errno != EINTR)
-				return -errno;
-			break;
-		}
 		case UTRACE_RUN_BREAK:
 			break;
 		case UTRACE_RUN_DONE:

@@ -157,6 +157,12 @@ struct utrace_session {
 	struct utrace_thread *dispatch_th; /* thread whose event is being dispatched */
 	bool break_req;
 	volatile sig_atomic_t interrupted;
+	volatile sig_atomic_t fast_tid; /* tracer tid while in run()'s fast path, else 0 */
+	int fast_slot; /* its fast_waiters[] slot */
+	pid_t waker_pid; /* run(-1)'s waker child (session.c: waker_spawn()), or 0 */
+	int waker_pipe[2]; /* interrupt() writes [1]; the waker polls [0] */
+	volatile sig_atomic_t waker_wfd; /* waker_pipe[1] while a waker runs, else -1 */
+	char *waker_stack;
 	pid_t launched_pid;
 	int launch_status; /* -EAGAIN while running, -ECHILD if none */
 	bool launch_kill;

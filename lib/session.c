@@ -130,11 +130,29 @@
  * that fork their own children, do not steal each other's events; two
  * sessions in the same thread would, which is why there must be at most
  * one per thread.
- * run() with a timeout sleeps in poll() on a self-pipe written by a
- * SIGCHLD handler (ptrace stops send SIGCHLD to the tracer:
- * do_notify_parent_cldstop(), which is why SA_NOCLDSTOP must never be
- * used), so no event is missed between the non-blocking drain and the
- * poll().
+ * Ptrace stops send SIGCHLD to the tracer (do_notify_parent_cldstop(),
+ * which is why SA_NOCLDSTOP must never be used). run() normally takes the
+ * fast path (run_fast()) with SIGCHLD blocked in the tracing thread, so no
+ * signal is ever delivered per stop. run(-1) then sleeps in a blocking
+ * waitpid(-1), as strace does: the tracee's stop wakes it with a *sync*
+ * wake-up (__wake_up_parent()), which keeps tracer and tracee ping-ponging
+ * on one CPU; a signal wake-up (sigtimedwait(), poll() on the pipe) is not
+ * sync and often pulls the tracer to the other, idle CPU, which costs more
+ * than the system calls themselves (we measured it: 20-40% more CPU, in
+ * runs that came out bimodal). One stop costs waitpid() and the engines'
+ * ptrace requests: 3 system calls for utrace -s. A blocking waitpid() is
+ * restarted after a signal handler with SA_RESTART, so interrupt() cannot
+ * rely on EINTR: run(-1) starts a waker (waker_spawn()), a CLONE_VM child
+ * of the tracing thread that exits when interrupt() writes to its pipe,
+ * which waitpid() then reports. run() with a timeout drains
+ * waitpid(WNOHANG) and sleeps in sigtimedwait(), which returns as soon as
+ * a SIGCHLD is pending (no event is missed between the drain and the
+ * sleep); interrupt() tgkill()s a SIGCHLD to it. SIGCHLD being
+ * process-directed, a thread that does not block it may take it instead:
+ * the handler forwards it to the fast-path threads (fast_waiters[]).
+ * Otherwise (the caller's own SIGCHLD handler to chain to, SIGCHLD blocked
+ * by the caller, or fd integration with utrace_session__fd()/__poll()) the
+ * loop sleeps in poll() on a self-pipe written by the SIGCHLD handler.
  */
 #include <dirent.h>
 #include <elf.h>
@@ -146,6 +164,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -193,12 +213,67 @@ static pid_t gettid_raw(void)
 	return (pid_t)syscall(SYS_gettid);
 }
 
+/*
+ * The calling thread's tid, cached: check_tracer() runs on every poll() and
+ * run() call, and gettid() is a system call. A forked child inherits the
+ * cache of the thread that forked, so an atfork handler clears it.
+ */
+static __thread pid_t cached_tid;
+static pthread_once_t tid_once = PTHREAD_ONCE_INIT;
+
+static void tid_forget(void)
+{
+	cached_tid = 0;
+}
+
+static void tid_once_init(void)
+{
+	pthread_atfork(NULL, NULL, tid_forget);
+}
+
+static pid_t current_tid(void)
+{
+	if (!cached_tid) {
+		pthread_once(&tid_once, tid_once_init);
+		cached_tid = gettid_raw();
+	}
+	return cached_tid;
+}
+
 /* ------------------------------------------------------------------------ */
 /* SIGCHLD self-pipe                                                         */
 /* ------------------------------------------------------------------------ */
 
 static int sigchld_pipe[2] = { -1, -1 };
 static struct sigaction old_sigchld;
+
+/*
+ * Tracing threads inside run()'s fast path (see run_fast()): they keep
+ * SIGCHLD blocked and take it with sigtimedwait(). SIGCHLD is
+ * process-directed, so another thread of the process may take it instead;
+ * the handler then forwards it to every such thread with tgkill(). Slots
+ * are claimed with a compare-and-swap of 0 -> tid; the handler only reads.
+ */
+#define FAST_WAITERS 8
+static volatile sig_atomic_t fast_waiters[FAST_WAITERS];
+
+/* Async-signal-safe. */
+static void sigchld_forward(void)
+{
+	pid_t self = 0;
+	int i;
+
+	for (i = 0; i < FAST_WAITERS; i++) {
+		pid_t t = fast_waiters[i];
+
+		if (!t)
+			continue;
+		if (!self)
+			self = gettid_raw();
+		if (t != self)
+			syscall(SYS_tgkill, getpid(), t, SIGCHLD);
+	}
+}
 
 static void sigchld_handler(int sig, siginfo_t *info, void *uctx)
 {
@@ -208,6 +283,7 @@ static void sigchld_handler(int sig, siginfo_t *info, void *uctx)
 	if (write(sigchld_pipe[1], &c, 1) < 0) {
 		/* full pipe: a wake-up is already pending */
 	}
+	sigchld_forward();
 	if (old_sigchld.sa_flags & SA_SIGINFO) {
 		if (old_sigchld.sa_sigaction)
 			old_sigchld.sa_sigaction(sig, info, uctx);
@@ -1193,8 +1269,47 @@ static int wait_one(struct utrace_session *s, bool block)
 			drop_all(s);
 		return err;
 	}
+	if (pid == s->waker_pid) {
+		/* interrupt() woke the blocking waitpid() of run_fast() */
+		s->waker_pid = 0;
+		s->waker_wfd = -1;
+		return 1;
+	}
 	session_handle_status(s, pid, status);
 	return 1;
+}
+
+static sigset_t sigchld_set(void)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	return set;
+}
+
+/*
+ * Sleep until a ptrace event may be pending, an interrupt, or @ms
+ * milliseconds (< 0: no limit). Inside run()'s fast path SIGCHLD is blocked
+ * in this thread and is taken with sigtimedwait(); otherwise poll() waits
+ * on the self-pipe (for at most POLL_FALLBACK_MS if it cannot be trusted)
+ * and drains it. Either way the caller must check waitpid() again.
+ */
+static void sleep_for_events(struct utrace_session *s, int ms)
+{
+	struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
+
+	if (s->fast_tid) {
+		sigset_t set = sigchld_set();
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		sigtimedwait(&set, NULL, ms < 0 ? NULL : &ts);
+		return;
+	}
+	if (!sigchld_reliable() && (ms < 0 || ms > POLL_FALLBACK_MS))
+		ms = POLL_FALLBACK_MS;
+	poll(&pfd, 1, ms);
+	sigchld_drain();
 }
 
 /**
@@ -1222,7 +1337,6 @@ long session_now_ms(void)
 int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms)
 {
 	for (;;) {
-		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		int status, wait_ms;
 		pid_t r = waitpid(tid, &status, WAIT_FLAGS | (deadline_ms < 0 ? 0 : WNOHANG));
 
@@ -1237,16 +1351,13 @@ int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long 
 		wait_ms = (int)(deadline_ms - now_ms());
 		if (wait_ms <= 0)
 			return -ETIMEDOUT;
-		if (!sigchld_reliable() && wait_ms > POLL_FALLBACK_MS)
-			wait_ms = POLL_FALLBACK_MS;
-		poll(&pfd, 1, wait_ms);
-		sigchld_drain();
+		sleep_for_events(s, wait_ms);
 	}
 }
 
 static int check_tracer(const struct utrace_session *s)
 {
-	return gettid_raw() == s->tracer_tid ? 0 : -EINVAL;
+	return current_tid() == s->tracer_tid ? 0 : -EINVAL;
 }
 
 static long now_ms(void)
@@ -1294,6 +1405,147 @@ int utrace_session__poll(struct utrace_session *s)
 	}
 }
 
+/*
+ * Enter run()'s fast path if the signal set-up allows it: our handler is
+ * installed with nothing to chain to (sigtimedwait() consumes SIGCHLDs that
+ * a chained handler would have seen), the caller does not block SIGCHLD in
+ * this thread (it may be reading it from a signalfd), and a fast_waiters[]
+ * slot is free. Return: true with SIGCHLD blocked in this thread.
+ */
+static bool fast_enter(struct utrace_session *s)
+{
+	sigset_t set = sigchld_set(), old;
+	struct sigaction cur;
+	int i;
+
+	if (sigaction(SIGCHLD, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO) ||
+	    cur.sa_sigaction != sigchld_handler)
+		return false;
+	if (old_sigchld.sa_handler != SIG_DFL && old_sigchld.sa_handler != SIG_IGN)
+		return false;
+	if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0)
+		return false;
+	if (sigismember(&old, SIGCHLD))
+		return false; /* the caller's own choice: leave it */
+	for (i = 0; i < FAST_WAITERS; i++) {
+		sig_atomic_t zero = 0;
+
+		if (__atomic_compare_exchange_n(&fast_waiters[i], &zero, s->tracer_tid, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			s->fast_slot = i;
+			s->fast_tid = s->tracer_tid;
+			return true;
+		}
+	}
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+	return false;
+}
+
+#define WAKER_STACK_SIZE (16 * 1024)
+
+/* The waker: runs on its own small stack in the tracer's memory; raw system calls only. */
+static int waker_main(void *arg)
+{
+	struct pollfd pfd = { .fd = (int)(long)arg, .events = POLLIN };
+
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	syscall(SYS_poll, &pfd, 1, -1);
+	syscall(SYS_exit, 0);
+	return 0;
+}
+
+/*
+ * Start the waker of run(-1): a child of the tracing thread (clone with
+ * CLONE_VM, so nothing is copied) that waits for a byte from interrupt()
+ * and exits, which makes the blocking waitpid(-1) of run_fast() return
+ * whatever signal handler flags the caller chose. All signals are blocked
+ * in it (a terminal's SIGINT goes to it too). Return: true if it runs.
+ */
+static bool waker_spawn(struct utrace_session *s)
+{
+	sigset_t all, old;
+	pid_t pid;
+
+	if (s->waker_pipe[1] <= 0 && pipe2(s->waker_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		s->waker_pipe[0] = s->waker_pipe[1] = 0;
+		return false;
+	}
+	if (!s->waker_stack)
+		s->waker_stack = malloc(WAKER_STACK_SIZE);
+	if (!s->waker_stack)
+		return false;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid = clone(waker_main, s->waker_stack + WAKER_STACK_SIZE, CLONE_VM | SIGCHLD,
+		    (void *)(long)s->waker_pipe[0]);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (pid <= 0)
+		return false;
+	s->waker_pid = pid;
+	s->waker_wfd = s->waker_pipe[1];
+	return true;
+}
+
+static void waker_stop(struct utrace_session *s)
+{
+	char buf[64];
+	int status;
+
+	s->waker_wfd = -1;
+	if (s->waker_pid > 0) {
+		kill(s->waker_pid, SIGKILL);
+		waitpid(s->waker_pid, &status, __WALL);
+		s->waker_pid = 0;
+	}
+	if (s->waker_pipe[0] > 0)
+		while (read(s->waker_pipe[0], buf, sizeof(buf)) > 0)
+			;
+}
+
+static void fast_leave(struct utrace_session *s)
+{
+	sigset_t set = sigchld_set();
+
+	waker_stop(s);
+
+	s->fast_tid = 0;
+	__atomic_store_n(&fast_waiters[s->fast_slot], 0, __ATOMIC_SEQ_CST);
+	/* a SIGCHLD still pending now goes to the handler: one pipe write */
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/*
+ * run()'s fast path (see the essay, "Waiting"). With the waker running
+ * (run(-1)) it blocks in waitpid(); without one (a timeout, or the waker
+ * could not start or has exited) it drains waitpid(WNOHANG) and sleeps in
+ * sigtimedwait(). A callback that waits (quiesce, remote syscalls) does so
+ * while the waker lives, so a waitpid(-1) there cannot see ECHILD.
+ */
+static int run_fast(struct utrace_session *s, int timeout_ms, long deadline)
+{
+	for (;;) {
+		int r = run_status(s), wait_ms = -1;
+
+		if (r >= 0)
+			return r;
+		r = wait_one(s, s->waker_pid > 0);
+		if (r > 0 || r == -ECHILD)
+			continue;
+		if (r < 0 && r != -EINTR)
+			return r;
+		if (r < 0)
+			continue;
+		if (timeout_ms >= 0) {
+			long left = deadline - now_ms();
+
+			if (left <= 0)
+				return UTRACE_RUN_TIMEOUT;
+			wait_ms = (int)left;
+		}
+		sleep_for_events(s, wait_ms);
+	}
+}
+
 int utrace_session__run(struct utrace_session *s, int timeout_ms)
 {
 	bool reliable;
@@ -1306,6 +1558,13 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 	if (r)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
+	if (!s->fast_tid && fast_enter(s)) {
+		if (timeout_ms < 0)
+			waker_spawn(s);
+		r = run_fast(s, timeout_ms, deadline);
+		fast_leave(s);
+		return r;
+	}
 	reliable = sigchld_reliable();
 	for (;;) {
 		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
@@ -1338,6 +1597,7 @@ int utrace_session__fd(struct utrace_session *s)
 void utrace_session__interrupt(struct utrace_session *s)
 {
 	char c = 1;
+	pid_t tid;
 
 	if (!s)
 		return;
@@ -1345,6 +1605,12 @@ void utrace_session__interrupt(struct utrace_session *s)
 	if (write(sigchld_pipe[1], &c, 1) < 0) {
 		/* pipe full: poll() wakes anyway */
 	}
+	if (s->waker_wfd >= 0 && write(s->waker_wfd, &c, 1) < 0) {
+		/* full: the waker is woken anyway */
+	}
+	tid = s->fast_tid;
+	if (tid)
+		syscall(SYS_tgkill, getpid(), tid, SIGCHLD); /* wakes run_fast()'s sigtimedwait() */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1383,19 +1649,15 @@ static int wait_one_timeout(struct utrace_session *s, int ms)
 	if (ms < 0)
 		return wait_one(s, true);
 	for (;;) {
-		struct pollfd pfd = { .fd = sigchld_pipe[0], .events = POLLIN };
 		long left;
 
-		sigchld_drain();
 		r = wait_one(s, false);
 		if (r != 0)
 			return r;
 		left = deadline - now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
-		if (!sigchld_reliable() && left > POLL_FALLBACK_MS)
-			left = POLL_FALLBACK_MS;
-		poll(&pfd, 1, (int)left);
+		sleep_for_events(s, (int)left);
 	}
 }
 
@@ -1626,7 +1888,8 @@ struct utrace_session *utrace_session__new(const struct utrace_session_opts *opt
 		errno = ENOMEM;
 		return NULL;
 	}
-	s->tracer_tid = gettid_raw();
+	s->tracer_tid = current_tid();
+	s->waker_wfd = -1;
 	s->follow_forks = OPTS_GET(opts, utrace_session_opts, follow_forks, false);
 	s->mode = OPTS_GET(opts, utrace_session_opts, syscall_mode, UTRACE_SYSCALLS_PTRACE);
 	s->remote_timeout_ms = OPTS_GET(opts, utrace_session_opts, remote_timeout_ms, 0);
@@ -2016,6 +2279,11 @@ void utrace_session__close(struct utrace_session *s)
 	drop_all(s);
 	while (s->procs)
 		proc_free(s, s->procs);
+	if (s->waker_pipe[1] > 0) {
+		close(s->waker_pipe[0]);
+		close(s->waker_pipe[1]);
+	}
+	free(s->waker_stack);
 	free(s);
 }
 

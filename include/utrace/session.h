@@ -175,7 +175,14 @@ enum utrace_run_result {
  * stopped across calls. The session reaps with waitpid(-1, __WALL |
  * __WNOTHREAD): children that the tracing thread itself forked are reaped
  * too (logged with pr_debug and forgotten), children of other threads are
- * not touched. At most one session per thread. If the caller replaces the
+ * not touched. At most one session per thread. While it runs, run() keeps
+ * SIGCHLD blocked in the tracing thread (the mask is restored on return):
+ * with @timeout_ms < 0 it sleeps in waitpid() and starts a small waker
+ * child of the tracing thread (killed and reaped before run() returns)
+ * that utrace_session__interrupt() wakes; with a timeout it sleeps in
+ * sigtimedwait(). If the caller's own SIGCHLD handler was installed before
+ * the session (it would miss those signals), it sleeps in poll() on the
+ * fd of utrace_session__fd() instead. If the caller replaces the
  * library's SIGCHLD handler or blocks SIGCHLD in the tracing thread, the
  * loop still works but polls every 10 ms.
  * @param s session

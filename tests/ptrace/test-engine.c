@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 
 #include "utrace/utrace.h"
 #include "ptrace-util.h"
@@ -1038,6 +1039,132 @@ TEST(run_without_sigchld_wakeups)
 	CHECK_EQ(utrace_session__exit_status(s), 7);
 	CHECK(rec.entries > 10);
 	utrace_session__close(s);
+}
+
+static struct utrace_session *alarm_session;
+
+static void interrupt_on_alarm(int sig)
+{
+	(void)sig;
+	utrace_session__interrupt(alarm_session);
+}
+
+static void *interrupt_later(void *s)
+{
+	msleep(100);
+	utrace_session__interrupt(s);
+	return NULL;
+}
+
+static long elapsed_ms(const struct timespec *t0)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (ts.tv_sec - t0->tv_sec) * 1000 + (ts.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/*
+ * run(-1) sleeps with no event to come (the target is blocked in read):
+ * an interrupt from a signal handler in the tracing thread (SA_RESTART set,
+ * which would restart a blocking waitpid()) or from another thread must
+ * wake it, and run() must leave the signal mask as it found it.
+ */
+TEST(run_interrupt_while_asleep)
+{
+	const char *args[] = { "read", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct sigaction sa = { .sa_handler = interrupt_on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { .it_value = { 0, 100 * 1000 } };
+	struct utrace_session *s;
+	struct rec rec = { 0 };
+	struct timespec t0;
+	pthread_t th;
+	sigset_t mask;
+	char path[64], kids[256] = "";
+	FILE *f;
+	long ms;
+
+	target_wait_ready(&t);
+	s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+	alarm_session = s;
+	CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &rec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	CHECK_EQ(utrace_session__run(s, -1), UTRACE_RUN_INTERRUPTED);
+	ms = elapsed_ms(&t0);
+	CHECK_MSG(ms >= 50 && ms < 5000, "woke after %ld ms", ms);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(pthread_create(&th, NULL, interrupt_later, s) == 0);
+	CHECK_EQ(utrace_session__run(s, 20000), UTRACE_RUN_INTERRUPTED);
+	CHECK(pthread_join(th, NULL) == 0);
+	ms = elapsed_ms(&t0);
+	CHECK_MSG(ms >= 50 && ms < 5000, "woke after %ld ms", ms);
+
+	CHECK(pthread_sigmask(SIG_BLOCK, NULL, &mask) == 0);
+	CHECK(!sigismember(&mask, SIGCHLD));
+	/* run(-1)'s waker child is gone: the target is our only child */
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)syscall(SYS_gettid));
+	f = fopen(path, "r");
+	CHECK(f);
+	if (!fgets(kids, sizeof(kids), f))
+		kids[0] = 0;
+	fclose(f);
+	snprintf(path, sizeof(path), "%d ", t.pid);
+	CHECK_STREQ(kids, path);
+	/* a timeout in the same sleep */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(utrace_session__run(s, 100), UTRACE_RUN_TIMEOUT);
+	ms = elapsed_ms(&t0);
+	CHECK_MSG(ms >= 90 && ms < 5000, "timed out after %ld ms", ms);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK(write(t.in, "hello\n", 6) == 6);
+	CHECK_EQ(target_reap(&t, 5000), 0);
+}
+
+static void *idle_thread(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/*
+ * run() keeps SIGCHLD blocked in the tracing thread; another thread that
+ * does not block it may take the signal instead. The library's handler
+ * must forward it, else run() sleeps while a tracee waits for it.
+ */
+TEST(run_sigchld_taken_by_another_thread)
+{
+	char *argv[] = { (char *)target_path("s-getppid"), "3000", NULL };
+	struct timespec t0;
+	pthread_t th;
+	int i, r;
+
+	CHECK(pthread_create(&th, NULL, idle_thread, NULL) == 0);
+	/* the window is small: several rounds of 6600 stops each */
+	for (i = 0; i < 4; i++) {
+		struct utrace_session *s = new_session(false, UTRACE_SYSCALLS_PTRACE);
+		struct rec rec = { 0 };
+
+		CHECK(utrace_engine__attach(s, &rec_ops, UTRACE_EV_SYSCALL, &rec));
+		CHECK(utrace_session__launch(s, argv, NULL) > 0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			r = utrace_session__run(s, 10000);
+		} while (r == UTRACE_RUN_BREAK);
+		CHECK_MSG(r == UTRACE_RUN_DONE, "round %d: run() returned %d after %ld ms", i, r,
+			  elapsed_ms(&t0));
+		CHECK_EQ(utrace_session__exit_status(s), 0);
+		CHECK(rec.entries > 3000);
+		utrace_session__close(s);
+	}
 }
 
 static void *session_thread(void *arg)
