@@ -1529,8 +1529,16 @@ static int run_fast(struct utrace_session *s, int timeout_ms, long deadline)
 		if (r >= 0)
 			return r;
 		r = wait_one(s, s->waker_pid > 0);
-		if (r > 0 || r == -ECHILD)
+		if (r > 0 || r == -ECHILD) {
+			/*
+			 * With a timeout, honour it even while events keep
+			 * coming (threads hitting probes without a pause):
+			 * the caller's loop must get control back.
+			 */
+			if (timeout_ms >= 0 && now_ms() >= deadline)
+				return UTRACE_RUN_TIMEOUT;
 			continue;
+		}
 		if (r < 0 && r != -EINTR)
 			return r;
 		if (r < 0)
