@@ -401,10 +401,11 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 	if (nr)
 		return -EXIT_TRACE; /* warned above */
 	if (pending) {
-		cli_error("probe '%s': its object is not loaded at start, and the agent backend "
-			  "does not arm libraries loaded later yet (use -b ptrace)",
-			  cp->spec);
-		return -EXIT_TRACE;
+		if (t->opts->verbose >= 0)
+			cli_error("warning: probe '%s': the agent backend does not arm libraries "
+				  "loaded later yet (-b ptrace does)",
+				  cp->spec);
+		return 0;
 	}
 	cli_error("probe '%s': no such function in %s or its libraries (utrace -l SPEC lists "
 		  "what a SPEC matches)",
@@ -531,6 +532,12 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			ret = -err;
 			goto out;
 		}
+	}
+	if (!t->nr_pts) {
+		cli_error("no probe point to arm in '%s' at start (use -b ptrace for libraries "
+			  "loaded later)",
+			  opts->argv[0]);
+		goto out;
 	}
 	err = ahost_sync(&t->h); /* the number of probes changed */
 	if (err < 0) {

@@ -123,6 +123,7 @@ struct tracer {
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
 	bool nomatch; /* a SPEC matched nothing after exec */
+	bool pending; /* a SPEC waits for a library (the agent does not do dlopen yet) */
 	/*
 	 * The session always follows forks (see cmd_trace()); without -F,
 	 * only the roots (the command, the -p pids) are shown, and tracing
@@ -901,6 +902,7 @@ static int check_specs(struct tracer *t)
 		} else if (!nr_imgs || total) {
 			/* resolved, or nothing to check against */
 		} else if (any_pending) {
+			t->pending = true;
 			if (o->verbose >= 0)
 				cli_error(
 					"warning: probe '%s': '%s' is not loaded yet; armed if the "
@@ -1251,7 +1253,7 @@ int cmd_trace(struct cli_opts *opts)
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
 	    (opts->backend == CLI_BACKEND_AUTO && launched && !t->check_after_exec &&
-	     !trace_agent_unsupported(opts) && trace_agent_path())) {
+	     !t->pending && !trace_agent_unsupported(opts) && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + 1, sizeof(*cp));
 
 		if (!cp) {
