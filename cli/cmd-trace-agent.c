@@ -393,7 +393,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		added++;
 		ahost_set_want(&t->h, id,
 			       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP :
-									      UTRACE_PS_INT3);
+									     UTRACE_PS_INT3);
 	}
 	free(m);
 	if (added)
@@ -476,6 +476,13 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	memset(t, 0, sizeof(*t));
 	t->opts = opts;
 	t->h.fd = -1;
+	/* records per thread ring, a power of two (tests make it small to see drops) */
+	if (getenv("UTRACE_AGENT_RING")) {
+		unsigned long n = strtoul(getenv("UTRACE_AGENT_RING"), NULL, 0);
+
+		if (n >= 2 && n <= (1UL << 20) && !(n & (n - 1)))
+			ho.ring_records = (uint32_t)n;
+	}
 	why = trace_agent_unsupported(opts);
 	if (why) {
 		cli_error("%s is not available with the agent backend yet (use -b ptrace)", why);
@@ -608,8 +615,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			json ? aggr_json_summary(f, &a, now, t->pid) :
 			       aggr_print_summary(f, &a, "function");
 		if (opts->hist)
-			json ? aggr_json_hist(f, &a, now, t->pid) :
-			       aggr_print_hist(f, &a);
+			json ? aggr_json_hist(f, &a, now, t->pid) : aggr_print_hist(f, &a);
 		aggr_clear(&a);
 	}
 	fflush(t->out.f);
