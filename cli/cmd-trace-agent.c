@@ -24,6 +24,7 @@
  * libraries loaded later with dlopen.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -31,10 +32,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "utrace/inject.h"
 #include "utrace/utrace.h"
 #include "agent-host.h"
 #include "aggr.h"
@@ -93,7 +96,7 @@ static bool safe_file(const char *path)
 const char *trace_agent_path(void)
 {
 	static char path[PATH_MAX + 64];
-	char exe[PATH_MAX], *slash;
+	char exe[PATH_MAX], real[PATH_MAX], *slash;
 	const char *env = getenv("UTRACE_AGENT");
 	ssize_t n;
 
@@ -107,8 +110,11 @@ const char *trace_agent_path(void)
 			*slash = '\0';
 			/* the build tree: build/cli/utrace, build/agent/libutrace-agent.so */
 			snprintf(path, sizeof(path), "%s/../agent/libutrace-agent.so", exe);
-			if (safe_file(path))
+			/* absolute, no '..': utrace_inject() checks every directory */
+			if (safe_file(path) && realpath(path, real)) {
+				snprintf(path, sizeof(path), "%s", real);
 				return path;
+			}
 		}
 	}
 #ifdef UTRACE_LIBDIR
@@ -121,8 +127,8 @@ const char *trace_agent_path(void)
 
 const char *trace_agent_unsupported(const struct cli_opts *o)
 {
-	if (o->nr_pids)
-		return "attach mode (-p)";
+	if (o->nr_pids > 1)
+		return "attaching to several processes (-p PID,PID)";
 	if (o->stack)
 		return "-k";
 	if (o->nr_injects)
@@ -456,6 +462,89 @@ static void aggregate(struct atracer *t, struct aggr *a)
 	}
 }
 
+static int prepare_arena(void *arena, size_t size, void *ctx)
+{
+	const struct utrace_arena_hdr *want = ctx;
+
+	if (want->arena_size > size)
+		return -ENOSPC;
+	memcpy(arena, want, sizeof(*want));
+	return 0;
+}
+
+/*
+ * Attach mode: load the agent into @pid (seize, dlopen, init with the
+ * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
+ * becomes @h's; @h->pid is the target, which is not our child.
+ */
+static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid, const char *so)
+{
+	struct utrace_arena_hdr hd = { 0 };
+	struct utrace_injection inj;
+	char errbuf[512] = "";
+	UTRACE_OPTS(utrace_inject_opts, io, .init_symbol = "__utrace_agent_init",
+		    .prepare_arena = prepare_arena, .prepare_ctx = &hd, .errbuf = errbuf,
+		    .errlen = sizeof(errbuf));
+	struct timespec ts = { 0, 10000000 };
+	int err, i;
+
+	hd.max_probes = o->max_probes;
+	hd.max_threads = o->max_threads;
+	hd.ring_records = o->ring_records;
+	utrace_abi_layout(&hd);
+	hd.host_pid = (uint32_t)getpid();
+	io.arena_size = hd.arena_size;
+	err = utrace_inject(pid, so, &io, &inj);
+	if (err) {
+		if (err == -ESRCH)
+			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
+		else
+			cli_error("cannot load the agent into pid %d: %s", pid,
+				  errbuf[0] ? errbuf : strerror(-err));
+		return err;
+	}
+	t->h.fd = inj.arena_fd;
+	t->h.arena = inj.arena;
+	t->h.hdr = inj.arena;
+	t->h.pid = pid;
+	t->h.stdin_fd = t->h.stdout_fd = -1;
+	for (i = 0; i < 1000; i++) { /* 10 s */
+		uint32_t st = __atomic_load_n(&t->h.hdr->agent_state, __ATOMIC_ACQUIRE);
+
+		if (st == UTRACE_AGENT_READY)
+			return 0;
+		if (st != UTRACE_AGENT_NONE)
+			break;
+		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts,
+			NULL, 0);
+	}
+	cli_error("the agent in pid %d did not start (state %u, error %d)", pid,
+		  t->h.hdr->agent_state, t->h.hdr->agent_err);
+	return -EPROTO;
+}
+
+/* Attach mode, after DETACH: every probed site holds its original bytes again. */
+static int check_restored(struct atracer *t)
+{
+	int i, bad = 0;
+
+	for (i = 0; i < t->nr_pts; i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
+		uint8_t now[16];
+
+		if (ab->len > sizeof(now) ||
+		    utrace_mem__read(t->pid, ab->addr, now, ab->len) != (ssize_t)ab->len)
+			continue; /* gone */
+		if (memcmp(now, ab->orig, ab->len)) {
+			cli_error("%s at 0x%" PRIx64 " still differs from its original bytes after "
+				  "the detach",
+				  t->pts[i].name, ab->addr);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
 		    bool fallback_ok)
 {
@@ -470,8 +559,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	const char *so = trace_agent_path(), *why;
 	struct utrace_image *img = NULL;
 	uint64_t deadline = 0;
-	bool detached = false;
-	int ret = EXIT_TRACE, err, i, st;
+	bool detached = false, attached = false;
+	int ret = EXIT_TRACE, err, i, st = 0;
 
 	memset(t, 0, sizeof(*t));
 	t->opts = opts;
@@ -494,6 +583,19 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 		cli_error("cannot find libutrace-agent.so (set UTRACE_AGENT=PATH, a file only its "
 			  "owner can write, or use -b ptrace)");
 		return EXIT_TRACE;
+	}
+	t->quiet = opts->summary || opts->hist;
+	if (opts->nr_pids) {
+		t->pts = calloc(AGENT_MAX_PROBES, sizeof(*t->pts));
+		if (!t->pts) {
+			cli_error("out of memory");
+			goto out;
+		}
+		err = agent_attach(t, &ho, opts->pids[0], so);
+		if (err)
+			goto out;
+		attached = true;
+		goto armed;
 	}
 	if (!find_exe(opts->argv[0], path, sizeof(path))) {
 		cli_error("cannot run '%s': no such executable (check the name and PATH)",
@@ -525,6 +627,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			  t->h.why[0] ? t->h.why : strerror(-err));
 		goto out;
 	}
+armed:
 	t->pid = t->h.pid;
 	if (opts->verbose > 0)
 		cli_error("backend: agent");
@@ -541,9 +644,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 		}
 	}
 	if (!t->nr_pts) {
-		cli_error("no probe point to arm in '%s' at start (use -b ptrace for libraries "
-			  "loaded later)",
-			  opts->argv[0]);
+		cli_error("no probe point to arm in %s (use -b ptrace for libraries loaded later)",
+			  attached ? "the process" : opts->argv[0]);
 		goto out;
 	}
 	err = ahost_sync(&t->h); /* the number of probes changed */
@@ -574,17 +676,28 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	if (opts->duration > 0)
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	t->maps = utrace_maps__read(t->pid); /* the libraries loaded at start are in */
-	err = ahost_start(&t->h);
+	err = attached ? 0 : ahost_start(&t->h);
 	if (err < 0) {
 		cli_error("cannot start the command: %s", t->h.why[0] ? t->h.why : strerror(-err));
 		goto out;
 	}
 	for (;;) {
 		struct timespec ts = { 0, 1000000 };
-		pid_t w = waitpid(t->h.pid, &st, WNOHANG);
+		pid_t w = attached ? 0 : waitpid(t->h.pid, &st, WNOHANG);
 
-		if (w == t->h.pid)
+		if (w == t->h.pid || (attached && kill(t->pid, 0) && errno == ESRCH))
 			break;
+		if (attached && (agent_signal || (deadline && now_mono_ns() >= deadline))) {
+			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+			if (err < 0)
+				cli_error("detach failed: %s", t->h.why);
+			detached = true;
+			drain(t);
+			if (check_restored(t))
+				err = -EIO;
+			st = err < 0 ? EXIT_TRACE << 8 : 0;
+			break;
+		}
 		drain(t);
 		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
@@ -599,8 +712,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 		}
 		nanosleep(&ts, NULL);
 	}
-	t->h.pid = 0; /* reaped */
-	t->exited = true;
+	t->h.pid = 0; /* reaped, or not our child */
+	t->exited = !attached || !detached; /* a detached process can still be read */
 	ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	drain(t);
 	if (t->quiet) {
@@ -634,6 +747,11 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			  hits, rets, missed, t->nr_pts, detached ? " (detached)" : "");
 	}
 out:
+	if (attached && !detached && t->h.pid > 0) {
+		/* a failure after the injection: take every probe out before leaving */
+		ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+		t->h.pid = 0;
+	}
 	if (img)
 		utrace_image__close(img);
 	if (t->maps)
