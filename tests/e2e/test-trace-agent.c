@@ -338,17 +338,139 @@ TEST_TIMEOUT(auto_says_backend, 60)
 	free(err);
 }
 
+/* s-trace loop in the background; its stdin is our pipe */
+struct bg {
+	pid_t pid;
+	int in, out;
+};
+
+static struct bg bg_start(void)
+{
+	int pin[2], pout[2];
+	struct bg b;
+	char line[64] = "";
+	ssize_t n;
+
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	b.pid = fork();
+	CHECK(b.pid >= 0);
+	if (b.pid == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		execl(target(), "s-trace", "loop", (char *)NULL);
+		_exit(99);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	b.in = pin[1];
+	b.out = pout[0];
+	n = read(b.out, line, sizeof(line) - 1);
+	CHECK_MSG(n > 0 && !strncmp(line, "ready ", 6), "target said '%s'", line);
+	return b;
+}
+
+/* close the target's stdin: it checks work() still computes, prints ok */
+static void bg_finish(struct bg *b)
+{
+	char buf[256] = "";
+	ssize_t n, len = 0;
+	int status;
+
+	close(b->in);
+	while ((n = read(b->out, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	CHECK(waitpid(b->pid, &status, 0) == b->pid);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "target status %#x", status);
+	CHECK(strstr(buf, "ok\n"));
+	close(b->out);
+}
+
+/*
+ * Every executable mapping of the target's main program holds exactly the
+ * file's bytes: no int3, no jmp left behind. Return: mappings compared, or
+ * -1 on a difference.
+ */
+static int code_matches_file(pid_t pid)
+{
+	char path[64], line[512], exe[256];
+	FILE *maps;
+	int mem, fd, n = 0;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	len = readlink(path, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return -1;
+	exe[len] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "r");
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	mem = open(path, O_RDONLY);
+	fd = open(exe, O_RDONLY);
+	if (!maps || mem < 0 || fd < 0)
+		return -1;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long start, end, off;
+		char perms[8], file[256] = "";
+
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &start, &end, perms, &off, file) <
+			    4 ||
+		    strcmp(perms, "r-xp") || strcmp(file, exe))
+			continue;
+		{
+			size_t sz = end - start;
+			char *a = malloc(sz), *b = calloc(1, sz);
+
+			if (pread(mem, a, sz, (off_t)start) != (ssize_t)sz ||
+			    pread(fd, b, sz, (off_t)off) <= 0 || memcmp(a, b, sz)) {
+				/* the file's tail past EOF reads as zeros in both */
+				n = -1;
+			} else if (n >= 0) {
+				n++;
+			}
+			free(a);
+			free(b);
+		}
+	}
+	fclose(maps);
+	close(mem);
+	close(fd);
+	return n;
+}
+
+TEST_TIMEOUT(agent_attach_detach_restores_code, 120)
+{
+	struct bg a = bg_start();
+	char pid[16];
+	const char *args[] = { "-v",   "-b", "agent", "-f", "work", "-f",
+			       "leaf", "-p", pid,     "-d", "1",    NULL };
+	char *out = NULL, *err = NULL;
+
+	snprintf(pid, sizeof(pid), "%d", (int)a.pid);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK(strstr(err, "utrace: backend: agent\n"));
+	CHECK(count(err, "] leaf(\"hello\")\n") > 10);
+	CHECK(count(err, "] work() = ") > 10);
+	CHECK(strstr(err, "(detached)"));
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	bg_finish(&a);
+	free(out);
+	free(err);
+}
+
 TEST(agent_unsupported_one_line)
 {
-	const char *pid[] = { "-b", "agent", "-f", "work", "-p", "1", NULL };
+	const char *pid[] = { "-b", "agent", "-f", "work", "-p", "1,2", NULL };
 	const char *inj[] = {
 		"-b", "agent", "--inject", "answer=1", "--", target(), "calls", NULL
 	};
 	char *out = NULL, *err = NULL;
 
 	CHECK_EQ(run_utrace(pid, &out, &err), 1);
-	CHECK_MSG(count_lines(err) == 1 && strstr(err, "attach mode (-p) is not available with "
-						       "the agent backend"),
+	CHECK_MSG(count_lines(err) == 1 &&
+			  strstr(err, "several processes (-p PID,PID) is not available with "
+				      "the agent backend"),
 		  "stderr: %s", err);
 	free(out);
 	free(err);
