@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-trace-agent.c - utrace -b agent -f/-u/-r: function tracing with the
- * in-process agent (libutrace-agent.so, docs/agent.md), launch mode. Tracer
- * process.
+ * in-process agent (libutrace-agent.so, docs/agent.md). Tracer process.
  *
  * The command is started with the agent preloaded (lib/agent-host.c); its
  * constructor waits before main() while the SPECs are resolved against the
@@ -20,8 +19,14 @@
  *    histograms are counted in the target and read at exit. Total, min and
  *    max times are derived from the histogram (power-of-two resolution).
  *
- * Not here (yet): attach mode (-p), -k, --inject, -F, Chrome output,
- * libraries loaded later with dlopen.
+ * Attach mode (-p PID, one process): utrace_inject() loads the agent into
+ * the running process (seize, dlopen, init with the arena's fd, detach: no
+ * ptrace stop remains), the probes are armed through the arena, and on
+ * SIGINT or -d a DETACH disarms them all; the sites' bytes are then checked
+ * against their originals.
+ *
+ * Not here (yet): several pids, -k, --inject, -F, Chrome output, libraries
+ * loaded later with dlopen.
  */
 #include <errno.h>
 #include <linux/futex.h>
