@@ -520,8 +520,8 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 			return 0;
 		if (st != UTRACE_AGENT_NONE)
 			break;
-		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts,
-			NULL, 0);
+		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
+			0);
 	}
 	cli_error("the agent in pid %d did not start (state %u, error %d)", pid,
 		  t->h.hdr->agent_state, t->h.hdr->agent_err);

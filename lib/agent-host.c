@@ -88,7 +88,16 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 			close(out[1]);
 		}
 		setenv("UTRACE_AGENT_FD", fdbuf, 1);
-		setenv("LD_PRELOAD", ahost_agent_path(), 1);
+		/* the agent first, then the user's own preloads */
+		if (getenv("LD_PRELOAD") && *getenv("LD_PRELOAD")) {
+			char *pre = NULL;
+
+			if (asprintf(&pre, "%s:%s", ahost_agent_path(), getenv("LD_PRELOAD")) < 0)
+				_exit(127);
+			setenv("LD_PRELOAD", pre, 1);
+		} else {
+			setenv("LD_PRELOAD", ahost_agent_path(), 1);
+		}
 		execv(argv[0], argv);
 		_exit(127);
 	}
