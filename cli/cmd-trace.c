@@ -57,6 +57,7 @@
 #include "cli.h"
 #include "output.h"
 #include "protos.h"
+#include "trace-agent.h"
 
 #define STACK_MAX 32
 
@@ -122,6 +123,7 @@ struct tracer {
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
 	bool nomatch; /* a SPEC matched nothing after exec */
+	bool pending; /* a SPEC waits for a library (the agent does not do dlopen yet) */
 	/*
 	 * The session always follows forks (see cmd_trace()); without -F,
 	 * only the roots (the command, the -p pids) are shown, and tracing
@@ -900,6 +902,7 @@ static int check_specs(struct tracer *t)
 		} else if (!nr_imgs || total) {
 			/* resolved, or nothing to check against */
 		} else if (any_pending) {
+			t->pending = true;
 			if (o->verbose >= 0)
 				cli_error(
 					"warning: probe '%s': '%s' is not loaded yet; armed if the "
@@ -1174,9 +1177,13 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 		cli_error("probe modules (-m) are not available yet");
 		return EXIT_TRACE;
 	}
-	if (opts->backend == CLI_BACKEND_AGENT || opts->backend == CLI_BACKEND_KERNEL) {
-		cli_error("backend '%s' is not available yet (use -b ptrace)",
-			  opts->backend == CLI_BACKEND_AGENT ? "agent" : "kernel");
+	if (opts->backend == CLI_BACKEND_KERNEL) {
+		cli_error("backend 'kernel' is not available yet (use -b agent or -b ptrace)");
+		return EXIT_TRACE;
+	}
+	if (opts->backend == CLI_BACKEND_AGENT && trace_agent_unsupported(opts)) {
+		cli_error("%s is not available with the agent backend yet (use -b ptrace)",
+			  trace_agent_unsupported(opts));
 		return EXIT_TRACE;
 	}
 	t->probes = calloc(opts->nr_probes + 1, sizeof(*t->probes));
@@ -1228,6 +1235,7 @@ int cmd_trace(struct cli_opts *opts)
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
+	const char *auto_why = "";
 	int ret, err, r, i;
 
 	memset(t, 0, sizeof(*t));
@@ -1239,6 +1247,32 @@ int cmd_trace(struct cli_opts *opts)
 	ret = check_specs(t);
 	if (ret)
 		goto out_free;
+	/*
+	 * The agent: launch mode, every option supported, and (auto) a
+	 * binary whose specs could be checked before it runs.
+	 */
+	if (opts->backend == CLI_BACKEND_AGENT ||
+	    (opts->backend == CLI_BACKEND_AUTO && launched && !t->check_after_exec &&
+	     !t->pending && !trace_agent_unsupported(opts) && trace_agent_path())) {
+		struct cli_probe *cp = calloc(t->nr_probes + 1, sizeof(*cp));
+
+		if (!cp) {
+			ret = EXIT_TRACE;
+			goto out_free;
+		}
+		for (i = 0; i < t->nr_probes; i++) {
+			cp[i].kind = t->probes[i].kind;
+			cp[i].spec = t->probes[i].spec;
+		}
+		ret = cmd_trace_agent(opts, cp, t->nr_probes, opts->backend == CLI_BACKEND_AUTO);
+		free(cp);
+		if (ret != TRACE_AGENT_FALLBACK)
+			goto out_free;
+		auto_why = " (auto: the agent could not be loaded)";
+	} else if (opts->backend == CLI_BACKEND_AUTO) {
+		auto_why = launched ? " (auto: the agent cannot do this yet)" :
+				      " (auto: attach mode)";
+	}
 	ret = EXIT_TRACE;
 	err = output_open(&t->out, opts);
 	if (err) {
@@ -1269,9 +1303,7 @@ int cmd_trace(struct cli_opts *opts)
 	}
 	if (opts->verbose > 0)
 		cli_error("backend: %s%s", utrace_backend_str(utrace_uprobes__backend(t->up)),
-			  opts->backend == CLI_BACKEND_AUTO ?
-				  " (auto: the agent backend is not available yet)" :
-				  "");
+			  auto_why);
 	t->roots_left = launched ? 1 : opts->nr_pids;
 	if (!utrace_engine__attach(t->s, &ops, UTRACE_EV_EXEC | UTRACE_EV_EXIT, t)) {
 		print_lib_error("cannot set up the tracing engine", -errno);

@@ -88,7 +88,16 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 			close(out[1]);
 		}
 		setenv("UTRACE_AGENT_FD", fdbuf, 1);
-		setenv("LD_PRELOAD", ahost_agent_path(), 1);
+		/* the agent first, then the user's own preloads */
+		if (getenv("LD_PRELOAD") && *getenv("LD_PRELOAD")) {
+			char *pre = NULL;
+
+			if (asprintf(&pre, "%s:%s", ahost_agent_path(), getenv("LD_PRELOAD")) < 0)
+				_exit(127);
+			setenv("LD_PRELOAD", pre, 1);
+		} else {
+			setenv("LD_PRELOAD", ahost_agent_path(), 1);
+		}
 		execv(argv[0], argv);
 		_exit(127);
 	}
@@ -245,8 +254,23 @@ static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int 
 int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_int3)
 {
 	struct utrace_image *img;
-	struct utrace_planner *pl;
 	struct utrace_match m;
+	int err;
+
+	if (h->nr_probes >= h->hdr->max_probes)
+		return -ENOSPC;
+	err = resolve(h, text, &img, &m);
+	if (err)
+		return err;
+	err = ahost_probe_match(h, img, &m, text, flags, force_int3);
+	utrace_image__close(img);
+	return err;
+}
+
+int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
+		      const char *text, uint32_t flags, bool force_int3)
+{
+	struct utrace_planner *pl;
 	struct utrace_plan plan;
 	struct utrace_abi_probe *a;
 	struct reloc r;
@@ -256,15 +280,13 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 	int err, nt, id = (int)h->nr_probes;
 	uint8_t len;
 
-	if (h->nr_probes >= h->hdr->max_probes)
+	if (h->nr_probes >= h->hdr->max_probes) {
+		snprintf(h->why, sizeof(h->why), "more than %u probe points", h->hdr->max_probes);
 		return -ENOSPC;
-	err = resolve(h, text, &img, &m);
-	if (err)
-		return err;
+	}
 	pl = utrace_planner__new(img);
-	err = pl ? utrace_planner__plan(pl, &m, &plan) : -ENOMEM;
+	err = pl ? utrace_planner__plan(pl, m, &plan) : -ENOMEM;
 	utrace_planner__free(pl);
-	utrace_image__close(img);
 	if (err) {
 		snprintf(h->why, sizeof(h->why), "plan '%s': %s (%d)", text, pl ? plan.why : "",
 			 err);

@@ -40,6 +40,11 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1);
 /* Returns the probe id (>= 0). @force_int3 keeps a jmp-able site in int3 mode. */
 int ahost_probe(struct ahost *h, const char *spec, uint32_t flags, bool force_int3);
+/* The same for a match of utrace_image__resolve() on @img (the target's image). */
+struct utrace_image;
+struct utrace_match;
+int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
+		      const char *text, uint32_t flags, bool force_int3);
 int ahost_set_want(struct ahost *h, int id, uint32_t want);
 int ahost_sync(struct ahost *h);
 int ahost_start(struct ahost *h);
