@@ -81,7 +81,7 @@ echo "ratios (per call, untraced loop cost removed; < 1: the first is cheaper):"
 ratio() { # ratio A B
 	[ -f "$TMP/$1.ns" ] && [ -f "$TMP/$2.ns" ] || return 0
 	awk -v a="$(cat "$TMP/$1.ns")" -v b="$(cat "$TMP/$2.ns")" -v z="$base" -v n1="$1" -v n2="$2" \
-		'BEGIN { a -= z; b -= z; if (b <= 0) b = 1; printf "  %-14s / %-14s = %.3f\n", n1, n2, a / b }'
+		'BEGIN { a -= z; b -= z; if (b <= 0) b = 1; printf "  %-14s / %-14s = %.4g\n", n1, n2, a / b }'
 }
 ratio utrace-ptrace ltrace
 ratio utrace-ptrace bpftrace
