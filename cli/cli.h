@@ -11,13 +11,13 @@
 #include <sys/types.h>
 
 /* Exit statuses of docs/cli.md. */
-#define EXIT_USAGE 2   /* bad usage or unresolvable SPEC */
-#define EXIT_TRACE 1   /* any other failure to trace */
+#define EXIT_USAGE 2 /* bad usage or unresolvable SPEC */
+#define EXIT_TRACE 1 /* any other failure to trace */
 
 enum cli_probe_kind {
-	CLI_PROBE_FUNC,	 /* -f: entry + return */
+	CLI_PROBE_FUNC, /* -f: entry + return */
 	CLI_PROBE_ENTRY, /* -u */
-	CLI_PROBE_RET,	 /* -r */
+	CLI_PROBE_RET, /* -r */
 };
 
 struct cli_probe {
@@ -33,27 +33,27 @@ struct cli_opts {
 	/* what */
 	struct cli_probe *probes;
 	int nr_probes;
-	bool syscalls;		/* -s given */
+	bool syscalls; /* -s given */
 	const char *syscall_set; /* -sSET / --syscalls=SET; NULL = all */
-	const char *list_spec;	/* -l SPEC */
-	bool list_why;		/* --why */
+	const char *list_spec; /* -l SPEC */
+	bool list_why; /* --why */
 	/* how */
-	bool summary;		/* -c */
-	bool hist;		/* -H */
-	bool stack;		/* -k */
-	int strsize;		/* -S N */
-	const char **injects;	/* --inject SPEC=VALUE[@EVERY] */
+	bool summary; /* -c */
+	bool hist; /* -H */
+	bool stack; /* -k */
+	int strsize; /* -S N */
+	const char **injects; /* --inject SPEC=VALUE[@EVERY] */
 	int nr_injects;
-	const char **modules;	/* -m */
+	const char **modules; /* -m */
 	int nr_modules;
-	const char *output;	/* -o */
+	const char *output; /* -o */
 	enum cli_format format;
-	bool follow_forks;	/* -F */
+	bool follow_forks; /* -F */
 	enum cli_backend backend;
-	double duration;	/* -d SEC, 0 = none */
-	int timestamps;		/* 0, 1 (-t), 2 (-tt), 3 (-ttt) */
-	bool durations;		/* -T */
-	int verbose;		/* -v count; -q sets -1 */
+	double duration; /* -d SEC, 0 = none */
+	int timestamps; /* 0, 1 (-t), 2 (-tt), 3 (-ttt) */
+	bool durations; /* -T */
+	int verbose; /* -v count; -q sets -1 */
 	enum cli_color color;
 	/* whom */
 	pid_t *pids;
@@ -64,6 +64,16 @@ struct cli_opts {
 
 /* Print one line "utrace: <msg>" to stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
+
+/* Print "utrace: <what>: <utrace_strerror(err)>". */
+void cli_lib_error(const char *what, int err);
+
+struct utrace_session;
+/*
+ * cli_attach_pids - attach @s to each of @pids; on the first failure, one
+ * line saying why and what to do. Return: 0 or the negative error.
+ */
+int cli_attach_pids(struct utrace_session *s, const pid_t *pids, int nr);
 
 /* Sub-commands: each returns the process exit status. */
 int cmd_list(struct cli_opts *opts);

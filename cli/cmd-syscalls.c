@@ -576,67 +576,6 @@ static void print_summary(struct tracer *t)
 	}
 }
 
-static void print_lib_error(const char *what, int err)
-{
-	char buf[256];
-
-	utrace_strerror(err, buf, sizeof(buf));
-	cli_error("%s: %s", what, buf);
-}
-
-/*
- * While attaching, the library's warnings are held back: when the attach
- * fails, the one line printed is ours, which says what to do.
- */
-static char held_msg[512];
-static utrace_print_fn_t chained_print;
-
-static int hold_print(enum utrace_print_level level, const char *fmt, va_list ap)
-{
-	if (level <= UTRACE_WARN)
-		return vsnprintf(held_msg, sizeof(held_msg), fmt, ap);
-	return chained_print ? chained_print(level, fmt, ap) : 0;
-}
-
-static int attach_all(struct tracer *t)
-{
-	int i, err;
-
-	for (i = 0; i < t->opts->nr_pids; i++) {
-		pid_t pid = t->opts->pids[i];
-		char what[128];
-
-		held_msg[0] = '\0';
-		chained_print = utrace_set_print(hold_print);
-		err = utrace_session__attach(t->s, pid);
-		utrace_set_print(chained_print);
-		if (!err) {
-			if (held_msg[0])
-				fprintf(stderr, "utrace: %s", held_msg);
-			continue;
-		}
-		if (err == -ESRCH)
-			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
-		else if (err == -UTRACE_ERRNO__TRACED)
-			cli_error("cannot attach to pid %d: it is already traced by another "
-				  "process (gdb, strace...); detach that tracer first",
-				  pid);
-		else if (err == -EPERM || err == -EACCES)
-			cli_error("cannot attach to pid %d: permission denied (check "
-				  "/proc/sys/kernel/yama/ptrace_scope or run as its owner)",
-				  pid);
-		else if (err == -EINVAL)
-			cli_error("cannot attach to pid %d: not a process id (a thread id?)", pid);
-		else {
-			snprintf(what, sizeof(what), "cannot attach to pid %d", pid);
-			print_lib_error(what, err);
-		}
-		return err;
-	}
-	t->main_pid = t->opts->pids[0];
-	return 0;
-}
-
 /*
  * The event loop: utrace_session__run() with no timeout takes the library's
  * fast path (SIGCHLD blocked in this thread and taken with sigtimedwait(),
@@ -781,7 +720,7 @@ int cmd_syscalls(struct cli_opts *opts)
 	sopts.syscall_mode = t->seccomp ? UTRACE_SYSCALLS_SECCOMP : UTRACE_SYSCALLS_PTRACE;
 	t->s = utrace_session__new(&sopts);
 	if (!t->s) {
-		print_lib_error("cannot create a tracing session", -errno);
+		cli_lib_error("cannot create a tracing session", -errno);
 		goto out;
 	}
 	the_tracer = t;
@@ -789,7 +728,7 @@ int cmd_syscalls(struct cli_opts *opts)
 				   UTRACE_EV_SYSCALL | UTRACE_EV_ATTACH | UTRACE_EV_EXEC |
 					   UTRACE_EV_EXIT | UTRACE_EV_SIGNAL,
 				   t)) {
-		print_lib_error("cannot set up the syscall engine", -errno);
+		cli_lib_error("cannot set up the syscall engine", -errno);
 		goto out;
 	}
 	sigaction(SIGINT, &sa, NULL);
@@ -814,15 +753,16 @@ int cmd_syscalls(struct cli_opts *opts)
 			if (pid == -ENOENT || pid == -EACCES)
 				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));
 			else
-				print_lib_error("cannot launch the command", pid);
+				cli_lib_error("cannot launch the command", pid);
 			ret = pid == -ENOENT || pid == -EACCES ? EXIT_USAGE : EXIT_TRACE;
 			goto out;
 		}
 		t->main_pid = pid;
 		t->launch_pending = !strchr(opts->argv[0], '/');
-	} else if (attach_all(t)) {
+	} else if (cli_attach_pids(t->s, opts->pids, opts->nr_pids)) {
 		goto out;
 	} else {
+		t->main_pid = opts->pids[0];
 		t->exec_seen = true; /* attached: the program runs already */
 	}
 	if (opts->duration > 0) {
@@ -839,7 +779,7 @@ int cmd_syscalls(struct cli_opts *opts)
 	}
 	r = event_loop(t, &interrupted);
 	if (r < 0) {
-		print_lib_error("tracing failed", r);
+		cli_lib_error("tracing failed", r);
 		goto out;
 	}
 
@@ -848,7 +788,7 @@ int cmd_syscalls(struct cli_opts *opts)
 		if (!t->seccomp) {
 			err = utrace_session__detach(t->s);
 			if (err && err != -ESRCH)
-				print_lib_error("detach failed", err);
+				cli_lib_error("detach failed", err);
 		}
 		/*
 		 * Attach mode: a clean detach is a success. In seccomp mode

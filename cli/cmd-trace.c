@@ -143,14 +143,6 @@ static void on_interrupt(int sig)
 		utrace_session__interrupt(the_tracer->s);
 }
 
-static void print_lib_error(const char *what, int err)
-{
-	char buf[256];
-
-	utrace_strerror(err, buf, sizeof(buf));
-	cli_error("%s: %s", what, buf);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Helpers for handlers                                                      */
 /* ------------------------------------------------------------------------ */
@@ -897,7 +889,7 @@ static int check_specs(struct tracer *t)
 			ret = EXIT_USAGE;
 		} else if (err) {
 			snprintf(errbuf, sizeof(errbuf), "probe '%s'", text);
-			print_lib_error(errbuf, err);
+			cli_lib_error(errbuf, err);
 			ret = EXIT_USAGE;
 		} else if (!nr_imgs || total) {
 			/* resolved, or nothing to check against */
@@ -1048,7 +1040,7 @@ static int register_probes(struct tracer *t)
 					spec, t->opts->nr_pids > 1 ? "es" : "", spec, t->main_pid);
 			else {
 				snprintf(what, sizeof(what), "probe '%s'", spec);
-				print_lib_error(what, -err);
+				cli_lib_error(what, -err);
 			}
 			return err == UTRACE_ERRNO__NOMATCH || err == UTRACE_ERRNO__SPEC ||
 					       err == ENOENT || err == ERANGE ?
@@ -1068,55 +1060,6 @@ static int register_probes(struct tracer *t)
 					"when it is loaded",
 					spec);
 		}
-	}
-	return 0;
-}
-
-/* While attaching, the library's warnings are held back (see cmd-syscalls.c). */
-static char held_msg[512];
-static utrace_print_fn_t chained_print;
-
-static int hold_print(enum utrace_print_level level, const char *fmt, va_list ap)
-{
-	if (level <= UTRACE_WARN)
-		return vsnprintf(held_msg, sizeof(held_msg), fmt, ap);
-	return chained_print ? chained_print(level, fmt, ap) : 0;
-}
-
-static int attach_all(struct tracer *t)
-{
-	int i, err;
-
-	for (i = 0; i < t->opts->nr_pids; i++) {
-		pid_t pid = t->opts->pids[i];
-		char what[128];
-
-		held_msg[0] = '\0';
-		chained_print = utrace_set_print(hold_print);
-		err = utrace_session__attach(t->s, pid);
-		utrace_set_print(chained_print);
-		if (!err) {
-			if (held_msg[0])
-				fprintf(stderr, "utrace: %s", held_msg);
-			continue;
-		}
-		if (err == -ESRCH)
-			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
-		else if (err == -UTRACE_ERRNO__TRACED)
-			cli_error("cannot attach to pid %d: it is already traced by another "
-				  "process (gdb, strace...); detach that tracer first",
-				  pid);
-		else if (err == -EPERM || err == -EACCES)
-			cli_error("cannot attach to pid %d: permission denied (check "
-				  "/proc/sys/kernel/yama/ptrace_scope or run as its owner)",
-				  pid);
-		else if (err == -EINVAL)
-			cli_error("cannot attach to pid %d: not a process id (a thread id?)", pid);
-		else {
-			snprintf(what, sizeof(what), "cannot attach to pid %d", pid);
-			print_lib_error(what, err);
-		}
-		return err;
 	}
 	return 0;
 }
@@ -1292,13 +1235,13 @@ int cmd_trace(struct cli_opts *opts)
 
 	t->s = utrace_session__new(&sopts);
 	if (!t->s) {
-		print_lib_error("cannot create a tracing session", -errno);
+		cli_lib_error("cannot create a tracing session", -errno);
 		goto out;
 	}
 	the_tracer = t;
 	t->up = utrace_uprobes__new(t->s, &uopts);
 	if (!t->up) {
-		print_lib_error("cannot set up the ptrace backend", -errno);
+		cli_lib_error("cannot set up the ptrace backend", -errno);
 		goto out;
 	}
 	if (opts->verbose > 0)
@@ -1306,7 +1249,7 @@ int cmd_trace(struct cli_opts *opts)
 			  auto_why);
 	t->roots_left = launched ? 1 : opts->nr_pids;
 	if (!utrace_engine__attach(t->s, &ops, UTRACE_EV_EXEC | UTRACE_EV_EXIT, t)) {
-		print_lib_error("cannot set up the tracing engine", -errno);
+		cli_lib_error("cannot set up the tracing engine", -errno);
 		goto out;
 	}
 	sigaction(SIGINT, &sa, NULL);
@@ -1326,14 +1269,14 @@ int cmd_trace(struct cli_opts *opts)
 			if (pid == -ENOENT || pid == -EACCES)
 				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));
 			else
-				print_lib_error("cannot launch the command", pid);
+				cli_lib_error("cannot launch the command", pid);
 			ret = pid == -ENOENT || pid == -EACCES ? EXIT_USAGE : EXIT_TRACE;
 			goto out;
 		}
 		t->main_pid = pid;
 	} else {
 		t->main_pid = opts->pids[0];
-		if (attach_all(t))
+		if (cli_attach_pids(t->s, opts->pids, opts->nr_pids))
 			goto out;
 		ret = register_probes(t);
 		if (ret)
@@ -1356,7 +1299,7 @@ int cmd_trace(struct cli_opts *opts)
 			interrupted = detach = true;
 			break;
 		}
-		print_lib_error("tracing failed", r);
+		cli_lib_error("tracing failed", r);
 		goto out;
 	}
 	if (t->nomatch) {
@@ -1373,7 +1316,7 @@ int cmd_trace(struct cli_opts *opts)
 	if (detach) {
 		err = utrace_session__detach(t->s);
 		if (err && err != -ESRCH)
-			print_lib_error("detach failed", err);
+			cli_lib_error("detach failed", err);
 	}
 	if (t->chrome_on)
 		chrome_close(&t->chrome);

@@ -27,6 +27,66 @@ void cli_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+void cli_lib_error(const char *what, int err)
+{
+	char buf[256];
+
+	utrace_strerror(err, buf, sizeof(buf));
+	cli_error("%s: %s", what, buf);
+}
+
+/*
+ * While attaching, the library's warnings are held back: when the attach
+ * fails, the one line printed is ours, which says what to do.
+ */
+static char held_msg[512];
+static utrace_print_fn_t chained_print;
+
+static int hold_print(enum utrace_print_level level, const char *fmt, va_list ap)
+{
+	if (level <= UTRACE_WARN)
+		return vsnprintf(held_msg, sizeof(held_msg), fmt, ap);
+	return chained_print ? chained_print(level, fmt, ap) : 0;
+}
+
+int cli_attach_pids(struct utrace_session *s, const pid_t *pids, int nr)
+{
+	int i, err;
+
+	for (i = 0; i < nr; i++) {
+		pid_t pid = pids[i];
+		char what[128];
+
+		held_msg[0] = '\0';
+		chained_print = utrace_set_print(hold_print);
+		err = utrace_session__attach(s, pid);
+		utrace_set_print(chained_print);
+		if (!err) {
+			if (held_msg[0])
+				fprintf(stderr, "utrace: %s", held_msg);
+			continue;
+		}
+		if (err == -ESRCH)
+			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
+		else if (err == -UTRACE_ERRNO__TRACED)
+			cli_error("cannot attach to pid %d: it is already traced by another "
+				  "process (gdb, strace...); detach that tracer first",
+				  pid);
+		else if (err == -EPERM || err == -EACCES)
+			cli_error("cannot attach to pid %d: permission denied (check "
+				  "/proc/sys/kernel/yama/ptrace_scope or run as its owner)",
+				  pid);
+		else if (err == -EINVAL)
+			cli_error("cannot attach to pid %d: not a process id (a thread id?)", pid);
+		else {
+			snprintf(what, sizeof(what), "cannot attach to pid %d", pid);
+			cli_lib_error(what, err);
+		}
+		return err;
+	}
+	return 0;
+}
+
 static int cli_print(enum utrace_print_level level, const char *fmt, va_list ap)
 {
 	static int max = -2;
@@ -211,9 +271,10 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			/* fall through */
 		case 'u':
 		case 'r':
-			if (add_probe(o, c == 'f' ? CLI_PROBE_FUNC
-					   : c == 'u' ? CLI_PROBE_ENTRY
-						      : CLI_PROBE_RET,
+			if (add_probe(o,
+				      c == 'f' ? CLI_PROBE_FUNC :
+				      c == 'u' ? CLI_PROBE_ENTRY :
+						 CLI_PROBE_RET,
 				      optarg))
 				return -ENOMEM;
 			break;
@@ -236,7 +297,8 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			errno = 0;
 			o->strsize = (int)strtol(optarg, &end, 10);
 			if (errno || *end || o->strsize < 0) {
-				cli_error("bad -S '%s': expected a non-negative byte count", optarg);
+				cli_error("bad -S '%s': expected a non-negative byte count",
+					  optarg);
 				return -EINVAL;
 			}
 			break;
@@ -263,7 +325,8 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			else if (!strcmp(optarg, "chrome"))
 				o->format = CLI_FMT_CHROME;
 			else {
-				cli_error("bad --format '%s': expected text, json or chrome", optarg);
+				cli_error("bad --format '%s': expected text, json or chrome",
+					  optarg);
 				return -EINVAL;
 			}
 			break;
@@ -280,8 +343,9 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			else if (!strcmp(optarg, "kernel"))
 				o->backend = CLI_BACKEND_KERNEL;
 			else {
-				cli_error("bad --backend '%s': expected auto, agent, ptrace or kernel",
-					  optarg);
+				cli_error(
+					"bad --backend '%s': expected auto, agent, ptrace or kernel",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -314,7 +378,8 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			else if (!strcmp(optarg, "never"))
 				o->color = CLI_COLOR_NEVER;
 			else {
-				cli_error("bad --color '%s': expected auto, always or never", optarg);
+				cli_error("bad --color '%s': expected auto, always or never",
+					  optarg);
 				return -EINVAL;
 			}
 			break;
@@ -352,7 +417,8 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 		return -EINVAL;
 	}
 	if (!o->list_spec && !o->syscalls && !o->nr_probes && !o->nr_injects && !o->nr_modules) {
-		cli_error("nothing to trace: give -f, -u, -r, -s, --inject or -m (see utrace --help)");
+		cli_error(
+			"nothing to trace: give -f, -u, -r, -s, --inject or -m (see utrace --help)");
 		return -EINVAL;
 	}
 	return 0;
