@@ -20,6 +20,32 @@ static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 	}
 }
 
+/*
+ * --inject: every inject_every-th call of @p returns inject_value at once.
+ * The calls are counted in the arena with one atomic add, so "every Nth"
+ * is exact over all threads. A forced return: rax = value, rip = the
+ * return address at [rsp], rsp past it (the thunk and the SIGTRAP handler
+ * both resume there, see utrace_dispatch_entry). The call is recorded as
+ * one INJECT record (its arguments, and the stack when the entry record did
+ * not already carry it), and counts as a 0 ns call in the histogram.
+ */
+static void inject(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t *regs, uint64_t now,
+		   const uint64_t *args, const uint64_t *pcs, unsigned int npcs)
+{
+	uint64_t n = __atomic_add_fetch(&p->abi->inject_calls, 1, __ATOMIC_RELAXED);
+
+	if (n % p->inject_every)
+		return;
+	regs->rax = p->inject_value;
+	regs->rip = *(uint64_t *)regs->rsp;
+	regs->rsp += 8;
+	if (p->flags & UTRACE_PF_HIST)
+		__atomic_fetch_add(&p->abi->hist[0], 1, __ATOMIC_RELAXED);
+	if (p->flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN))
+		ring_emit_group(t, p->id, UTRACE_EV_INJECT, now ? now : ring_now_ns(), args, pcs,
+				npcs);
+}
+
 /**
  * dispatch_hit - run the handlers of @p for an entry hit
  * @p: the probe; @regs: the thread's registers, regs->rip = the site
@@ -30,9 +56,12 @@ static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 {
 	uint64_t rip0 = regs->rip, rsp0 = regs->rsp, now = 0;
+	uint64_t args[UTRACE_ABI_ARGS] = { regs->rdi, regs->rsi, regs->rdx,
+					   regs->rcx, regs->r8,	 regs->r9 };
+	uint64_t pcs[UTRACE_ABI_STACK_MAX];
 	struct utrace_task *t;
 	uint32_t flags = p->flags;
-	unsigned int i, nr;
+	unsigned int i, nr, npcs = 0;
 
 	if (__builtin_expect(
 		    !agent_active || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP), 0))
@@ -46,11 +75,11 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		count_hit(t, p);
 	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST))
 		now = ring_now_ns();
+	if (flags & UTRACE_PF_STACK)
+		npcs = stack_walk(t, regs, flags & UTRACE_PF_ENTRY, pcs);
 	if (flags & UTRACE_PF_RECORD_ENTRY) {
-		uint64_t args[UTRACE_ABI_ARGS] = { regs->rdi, regs->rsi, regs->rdx,
-						   regs->rcx, regs->r8,	 regs->r9 };
-
-		ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
+		ring_emit_group(t, p->id, UTRACE_EV_ENTRY, now, args, pcs, npcs);
+		npcs = 0; /* an INJECT record of this hit needs no second copy */
 	}
 	nr = __atomic_load_n(&p->nr_handlers, __ATOMIC_ACQUIRE);
 	for (i = 0; i < nr; i++) {
@@ -65,6 +94,10 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		if (!h->on_return)
 			h->fn(&ctx, h->data);
 	}
+	if ((flags & (UTRACE_PF_INJECT | UTRACE_PF_ENTRY)) ==
+		    (UTRACE_PF_INJECT | UTRACE_PF_ENTRY) &&
+	    regs->rip == rip0)
+		inject(t, p, regs, now, args, pcs, npcs);
 	if ((flags & (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY)) ==
 		    (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY) &&
 	    regs->rip == rip0)

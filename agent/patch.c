@@ -497,6 +497,8 @@ static int probe_load(uint32_t id)
 	p->flags = a->flags;
 	p->len = a->len;
 	p->mode = a->mode;
+	p->inject_value = a->inject_value;
+	p->inject_every = a->inject_every ? a->inject_every : 1;
 	utrace_memcpy(p->orig, a->orig, sizeof(p->orig));
 	if (!p->addr || !p->len || p->len > sizeof(p->orig) || a->nr_insns > UTRACE_ABI_MAX_INSNS ||
 	    (p->mode != UTRACE_PM_INT3 && p->mode != UTRACE_PM_JMP) ||

@@ -48,6 +48,7 @@
 #include "utrace/utrace.h"
 #include "agent-host.h"
 #include "aggr.h"
+#include "chrome.h"
 #include "cli.h"
 #include "output.h"
 #include "protos.h"
@@ -65,6 +66,12 @@ struct apoint {
 	bool at_entry;
 	const struct proto *proto;
 	int id;
+	uint64_t addr; /* runtime address: one agent probe per address */
+	/* --inject on this point (UTRACE_PF_INJECT) */
+	bool inject;
+	bool shown; /* a -f/-u of this point prints the entry of an injected call */
+	uint64_t inj_value, inj_every;
+	const char *inj_spec;
 };
 
 struct atracer {
@@ -79,6 +86,20 @@ struct atracer {
 	pid_t pid; /* the command (still known once reaped) */
 	bool exited;
 	struct utrace_maps *maps; /* at start: read-only file data after the exit */
+	bool counting; /* -c / -H: histograms in the target */
+	struct chrome chrome;
+	bool chrome_on;
+	char comm[64]; /* the process's name at start (tracks of threads gone since) */
+	pid_t *named; /* threads with a Chrome track name */
+	size_t nr_named, cap_named;
+	/* -k */
+	struct utrace_image *img; /* borrowed: the image at start */
+	struct utrace_image *img2; /* owned: re-read once for code loaded since */
+	struct utrace_maps *maps2;
+	struct utrace_abi_event held; /* an ENTRY/INJECT waiting for its STACK records */
+	uint64_t pcs[UTRACE_ABI_STACK_MAX];
+	unsigned int npcs, want;
+	bool holding;
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -136,14 +157,8 @@ const char *trace_agent_unsupported(const struct cli_opts *o)
 {
 	if (o->nr_pids > 1)
 		return "attaching to several processes (-p PID,PID)";
-	if (o->stack)
-		return "-k";
-	if (o->nr_injects)
-		return "--inject";
 	if (o->follow_forks)
 		return "-F";
-	if (o->format == CLI_FMT_CHROME)
-		return "--format chrome";
 	if (o->nr_modules)
 		return "-m";
 	if (o->syscalls)
@@ -243,41 +258,218 @@ static void emit_lost(struct atracer *t, uint64_t n)
 	t->lost += n;
 }
 
-static void on_event(const struct utrace_abi_event *ev, void *data)
+/* ------------------------------------------------------------------------ */
+/* -k: the caller stacks recorded by the agent, symbolised here              */
+/* ------------------------------------------------------------------------ */
+
+/* The mapping of @addr if it holds code; re-reads maps and image once (dlopen since). */
+static const struct utrace_map *code_map(struct atracer *t, uint64_t addr)
 {
-	struct atracer *t = data;
+	const struct utrace_map *m = NULL;
+
+	if (t->maps2)
+		m = utrace_maps__find(t->maps2, addr);
+	else if (t->maps)
+		m = utrace_maps__find(t->maps, addr);
+	if (!m && !t->maps2 && !t->exited) {
+		t->maps2 = utrace_maps__read(t->pid);
+		t->img2 = utrace_image__open_pid(t->pid);
+		m = t->maps2 ? utrace_maps__find(t->maps2, addr) : NULL;
+	}
+	return m && (m->prot & UTRACE_MAP_EXEC) ? m : NULL;
+}
+
+/* "main+0x1c" for @addr in @m, and the object's base name (as cmd-trace.c). */
+static void symbolise(struct atracer *t, const struct utrace_map *m, uint64_t addr, char *sym,
+		      size_t symlen, const char **ret_obj)
+{
+	struct utrace_image *img = t->img2 ? t->img2 : t->img;
+	size_t i, n = img ? utrace_image__object_count(img) : 0;
+	const char *base = m->path ? strrchr(m->path, '/') : NULL;
+
+	*ret_obj = base ? base + 1 : m->path;
+	snprintf(sym, symlen, "0x%" PRIx64, addr);
+	for (i = 0; m->path && i < n; i++) {
+		const struct utrace_object *o = utrace_image__object(img, i);
+		const struct utrace_sym *s;
+		struct utrace_elf *elf;
+
+		if (!o || !o->path || strcmp(o->path, m->path))
+			continue;
+		elf = utrace_image__elf(img, i);
+		s = elf ? utrace_elf__find_sym(elf, addr - o->bias) : NULL;
+		if (s)
+			snprintf(sym, symlen, "%s+0x%" PRIx64, s->name, addr - o->bias - s->addr);
+		return;
+	}
+}
+
+/*
+ * The frames of -k, as the ptrace backend prints them: " > sym (obj) [pc]"
+ * lines, or a JSON "stack" member. The agent's walk may run into frames of
+ * code without frame pointers: the stack ends at the first address that is
+ * not code.
+ */
+static void print_stack(struct atracer *t, bool json)
+{
+	FILE *f = t->out.f;
+	unsigned int i;
+
+	if (json)
+		fputs(", \"stack\": [", f);
+	for (i = 0; i < t->npcs; i++) {
+		const struct utrace_map *m = code_map(t, t->pcs[i]);
+		char sym[256], buf[320];
+		const char *obj;
+
+		if (!m)
+			break;
+		symbolise(t, m, t->pcs[i], sym, sizeof(sym), &obj);
+		if (json) {
+			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
+			fputs(i ? ", " : "", f);
+			json_str(f, buf, strlen(buf));
+		} else {
+			fprintf(f, " > %s (%s) [0x%" PRIx64 "]\n", sym, obj ? obj : "?", t->pcs[i]);
+		}
+	}
+	if (json)
+		fputc(']', f);
+}
+
+/* Chrome: name the track of @tid once (its process's too, for the main thread). */
+static void chrome_track(struct atracer *t, pid_t tid)
+{
+	char path[64], comm[64] = "";
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < t->nr_named; i++)
+		if (t->named[i] == tid)
+			return;
+	if (t->nr_named == t->cap_named) {
+		size_t cap = t->cap_named ? t->cap_named * 2 : 16;
+		pid_t *n = realloc(t->named, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		t->named = n;
+		t->cap_named = cap;
+	}
+	t->named[t->nr_named++] = tid;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)t->pid, (int)tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	if (!comm[0])
+		snprintf(comm, sizeof(comm), "%s", t->comm[0] ? t->comm : "?");
+	if (tid == t->pid)
+		chrome_name_process(&t->chrome, t->pid, comm);
+	chrome_name_thread(&t->chrome, t->pid, tid, comm);
+}
+
+/*
+ * The return line of an injected call ("answer() = 42 (injected)", dur 0),
+ * as cmd-trace.c prints it.
+ */
+static void show_injected_return(struct atracer *t, const struct apoint *p,
+				 const struct utrace_abi_event *ev, struct proto_regs *r)
+{
+	struct proto_val v;
+	FILE *f = t->out.f;
+	bool is_void = p->proto->ret == PK_VOID;
+
+	proto_format_ret(p->proto, p->inj_value, r, t->opts->strsize, &v);
+	if (t->chrome_on) {
+		char *a = chrome_call_args(NULL, &v, true);
+
+		chrome_end(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name, a);
+		free(a);
+	} else if (t->out.format == CLI_FMT_JSON) {
+		json_head(t, p, ev->ts, ev->tid, "return");
+		fputs(", \"ret\": ", f);
+		if (is_void)
+			fputs("null", f);
+		else
+			proto_val_print_json(f, &v);
+		fputs(", \"dur_ns\": 0, \"injected\": true}\n", f);
+	} else {
+		output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
+		fprintf(f, "%s() = ", fn_name(p));
+		if (is_void)
+			fputs("<void>", f);
+		else
+			proto_val_print_text(f, &v);
+		fputs(" (injected)", f);
+		output_duration(&t->out, 0);
+		fputc('\n', f);
+	}
+	proto_val_clear(&v);
+}
+
+/* One event (with its stack in t->pcs[0, t->npcs) for -k). */
+static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
+{
 	const struct apoint *p;
 	struct proto_regs r = { .read = pid_read, .ctx = t };
 	FILE *f = t->out.f;
+	bool inj = ev->kind == UTRACE_EV_INJECT;
 	int i;
 
-	if (ev->kind == UTRACE_EV_LOST || ev->probe >= (uint32_t)t->nr_pts)
+	if (ev->probe >= (uint32_t)t->nr_pts)
 		return;
 	p = &t->pts[ev->probe];
 	for (i = 0; i < 6; i++)
 		r.args[i] = ev->args[i];
-	if (ev->kind == UTRACE_EV_ENTRY) {
+	if (t->chrome_on)
+		chrome_track(t, (pid_t)ev->tid);
+	if (inj && p->shown) {
+		/* the entry record of the same hit was shown already */
+		if (p->kind == CLI_PROBE_FUNC)
+			show_injected_return(t, p, ev, &r);
+		return;
+	}
+	if (ev->kind == UTRACE_EV_ENTRY || inj) {
 		struct proto_vals vals;
 
 		if (!p->at_entry) {
-			if (t->out.format == CLI_FMT_JSON) {
+			if (t->chrome_on) {
+				chrome_instant(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, p->name,
+					       p->name, NULL);
+			} else if (t->out.format == CLI_FMT_JSON) {
 				json_head(t, p, ev->ts, ev->tid, "probe");
+				if (t->opts->stack)
+					print_stack(t, true);
 				fputs("}\n", f);
 			} else {
 				output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
 				fprintf(f, "%s\n", p->name);
+				if (t->opts->stack)
+					print_stack(t, false);
 			}
 			return;
 		}
 		proto_format_args(p->proto, &r, t->opts->strsize, &vals);
-		if (t->out.format == CLI_FMT_JSON) {
+		if (t->chrome_on) {
+			char *a = chrome_call_args(&vals, NULL, false);
+
+			chrome_begin(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
+				     p->name, a);
+			free(a);
+		} else if (t->out.format == CLI_FMT_JSON) {
 			json_head(t, p, ev->ts, ev->tid, "entry");
 			fputs(", \"args\": [", f);
 			for (i = 0; i < vals.nr; i++) {
 				fputs(i ? ", " : "", f);
 				proto_val_print_json(f, &vals.v[i]);
 			}
-			fputs("]}\n", f);
+			fputc(']', f);
+			if (t->opts->stack)
+				print_stack(t, true);
+			fputs("}\n", f);
 		} else {
 			output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
 			fprintf(f, "%s(", fn_name(p));
@@ -286,14 +478,24 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 				proto_val_print_text(f, &vals.v[i]);
 			}
 			fputs(")\n", f);
+			if (t->opts->stack)
+				print_stack(t, false);
 		}
 		proto_vals_clear(&vals);
+		if (inj)
+			show_injected_return(t, p, ev, &r);
 	} else if (ev->kind == UTRACE_EV_RETURN) {
 		struct proto_val v;
 		bool is_void = p->proto->ret == PK_VOID;
 
 		proto_format_ret(p->proto, ev->args[0], &r, t->opts->strsize, &v);
-		if (t->out.format == CLI_FMT_JSON) {
+		if (t->chrome_on) {
+			char *a = chrome_call_args(NULL, &v, false);
+
+			chrome_end(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name,
+				   a);
+			free(a);
+		} else if (t->out.format == CLI_FMT_JSON) {
 			json_head(t, p, ev->ts, ev->tid, "return");
 			fputs(", \"ret\": ", f);
 			if (is_void)
@@ -315,6 +517,42 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 	}
 }
 
+/*
+ * A ring record. An ENTRY or INJECT record with ext > 0 is followed by its
+ * ext STACK records in the same ring; the agent publishes a group at once
+ * and ahost_drain() hands a ring's records over in order, so the group is
+ * complete in this pass: hold the event until its last STACK record.
+ */
+static void on_event(const struct utrace_abi_event *ev, void *data)
+{
+	struct atracer *t = data;
+	unsigned int i;
+
+	if (ev->kind == UTRACE_EV_LOST)
+		return;
+	if (ev->kind == UTRACE_EV_STACK) {
+		if (!t->holding || ev->tid != t->held.tid)
+			return;
+		for (i = 0; i < ev->ext && i < UTRACE_ABI_ARGS && t->npcs < UTRACE_ABI_STACK_MAX;
+		     i++)
+			t->pcs[t->npcs++] = ev->args[i];
+		if (--t->want)
+			return;
+		t->holding = false;
+		show_event(t, &t->held);
+		return;
+	}
+	t->holding = false; /* a group cut short cannot happen; never hold stale state */
+	t->npcs = 0;
+	if ((ev->kind == UTRACE_EV_ENTRY || ev->kind == UTRACE_EV_INJECT) && ev->ext) {
+		t->held = *ev;
+		t->want = ev->ext;
+		t->holding = true;
+		return;
+	}
+	show_event(t, ev);
+}
+
 /* Drain the rings; report drops seen since the last call. */
 static void drain(struct atracer *t)
 {
@@ -324,6 +562,53 @@ static void drain(struct atracer *t)
 	drops = ahost_drops(&t->h);
 	if (drops > t->lost)
 		emit_lost(t, drops - t->lost);
+}
+
+/*
+ * --inject on point @p (probe @id), before its first SYNC (the agent reads
+ * the inject fields once). A -f or -u of the point shows the call's entry
+ * itself; otherwise the INJECT record shows both lines.
+ */
+static void inject_set(struct atracer *t, struct apoint *p, int id, const struct cli_probe *cp)
+{
+	struct utrace_abi_probe *ab = ahost_abi(&t->h, id);
+
+	ab->flags |= UTRACE_PF_INJECT | UTRACE_PF_ENTRY | (t->counting ? UTRACE_PF_HIST : 0);
+	if (!t->quiet)
+		ab->flags |= UTRACE_PF_RECORD_RETURN | (t->opts->stack ? UTRACE_PF_STACK : 0);
+	ab->inject_value = cp->value;
+	ab->inject_every = cp->every ? cp->every : 1;
+	p->inject = true;
+	p->shown = p->kind == CLI_PROBE_FUNC || p->kind == CLI_PROBE_ENTRY;
+	p->inj_value = cp->value;
+	p->inj_every = ab->inject_every;
+	p->inj_spec = cp->spec;
+}
+
+/*
+ * --inject on match @m: only at a function entry (VALUE is what the
+ * function returns). The agent has one probe per address: a -f/-u/-r
+ * point already there gets the injection. Return: 1 merged, 0 a new point
+ * is needed, or -EXIT_USAGE.
+ */
+static int inject_merge(struct atracer *t, const struct utrace_match *m, const struct cli_probe *cp)
+{
+	int i;
+
+	if (m->offset) {
+		cli_error("--inject '%s': %s+0x%" PRIx64 " is not a function entry (VALUE is what "
+			  "a function returns)",
+			  cp->spec, m->symbol ? m->symbol : "?", m->offset);
+		return -EXIT_USAGE;
+	}
+	for (i = 0; i < t->nr_pts; i++) {
+		if (t->pts[i].addr != m->addr || !t->pts[i].at_entry)
+			continue;
+		if (!t->pts[i].inject)
+			inject_set(t, &t->pts[i], t->pts[i].id, cp);
+		return 1;
+	}
+	return 0;
 }
 
 static int add_points(struct atracer *t, struct utrace_image *img, const struct cli_probe *cp)
@@ -355,7 +640,19 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 
 		if (m[k].sym_flags & UTRACE_SYM_ALIAS)
 			continue;
+		if (cp->kind == CLI_PROBE_INJECT) {
+			err = inject_merge(t, &m[k], cp);
+			if (err < 0) {
+				free(m);
+				return err;
+			}
+			if (err > 0) {
+				added++;
+				continue;
+			}
+		}
 		p->kind = cp->kind;
+		p->addr = m[k].addr;
 		p->at_entry = m[k].offset == 0;
 		p->object = strdup(o && o->path ? o->path : "?");
 		p->symbol = m[k].symbol ? strdup(m[k].symbol) : NULL;
@@ -374,16 +671,21 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			p->proto = proto_find(p->symbol);
 		if (!p->proto)
 			p->proto = proto_unknown();
-		if (cp->kind == CLI_PROBE_ENTRY || !p->at_entry) {
-			flags = UTRACE_PF_COUNT | (t->quiet ? 0 : UTRACE_PF_RECORD_ENTRY);
+		if (cp->kind == CLI_PROBE_INJECT) {
+			flags = UTRACE_PF_COUNT; /* inject_set() adds the rest */
+		} else if (cp->kind == CLI_PROBE_ENTRY || !p->at_entry) {
+			flags = UTRACE_PF_COUNT | (t->quiet ? 0 : UTRACE_PF_RECORD_ENTRY) |
+				(p->at_entry ? UTRACE_PF_ENTRY : 0);
 		} else {
 			flags = UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_COUNT;
-			if (t->quiet)
+			if (t->counting)
 				flags |= UTRACE_PF_HIST;
-			else
+			if (!t->quiet)
 				flags |= UTRACE_PF_RECORD_RETURN |
 					 (cp->kind == CLI_PROBE_FUNC ? UTRACE_PF_RECORD_ENTRY : 0);
 		}
+		if (t->opts->stack && (flags & UTRACE_PF_RECORD_ENTRY))
+			flags |= UTRACE_PF_STACK; /* -k: the stack goes with each entry record */
 		if (!p->name || !p->object) {
 			free(m);
 			return -EXIT_TRACE;
@@ -402,6 +704,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			continue;
 		}
 		p->id = id;
+		if (cp->kind == CLI_PROBE_INJECT)
+			inject_set(t, p, id, cp);
 		t->nr_pts++;
 		added++;
 		ahost_set_want(&t->h, id,
@@ -449,7 +753,11 @@ static void aggregate(struct atracer *t, struct aggr *a)
 		st->priv = p->proto;
 		st->calls += p->kind == CLI_PROBE_RET ?
 				     __atomic_load_n(&ab->returns, __ATOMIC_RELAXED) :
-				     ahost_hits(&t->h, p->id);
+			     p->kind == CLI_PROBE_INJECT ? 0 :
+							   ahost_hits(&t->h, p->id);
+		if (p->inject && (p->kind == CLI_PROBE_RET || p->kind == CLI_PROBE_INJECT))
+			st->calls += __atomic_load_n(&ab->inject_calls, __ATOMIC_RELAXED) /
+				     p->inj_every; /* the injected calls (never returned) */
 		if (!timed)
 			continue;
 		for (b = 0; b < UTRACE_ABI_HIST_BUCKETS; b++) {
@@ -635,7 +943,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			  "owner can write, or use -b ptrace)");
 		return EXIT_TRACE;
 	}
-	t->quiet = opts->summary || opts->hist;
+	t->counting = opts->summary || opts->hist;
+	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	if (opts->nr_pids) {
 		t->pts = calloc(AGENT_MAX_PROBES, sizeof(*t->pts));
 		if (!t->pts) {
@@ -662,7 +971,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	argv[0] = path;
 	for (i = 1; i < opts->argc; i++)
 		argv[i] = opts->argv[i];
-	t->quiet = opts->summary || opts->hist;
+	t->counting = opts->summary || opts->hist;
+	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	setenv("UTRACE_AGENT", so, 1);
 	err = ahost_launch(&t->h, &ho, argv);
 	unsetenv("UTRACE_AGENT");
@@ -687,6 +997,7 @@ armed:
 		cli_error("cannot read the image of pid %d: %s", t->h.pid, strerror(errno));
 		goto out;
 	}
+	t->img = img;
 	for (i = 0; i < nr_probes; i++) {
 		err = add_points(t, img, &probes[i]);
 		if (err < 0) {
@@ -719,6 +1030,20 @@ armed:
 		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
 		ret = EXIT_USAGE;
 		goto out;
+	}
+	if (opts->format == CLI_FMT_CHROME) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(t->comm, sizeof(t->comm), f))
+				t->comm[strcspn(t->comm, "\n")] = '\0';
+			fclose(f);
+		}
+		t->chrome_on = true;
+		chrome_open(&t->chrome, t->out.f);
 	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
 	sigaction(SIGINT, &sa, NULL);
@@ -767,9 +1092,11 @@ armed:
 	t->exited = !attached || !detached; /* a detached process can still be read */
 	ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	drain(t);
-	if (t->quiet) {
+	if (t->chrome_on)
+		chrome_close(&t->chrome); /* before the tables, which go to stderr then */
+	if (t->counting) {
 		struct aggr a;
-		FILE *f = t->out.f;
+		FILE *f = t->chrome_on ? stderr : t->out.f;
 		bool json = opts->format == CLI_FMT_JSON;
 		uint64_t now = now_realtime_ns();
 
@@ -796,6 +1123,15 @@ armed:
 		cli_error("%" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
 			  " returns missed, %d probe points%s",
 			  hits, rets, missed, t->nr_pts, detached ? " (detached)" : "");
+		for (i = 0; i < t->nr_pts; i++) {
+			uint64_t n = ahost_abi(&t->h, t->pts[i].id)->inject_calls;
+
+			if (t->pts[i].inject)
+				cli_error("--inject '%s': %" PRIu64 " of %" PRIu64
+					  " calls injected (%s)",
+					  t->pts[i].inj_spec, n / t->pts[i].inj_every, n,
+					  t->pts[i].name);
+		}
 	}
 out:
 	if (attached && !detached && t->h.pid > 0) {
@@ -807,7 +1143,14 @@ out:
 		utrace_image__close(img);
 	if (t->maps)
 		utrace_maps__free(t->maps);
+	if (t->chrome_on)
+		chrome_close(&t->chrome); /* every "B" gets its "E"; accepts a closed one */
 	output_close(&t->out);
+	if (t->img2)
+		utrace_image__close(t->img2);
+	if (t->maps2)
+		utrace_maps__free(t->maps2);
+	free(t->named);
 	ahost_close(&t->h); /* kills a command that never started */
 	for (i = 0; t->pts && i < t->nr_pts; i++) {
 		free(t->pts[i].name);

@@ -405,37 +405,6 @@ static void json_head(struct tracer *t, const struct utrace_probe_ctx *ctx, cons
 	json_str(f, fn_name(ctx), strlen(fn_name(ctx)));
 }
 
-/* the JSON members of a Chrome event's "args" */
-static char *chrome_args(const struct proto_vals *vals, const struct proto_val *ret, bool injected)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int i;
-
-	if (!f)
-		return NULL;
-	if (vals) {
-		fputs("\"args\": [", f);
-		for (i = 0; i < vals->nr; i++) {
-			fputs(i ? ", " : "", f);
-			proto_val_print_json(f, &vals->v[i]);
-		}
-		fputc(']', f);
-	}
-	if (ret) {
-		fputs("\"ret\": ", f);
-		if (ret->kind == PV_TEXT && !ret->text[0])
-			fputs("null", f);
-		else
-			proto_val_print_json(f, ret);
-	}
-	if (injected)
-		fputs(", \"injected\": true", f);
-	fclose(f);
-	return buf;
-}
-
 static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *proto,
 		       bool injected)
 {
@@ -449,7 +418,7 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 		r.sp -= 8; /* set_return popped the return address */
 	proto_format_args(proto, &r, t->opts->strsize, &vals);
 	if (t->chrome_on) {
-		char *a = chrome_args(&vals, NULL, false);
+		char *a = chrome_call_args(&vals, NULL, false);
 
 		chrome_begin(&t->chrome, ctx->pid, ctx->tid, ctx->now_ns, fn_name(ctx),
 			     ctx->point->name, a);
@@ -491,7 +460,7 @@ static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const st
 	proto_format_ret(proto, rax, &r, t->opts->strsize, &v);
 	is_void = proto->ret == PK_VOID;
 	if (t->chrome_on) {
-		char *a = chrome_args(NULL, &v, injected);
+		char *a = chrome_call_args(NULL, &v, injected);
 
 		chrome_end(&t->chrome, ctx->pid, ctx->tid, ctx->now_ns, fn_name(ctx),
 			   ctx->point->name, a);
@@ -1027,6 +996,8 @@ static int register_probes(struct tracer *t)
 				po.handler = on_ret_entry;
 				po.ret_handler = on_return;
 				break;
+			case CLI_PROBE_INJECT:
+				break; /* never in opts->probes: injects are t->injects */
 			}
 		}
 		p = utrace_probe__register_spec(t->up, spec, &po);
@@ -1195,9 +1166,9 @@ int cmd_trace(struct cli_opts *opts)
 	 * binary whose specs could be checked before it runs.
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && launched && !t->check_after_exec &&
-	     !t->pending && !trace_agent_unsupported(opts) && trace_agent_path())) {
-		struct cli_probe *cp = calloc(t->nr_probes + 1, sizeof(*cp));
+	    (opts->backend == CLI_BACKEND_AUTO && launched && !t->check_after_exec && !t->pending &&
+	     !trace_agent_unsupported(opts) && trace_agent_path())) {
+		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
 		if (!cp) {
 			ret = EXIT_TRACE;
@@ -1207,14 +1178,22 @@ int cmd_trace(struct cli_opts *opts)
 			cp[i].kind = t->probes[i].kind;
 			cp[i].spec = t->probes[i].spec;
 		}
-		ret = cmd_trace_agent(opts, cp, t->nr_probes, opts->backend == CLI_BACKEND_AUTO);
+		/* the injects after the probes: the agent adds them to their points */
+		for (i = 0; i < t->nr_injects; i++) {
+			cp[t->nr_probes + i].kind = CLI_PROBE_INJECT;
+			cp[t->nr_probes + i].spec = t->injects[i].spec;
+			cp[t->nr_probes + i].value = t->injects[i].value;
+			cp[t->nr_probes + i].every = t->injects[i].every;
+		}
+		ret = cmd_trace_agent(opts, cp, t->nr_probes + t->nr_injects,
+				      opts->backend == CLI_BACKEND_AUTO);
 		free(cp);
 		if (ret != TRACE_AGENT_FALLBACK)
 			goto out_free;
 		auto_why = " (auto: the agent could not be loaded)";
 	} else if (opts->backend == CLI_BACKEND_AUTO) {
-		auto_why = launched ? " (auto: the agent cannot do this yet)" :
-				      " (auto: attach mode)";
+		auto_why =
+			launched ? " (auto: the agent cannot do this yet)" : " (auto: attach mode)";
 	}
 	ret = EXIT_TRACE;
 	err = output_open(&t->out, opts);
