@@ -34,6 +34,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -826,6 +827,43 @@ static void release_stray_threads(pid_t pid)
 }
 
 /*
+ * -b auto in attach mode: a failure to load the agent is no error, ptrace
+ * takes over; the reason is kept for -v instead of printed.
+ */
+static bool attach_quiet;
+static char fallback_why[512];
+
+const char *trace_agent_fallback_why(void)
+{
+	return fallback_why;
+}
+
+__attribute__((format(printf, 1, 2))) static void attach_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(fallback_why, sizeof(fallback_why), fmt, ap);
+	va_end(ap);
+	if (!attach_quiet)
+		cli_error("%s", fallback_why);
+}
+
+/*
+ * While injecting, the library's warnings are held back (as cli_attach_pids()
+ * does): a failure gets one line, ours, which says what to do.
+ */
+static char inject_held[512];
+static utrace_print_fn_t inject_chained;
+
+static int inject_print(enum utrace_print_level level, const char *fmt, va_list ap)
+{
+	if (level <= UTRACE_WARN)
+		return vsnprintf(inject_held, sizeof(inject_held), fmt, ap);
+	return inject_chained ? inject_chained(level, fmt, ap) : 0;
+}
+
+/*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
  * becomes @h's; @h->pid is the target, which is not our child.
@@ -847,17 +885,24 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	utrace_abi_layout(&hd);
 	hd.host_pid = (uint32_t)getpid();
 	io.arena_size = hd.arena_size;
+	inject_held[0] = '\0';
+	inject_chained = utrace_set_print(inject_print);
 	err = utrace_inject(pid, so, &io, &inj);
+	utrace_set_print(inject_chained);
+	if (!err && inject_held[0])
+		fprintf(stderr, "utrace: %s", inject_held);
 	if (err) {
 		if (err == -ESRCH)
-			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
+			attach_error("cannot attach to pid %d: no such process (it has exited?)",
+				     pid);
 		else if (strstr(errbuf, strerror(EALREADY)))
-			cli_error("pid %d already holds the agent of an earlier utrace -b agent; "
-				  "attaching it again is not supported yet (use -b ptrace)",
-				  pid);
+			attach_error(
+				"pid %d already holds the agent of an earlier utrace -b agent; "
+				"attaching it again is not supported yet (use -b ptrace)",
+				pid);
 		else
-			cli_error("cannot load the agent into pid %d: %s", pid,
-				  errbuf[0] ? errbuf : strerror(-err));
+			attach_error("cannot load the agent into pid %d: %s", pid,
+				     errbuf[0] ? errbuf : strerror(-err));
 		return err;
 	}
 	t->h.fd = inj.arena_fd;
@@ -877,8 +922,9 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}
-	cli_error("the agent in pid %d did not start (state %u, error %d)", pid,
-		  t->h.hdr->agent_state, t->h.hdr->agent_err);
+	attach_error("the agent in pid %d did not start (state %u, error %d)", pid,
+		     t->h.hdr->agent_state, t->h.hdr->agent_err);
+	t->h.pid = 0; /* not our child: ahost_close() must not kill it */
 	return -EPROTO;
 }
 
@@ -951,9 +997,14 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			cli_error("out of memory");
 			goto out;
 		}
+		attach_quiet = fallback_ok;
 		err = agent_attach(t, &ho, opts->pids[0], so);
-		if (err)
+		if (err) {
+			/* nothing armed: with -b auto, ptrace attaches instead */
+			if (fallback_ok)
+				ret = TRACE_AGENT_FALLBACK;
 			goto out;
+		}
 		attached = true;
 		goto armed;
 	}
@@ -991,7 +1042,10 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 armed:
 	t->pid = t->h.pid;
 	if (opts->verbose > 0)
-		cli_error("backend: agent");
+		cli_error("backend: agent%s",
+			  fallback_ok ? " (auto: the agent could be loaded, handlers run in the "
+					"probed threads)" :
+					"");
 	img = utrace_image__open_pid(t->h.pid);
 	if (!img) {
 		cli_error("cannot read the image of pid %d: %s", t->h.pid, strerror(errno));

@@ -1150,6 +1150,7 @@ int cmd_trace(struct cli_opts *opts)
 	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
 	const char *auto_why = "";
+	static char why[640];
 	int ret, err, r, i;
 
 	memset(t, 0, sizeof(*t));
@@ -1162,11 +1163,11 @@ int cmd_trace(struct cli_opts *opts)
 	if (ret)
 		goto out_free;
 	/*
-	 * The agent: launch mode, every option supported, and (auto) a
-	 * binary whose specs could be checked before it runs.
+	 * The agent: every option supported, and (auto) specs that could be
+	 * checked before anything runs and that wait for no library.
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && launched && !t->check_after_exec && !t->pending &&
+	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !t->pending &&
 	     !trace_agent_unsupported(opts) && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
@@ -1190,10 +1191,26 @@ int cmd_trace(struct cli_opts *opts)
 		free(cp);
 		if (ret != TRACE_AGENT_FALLBACK)
 			goto out_free;
-		auto_why = " (auto: the agent could not be loaded)";
+		if (!launched && trace_agent_fallback_why()[0])
+			snprintf(why, sizeof(why), " (auto: the agent could not be loaded: %s)",
+				 trace_agent_fallback_why());
+		else
+			snprintf(why, sizeof(why), " (auto: the agent could not be loaded)");
+		auto_why = why;
 	} else if (opts->backend == CLI_BACKEND_AUTO) {
-		auto_why =
-			launched ? " (auto: the agent cannot do this yet)" : " (auto: attach mode)";
+		if (t->check_after_exec)
+			auto_why =
+				" (auto: the command's SPECs can only be checked after its exec)";
+		else if (t->pending)
+			auto_why = " (auto: a SPEC waits for a library the agent does not arm yet)";
+		else if (trace_agent_unsupported(opts))
+			snprintf(why, sizeof(why),
+				 " (auto: %s is not available with the agent yet)",
+				 trace_agent_unsupported(opts));
+		else
+			auto_why = " (auto: libutrace-agent.so not found)";
+		if (why[0])
+			auto_why = why;
 	}
 	ret = EXIT_TRACE;
 	err = output_open(&t->out, opts);

@@ -243,16 +243,18 @@ TEST_TIMEOUT(auto_says_backend, 60)
 	char *out = NULL, *err = NULL;
 
 	CHECK_EQ(run_utrace(a, &out, &err), 3);
-	CHECK(strstr(err, "utrace: backend: agent\n"));
+	CHECK(strstr(err, "utrace: backend: agent (auto: the agent could be loaded"));
 	free(out);
 	free(err);
 	CHECK_EQ(run_utrace(p, &out, &err), 3);
 	CHECK(strstr(err, "utrace: backend: ptrace"));
 	free(out);
 	free(err);
-	/* -F: the agent cannot, auto takes ptrace */
+	/* -F: the agent cannot, auto takes ptrace and says why */
 	CHECK_EQ(run_utrace(k, &out, &err), 3);
-	CHECK(strstr(err, "utrace: backend: ptrace"));
+	CHECK_MSG(strstr(err, "utrace: backend: ptrace (auto: -F is not available with the agent "
+			      "yet)\n"),
+		  "stderr: %s", err);
 	free(out);
 	free(err);
 }
@@ -624,4 +626,39 @@ TEST_TIMEOUT(agent_stack_through_return_probes, 120)
 	free(out);
 	free(err);
 	free(py);
+}
+
+/*
+ * -b auto in attach mode: the agent when it loads (the target's code bytes
+ * are the file's again after the detach); a process that already holds a
+ * (dormant) agent cannot take a second one: ptrace then, and -v says why.
+ * Both trace every call the target makes meanwhile.
+ */
+TEST_TIMEOUT(auto_attach_picks_agent_then_ptrace, 120)
+{
+	struct bg a = bg_start();
+	char pid[16];
+	const char *args[] = { "-v", "-f", "work", "-p", pid, "-d", "1", NULL };
+	char *out = NULL, *err = NULL;
+
+	snprintf(pid, sizeof(pid), "%d", (int)a.pid);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(strstr(err, "utrace: backend: agent (auto: the agent could be loaded"),
+		  "stderr: %s", err);
+	CHECK(count(err, "] work() = ") > 10);
+	CHECK(strstr(err, "(detached)"));
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(
+		strstr(err, "utrace: backend: ptrace (auto: the agent could not be loaded: pid ") &&
+			strstr(err, "already holds the agent"),
+		"stderr: %s", err);
+	CHECK(!strstr(err, "cannot inject")); /* the library's own line is held back */
+	CHECK(count(err, "] work() = ") > 10);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	bg_finish(&a);
+	free(out);
+	free(err);
 }
