@@ -88,8 +88,7 @@ struct atracer {
 	bool exited;
 	struct utrace_maps *maps; /* at start: read-only file data after the exit */
 	bool counting; /* -c / -H: histograms in the target */
-	struct chrome chrome;
-	bool chrome_on;
+	bool chrome_on; /* events go to agent_chrome */
 	char comm[64]; /* the process's name at start (tracks of threads gone since) */
 	pid_t *named; /* threads with a Chrome track name */
 	size_t nr_named, cap_named;
@@ -104,6 +103,7 @@ struct atracer {
 };
 
 static volatile sig_atomic_t agent_signal;
+static struct chrome agent_chrome; /* --format chrome: one file for every process */
 
 static void on_agent_interrupt(int sig)
 {
@@ -156,8 +156,6 @@ const char *trace_agent_path(void)
 
 const char *trace_agent_unsupported(const struct cli_opts *o)
 {
-	if (o->nr_pids > 1)
-		return "attaching to several processes (-p PID,PID)";
 	if (o->follow_forks)
 		return "-F";
 	if (o->nr_modules)
@@ -368,8 +366,8 @@ static void chrome_track(struct atracer *t, pid_t tid)
 	if (!comm[0])
 		snprintf(comm, sizeof(comm), "%s", t->comm[0] ? t->comm : "?");
 	if (tid == t->pid)
-		chrome_name_process(&t->chrome, t->pid, comm);
-	chrome_name_thread(&t->chrome, t->pid, tid, comm);
+		chrome_name_process(&agent_chrome, t->pid, comm);
+	chrome_name_thread(&agent_chrome, t->pid, tid, comm);
 }
 
 /*
@@ -387,7 +385,7 @@ static void show_injected_return(struct atracer *t, const struct apoint *p,
 	if (t->chrome_on) {
 		char *a = chrome_call_args(NULL, &v, true);
 
-		chrome_end(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name, a);
+		chrome_end(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name, a);
 		free(a);
 	} else if (t->out.format == CLI_FMT_JSON) {
 		json_head(t, p, ev->ts, ev->tid, "return");
@@ -438,8 +436,8 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 
 		if (!p->at_entry) {
 			if (t->chrome_on) {
-				chrome_instant(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, p->name,
-					       p->name, NULL);
+				chrome_instant(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts,
+					       p->name, p->name, NULL);
 			} else if (t->out.format == CLI_FMT_JSON) {
 				json_head(t, p, ev->ts, ev->tid, "probe");
 				if (t->opts->stack)
@@ -457,7 +455,7 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 		if (t->chrome_on) {
 			char *a = chrome_call_args(&vals, NULL, false);
 
-			chrome_begin(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
+			chrome_begin(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
 				     p->name, a);
 			free(a);
 		} else if (t->out.format == CLI_FMT_JSON) {
@@ -493,8 +491,8 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 		if (t->chrome_on) {
 			char *a = chrome_call_args(NULL, &v, false);
 
-			chrome_end(&t->chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name,
-				   a);
+			chrome_end(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
+				   p->name, a);
 			free(a);
 		} else if (t->out.format == CLI_FMT_JSON) {
 			json_head(t, p, ev->ts, ev->tid, "return");
@@ -725,6 +723,15 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 				  cp->spec);
 		return 0;
 	}
+	if (t->opts->nr_pids > 1)
+		return 0; /* -p A,B: cmd-trace.c checked that some process has it */
+	if (!t->opts->argv) {
+		cli_error(
+			"probe '%s': matches nothing in pid %d (utrace -l SPEC -p %d lists what a "
+			"SPEC matches)",
+			cp->spec, (int)t->pid, (int)t->pid);
+		return -EXIT_USAGE;
+	}
 	cli_error("probe '%s': no such function in %s or its libraries (utrace -l SPEC lists "
 		  "what a SPEC matches)",
 		  cp->spec, t->opts->argv[0]);
@@ -950,6 +957,248 @@ static int check_restored(struct atracer *t)
 	return bad;
 }
 
+/* Attach mode, several processes: the verbose figures of @t's process. */
+static void pid_stats(struct atracer *t, bool detached)
+{
+	uint64_t hits = 0, rets = 0, missed = 0;
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++) {
+		hits += ahost_hits(&t->h, t->pts[i].id);
+		rets += ahost_abi(&t->h, t->pts[i].id)->returns;
+		missed += ahost_abi(&t->h, t->pts[i].id)->missed_ret;
+	}
+	cli_error("pid %d: %" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
+		  " returns missed, %d probe points%s",
+		  (int)t->pid, hits, rets, missed, t->nr_pts, detached ? " (detached)" : "");
+	for (i = 0; i < t->nr_pts; i++) {
+		uint64_t n = ahost_abi(&t->h, t->pts[i].id)->inject_calls;
+
+		if (t->pts[i].inject)
+			cli_error("pid %d: --inject '%s': %" PRIu64 " of %" PRIu64
+				  " calls injected (%s)",
+				  (int)t->pid, t->pts[i].inj_spec, n / t->pts[i].inj_every, n,
+				  t->pts[i].name);
+	}
+}
+
+/*
+ * utrace -b agent -p A,B,...: one agent and one arena per process, each
+ * armed with every SPEC resolved against its own image, all drained by one
+ * loop into one output (one Chrome file, one merged -c table). Ctrl-C or
+ * -d detaches them all; a process that exits meanwhile just stops
+ * counting. Any failure after the first attach detaches the processes
+ * already armed (their code bytes restored) before saying why. With -b
+ * auto, only a failure to load the agent into the first process falls back
+ * to ptrace (nothing has been touched yet).
+ */
+static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
+			    bool fallback_ok, const char *so, const struct ahost_opts *ho)
+{
+	struct sigaction sa = { .sa_handler = on_agent_interrupt };
+	int n = opts->nr_pids, ret = EXIT_TRACE, err, i, k, armed = 0;
+	struct atracer *ts = calloc((size_t)n, sizeof(*ts));
+	bool detached = false, any_lost = false, bad = false;
+	uint64_t deadline = 0;
+
+	if (!ts) {
+		cli_error("out of memory");
+		return EXIT_TRACE;
+	}
+	for (i = 0; i < n; i++) {
+		struct atracer *t = &ts[i];
+
+		t->opts = opts;
+		t->h.fd = -1;
+		t->counting = opts->summary || opts->hist;
+		t->quiet = t->counting && opts->format != CLI_FMT_CHROME;
+	}
+	for (i = 0; i < n; i++) {
+		struct atracer *t = &ts[i];
+
+		t->pts = calloc(AGENT_MAX_PROBES, sizeof(*t->pts));
+		if (!t->pts) {
+			cli_error("out of memory");
+			goto out;
+		}
+		attach_quiet = fallback_ok && i == 0;
+		err = agent_attach(t, ho, opts->pids[i], so);
+		attach_quiet = false;
+		if (err) {
+			if (fallback_ok && i == 0)
+				ret = TRACE_AGENT_FALLBACK;
+			goto out;
+		}
+		armed++;
+		t->pid = opts->pids[i];
+		t->img = utrace_image__open_pid(t->pid);
+		if (!t->img) {
+			cli_error("cannot read the image of pid %d: %s", t->pid, strerror(errno));
+			goto out;
+		}
+		for (k = 0; k < nr_probes; k++) {
+			err = add_points(t, t->img, &probes[k]);
+			if (err < 0) {
+				ret = -err;
+				goto out;
+			}
+		}
+		if (!t->nr_pts) {
+			cli_error("no probe point to arm in pid %d (use -b ptrace for libraries "
+				  "loaded later)",
+				  t->pid);
+			goto out;
+		}
+		err = ahost_sync(&t->h);
+		if (err < 0) {
+			cli_error("cannot arm the probes in pid %d: %s", t->pid,
+				  t->h.why[0] ? t->h.why : strerror(-err));
+			goto out;
+		}
+		for (k = 0; k < t->nr_pts; k++) {
+			struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[k].id);
+
+			if (ab->state == UTRACE_PS_FAILED && opts->verbose >= 0)
+				cli_error("warning: pid %d: %s could not be armed: %s", t->pid,
+					  t->pts[k].name, strerror(-ab->err));
+		}
+		t->maps = utrace_maps__read(t->pid);
+	}
+	if (opts->verbose > 0)
+		cli_error("backend: agent%s (%d processes)",
+			  fallback_ok ? " (auto: the agent could be loaded)" : "", n);
+	err = output_open(&ts[0].out, opts);
+	if (err) {
+		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		char path[64];
+		FILE *f;
+
+		if (i) {
+			ts[i].out = ts[0].out;
+			ts[i].out.own = false; /* ts[0] closes it */
+		}
+		ts[i].mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
+		ts[i].chrome_on = opts->format == CLI_FMT_CHROME;
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)ts[i].pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(ts[i].comm, sizeof(ts[i].comm), f))
+				ts[i].comm[strcspn(ts[i].comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	if (opts->format == CLI_FMT_CHROME)
+		chrome_open(&agent_chrome, ts[0].out.f);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (opts->duration > 0)
+		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
+	for (;;) {
+		struct timespec tsl = { 0, 1000000 };
+		int alive = 0;
+
+		for (i = 0; i < n; i++) {
+			if (ts[i].exited)
+				continue;
+			drain(&ts[i]);
+			if (kill(ts[i].pid, 0) && errno == ESRCH)
+				ts[i].exited = true; /* its last records are drained below */
+			else
+				alive++;
+		}
+		if (!alive)
+			break;
+		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
+			detached = true;
+			for (i = 0; i < n; i++) {
+				if (ts[i].exited)
+					continue;
+				err = ahost_cmd(&ts[i].h, UTRACE_CMD_DETACH, 0, 0);
+				if (err < 0 && err != -ESRCH) {
+					cli_error("pid %d: detach failed: %s", ts[i].pid,
+						  ts[i].h.why);
+					bad = true;
+				}
+				drain(&ts[i]);
+				if (check_restored(&ts[i]))
+					bad = true; /* said which site */
+			}
+			break;
+		}
+		nanosleep(&tsl, NULL);
+	}
+	for (i = 0; i < n; i++) {
+		drain(&ts[i]);
+		any_lost |= ts[i].lost != 0;
+	}
+	if (agent_chrome.f)
+		chrome_close(&agent_chrome);
+	if (ts[0].counting) {
+		struct aggr a;
+		FILE *f = ts[0].chrome_on ? stderr : ts[0].out.f;
+		bool json = opts->format == CLI_FMT_JSON;
+		uint64_t now = now_realtime_ns();
+
+		aggr_init(&a);
+		for (i = 0; i < n; i++)
+			aggregate(&ts[i], &a); /* merged by probe name, as -b ptrace does */
+		if (opts->summary)
+			json ? aggr_json_summary(f, &a, now, ts[0].pid) :
+			       aggr_print_summary(f, &a, "function");
+		if (opts->hist)
+			json ? aggr_json_hist(f, &a, now, ts[0].pid) : aggr_print_hist(f, &a);
+		aggr_clear(&a);
+	}
+	fflush(ts[0].out.f);
+	if (any_lost && opts->verbose >= 0)
+		for (i = 0; i < n; i++)
+			if (ts[i].lost)
+				cli_error("pid %d: %" PRIu64
+					  " events were lost (ring buffers full)",
+					  ts[i].pid, ts[i].lost);
+	if (opts->verbose > 0)
+		for (i = 0; i < n; i++)
+			pid_stats(&ts[i], detached && !ts[i].exited);
+	ret = bad ? EXIT_TRACE : 0;
+	armed = 0; /* detached, or exited */
+out:
+	for (i = 0; i < n; i++) {
+		struct atracer *t = &ts[i];
+
+		/* a failure after the injections: take every probe out before leaving */
+		if (i < armed && !t->exited && t->h.arena)
+			ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+		t->h.pid = 0; /* not our child: never killed */
+		if (t->img)
+			utrace_image__close(t->img);
+		if (t->img2)
+			utrace_image__close(t->img2);
+		if (t->maps)
+			utrace_maps__free(t->maps);
+		if (t->maps2)
+			utrace_maps__free(t->maps2);
+		free(t->named);
+		ahost_close(&t->h);
+		for (k = 0; t->pts && k < t->nr_pts; k++) {
+			free(t->pts[k].name);
+			free(t->pts[k].object);
+			free(t->pts[k].symbol);
+		}
+		free(t->pts);
+	}
+	if (agent_chrome.f)
+		chrome_close(&agent_chrome);
+	output_close(&ts[0].out);
+	free(ts);
+	proto_dwarf_clear();
+	return ret;
+}
+
 int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
 		    bool fallback_ok)
 {
@@ -989,6 +1238,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			  "owner can write, or use -b ptrace)");
 		return EXIT_TRACE;
 	}
+	if (opts->nr_pids > 1)
+		return trace_agent_pids(opts, probes, nr_probes, fallback_ok, so, &ho);
 	t->counting = opts->summary || opts->hist;
 	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	if (opts->nr_pids) {
@@ -1097,7 +1348,7 @@ armed:
 			fclose(f);
 		}
 		t->chrome_on = true;
-		chrome_open(&t->chrome, t->out.f);
+		chrome_open(&agent_chrome, t->out.f);
 	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
 	sigaction(SIGINT, &sa, NULL);
@@ -1147,7 +1398,7 @@ armed:
 	ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	drain(t);
 	if (t->chrome_on)
-		chrome_close(&t->chrome); /* before the tables, which go to stderr then */
+		chrome_close(&agent_chrome); /* before the tables, which go to stderr then */
 	if (t->counting) {
 		struct aggr a;
 		FILE *f = t->chrome_on ? stderr : t->out.f;
@@ -1198,7 +1449,7 @@ out:
 	if (t->maps)
 		utrace_maps__free(t->maps);
 	if (t->chrome_on)
-		chrome_close(&t->chrome); /* every "B" gets its "E"; accepts a closed one */
+		chrome_close(&agent_chrome); /* every "B" gets its "E"; accepts a closed one */
 	output_close(&t->out);
 	if (t->img2)
 		utrace_image__close(t->img2);

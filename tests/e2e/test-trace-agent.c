@@ -386,9 +386,41 @@ TEST_TIMEOUT(agent_attach_detach_restores_code, 120)
 	free(err);
 }
 
+/*
+ * -p A,B: one agent per process, one output; the events carry each
+ * process's own tids, both processes' code is the file's again after the
+ * detach, and both still compute right (bg_finish).
+ */
+TEST_TIMEOUT(agent_several_pids, 120)
+{
+	struct bg a = bg_start(), b = bg_start();
+	char pids[32], ap[40], bp[40];
+	const char *args[] = { "-v", "-b", "agent", "-f", "work", "-p", pids, "-d", "1", NULL };
+	char *out = NULL, *err = NULL;
+
+	snprintf(pids, sizeof(pids), "%d,%d", (int)a.pid, (int)b.pid);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK(strstr(err, "utrace: backend: agent (2 processes)\n"));
+	snprintf(ap, sizeof(ap), "[%d] work(", (int)a.pid);
+	snprintf(bp, sizeof(bp), "[%d] work(", (int)b.pid);
+	CHECK(count(err, ap) > 10);
+	CHECK(count(err, bp) > 10);
+	snprintf(ap, sizeof(ap), "pid %d: ", (int)a.pid);
+	snprintf(bp, sizeof(bp), "pid %d: ", (int)b.pid);
+	CHECK(strstr(err, ap) && strstr(err, bp));
+	CHECK_EQ(count(err, "probe points (detached)\n"), 2);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	CHECK_EQ(code_matches_file(b.pid), 1);
+	bg_finish(&a);
+	bg_finish(&b);
+	free(out);
+	free(err);
+}
+
 TEST(agent_unsupported_one_line)
 {
-	const char *pid[] = { "-b", "agent", "-f", "work", "-p", "1,2", NULL };
+	const char *pid[] = { "-b", "agent", "-F", "-f", "work", "-p", "1,2", NULL };
 	const char *inj[] = {
 		"-b", "agent", "--inject", "work+4=1", "--", target(), "calls", NULL
 	};
@@ -396,8 +428,7 @@ TEST(agent_unsupported_one_line)
 
 	CHECK_EQ(run_utrace(pid, &out, &err), 1);
 	CHECK_MSG(count_lines(err) == 1 &&
-			  strstr(err, "several processes (-p PID,PID) is not available with "
-				      "the agent backend"),
+			  strstr(err, "-F is not available with the agent backend"),
 		  "stderr: %s", err);
 	free(out);
 	free(err);
