@@ -3,11 +3,15 @@
  * dispatch.c - what a hit does: the handlers of a probe, in registration
  * order (built-in ones from the probe's flags first, then in-process ones
  * added with __utrace_agent_add_handler()), under the thread's reentrancy
- * guard.
+ * guard. The built-in order: count, stack walk (-k), entry record (with the
+ * stack), in-process handlers, injection (--inject: after the handlers, so
+ * that one that moved rip wins), return-address hijack (not for an
+ * injected call: it never runs).
  *
  * Runs in the probed thread: from the trampoline thunk (jmp mode) or from
  * the SIGTRAP handler (int3 mode). No malloc, locks, stdio or syscalls
- * (a thread's first hit maps its task: guard.c).
+ * (a thread's first hit maps its task: guard.c; its first -k hit reads its
+ * stack range: stack.c).
  */
 #include "agent-internal.h"
 

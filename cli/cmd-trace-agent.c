@@ -19,14 +19,29 @@
  *    histograms are counted in the target and read at exit. Total, min and
  *    max times are derived from the histogram (power-of-two resolution).
  *
- * Attach mode (-p PID, one process): utrace_inject() loads the agent into
+ * Attach mode (-p PID): utrace_inject() loads the agent into
  * the running process (seize, dlopen, init with the arena's fd, detach: no
  * ptrace stop remains), the probes are armed through the arena, and on
  * SIGINT or -d a DETACH disarms them all; the sites' bytes are then checked
  * against their originals.
  *
- * Not here (yet): several pids, -k, --inject, -F, Chrome output, libraries
- * loaded later with dlopen.
+ *  - --format chrome: the same writer as the ptrace backend (chrome.c).
+ *  - --inject SPEC=VALUE[@N]: decided in the target (UTRACE_PF_INJECT,
+ *    agent/dispatch.c): the calls are counted per probe with one atomic add,
+ *    so "every Nth" is exact across threads; an injected call comes back as
+ *    one INJECT record, shown as its entry line (unless a -f/-u of the same
+ *    point showed it) and "f() = VALUE (injected)". One agent probe per
+ *    address: an inject on a -f/-u/-r point is added to that point.
+ *  - -k: the agent walks frame pointers in the probed thread (agent/stack.c)
+ *    and publishes the return addresses with the entry record (STACK
+ *    records); they are symbolised here, and the stack ends at the first
+ *    address outside executable code, as with -b ptrace.
+ *  - -p A,B: one agent and one arena per process (trace_agent_pids()).
+ *  - -b auto, attach mode: a failure to load the agent is no error; the
+ *    caller falls back to ptrace and -v says why (trace_agent_fallback_why()).
+ *
+ * Not here (yet): -F (the fork child needs a fresh arena from the host),
+ * libraries loaded later with dlopen.
  */
 #include <dirent.h>
 #include <errno.h>
