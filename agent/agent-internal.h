@@ -193,6 +193,7 @@ int patch_init(void);
 int patch_sync(void);
 void patch_disarm_all(void);
 void patch_atfork_child(void);
+void patch_atfork_follow(void);
 int patch_trap_handler(int sig, siginfo_t *info, void *uc);
 
 bool patch_trap_owned(void);

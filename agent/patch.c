@@ -811,6 +811,18 @@ void patch_disarm_all(void)
  * names the parent, so the child writes with mprotect. Return instances on
  * the forking thread's stack still resolve through the trampoline.
  */
+/**
+ * patch_atfork_follow - the child of fork() keeps its probes (-F; agent.c
+ * gave it an arena of its own): later writes go to its own memory, through
+ * its own /proc/self/mem (the inherited fd still names the parent).
+ */
+void patch_atfork_follow(void)
+{
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+}
+
 void patch_atfork_child(void)
 {
 	uint32_t i;

@@ -40,11 +40,16 @@
  *  - -b auto, attach mode: a failure to load the agent is no error; the
  *    caller falls back to ptrace and -v says why (trace_agent_fallback_why()).
  *
- * Not here (yet): -F (the fork child needs a fresh arena from the host),
- * libraries loaded later with dlopen.
+ *  - -F: a fork child keeps its probes with an arena of its own, which it
+ *    announces in its parent's (agent.c fork_rearena()); kid_add() maps it
+ *    and traces the child as one more process, until it exits or Ctrl-C /
+ *    -d takes its probes out (kids_wait()).
+ *
+ * Not here (yet): libraries loaded later with dlopen, exec'ed images.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -53,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -115,6 +121,11 @@ struct atracer {
 	uint64_t pcs[UTRACE_ABI_STACK_MAX];
 	unsigned int npcs, want;
 	bool holding;
+	/* -F: fork children with arenas of their own (kid_add()) */
+	struct atracer **kids;
+	size_t nr_kids;
+	uint32_t forks_seen, forks_lost;
+	bool detached; /* a child whose probes were taken out */
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -171,8 +182,6 @@ const char *trace_agent_path(void)
 
 const char *trace_agent_unsupported(const struct cli_opts *o)
 {
-	if (o->follow_forks)
-		return "-F";
 	if (o->nr_modules)
 		return "-m";
 	if (o->syscalls)
@@ -904,6 +913,7 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	hd.max_probes = o->max_probes;
 	hd.max_threads = o->max_threads;
 	hd.ring_records = o->ring_records;
+	hd.flags = o->flags; /* UTRACE_ARENA_F_FOLLOW_FORK with -F */
 	utrace_abi_layout(&hd);
 	hd.host_pid = (uint32_t)getpid();
 	io.arena_size = hd.arena_size;
@@ -970,6 +980,243 @@ static int check_restored(struct atracer *t)
 		}
 	}
 	return bad;
+}
+
+/* ------------------------------------------------------------------------ */
+/* -F: fork children that the agent kept probed, each with its own arena     */
+/* ------------------------------------------------------------------------ */
+
+/* Has @pid exited (gone, or a zombie nobody reaped yet)? */
+static bool proc_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/*
+ * A fork child of @t's process announced its arena (agent.c fork_rearena):
+ * map it (through /proc/PID/fd/FD: the child's memfd) and trace the child
+ * as one more process with @t's probe points (same ids: the table was
+ * copied). A child that has exec'ed or exited since cannot be opened:
+ * there is nothing left to follow.
+ */
+static void kid_add(struct atracer *t, pid_t pid, int fd)
+{
+	struct utrace_arena_hdr *hd;
+	struct atracer *k, **kids;
+	char path[64];
+	struct stat st;
+	void *m;
+	int afd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	afd = open(path, O_RDWR | O_CLOEXEC);
+	if (afd < 0)
+		return;
+	if (fstat(afd, &st) || (uint64_t)st.st_size < t->h.hdr->arena_size) {
+		close(afd);
+		return;
+	}
+	m = mmap(NULL, t->h.hdr->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, afd, 0);
+	hd = m;
+	if (m == MAP_FAILED || hd->magic != UTRACE_ABI_MAGIC || hd->version != UTRACE_ABI_VERSION ||
+	    hd->agent_pid != (uint32_t)pid || hd->arena_size != t->h.hdr->arena_size) {
+		if (m != MAP_FAILED)
+			munmap(m, t->h.hdr->arena_size);
+		close(afd);
+		return;
+	}
+	k = calloc(1, sizeof(*k));
+	kids = realloc(t->kids, (t->nr_kids + 1) * sizeof(*kids));
+	if (k)
+		k->pts = calloc((size_t)t->nr_pts + 1, sizeof(*k->pts));
+	if (!k || !kids || !k->pts) {
+		if (kids)
+			t->kids = kids;
+		if (k)
+			free(k->pts);
+		free(k);
+		munmap(m, t->h.hdr->arena_size);
+		close(afd);
+		return;
+	}
+	t->kids = kids;
+	t->kids[t->nr_kids++] = k;
+	k->opts = t->opts;
+	k->h.fd = afd;
+	k->h.arena = m;
+	k->h.hdr = hd;
+	k->h.pid = 0; /* not our child: never killed, never waited for */
+	k->h.stdin_fd = k->h.stdout_fd = -1;
+	k->h.nr_probes = t->h.nr_probes;
+	k->out = t->out;
+	k->out.own = false; /* the root tracer closes it */
+	k->quiet = t->quiet;
+	k->counting = t->counting;
+	k->chrome_on = t->chrome_on;
+	k->mono_to_real = t->mono_to_real;
+	k->pid = pid;
+	/* a copy of @t's points: names and prototypes stay @t's (kids_free()) */
+	memcpy(k->pts, t->pts, (size_t)t->nr_pts * sizeof(*k->pts));
+	k->nr_pts = t->nr_pts;
+	k->img = t->img; /* a fork child has its parent's mappings */
+	k->maps = utrace_maps__read(pid);
+	snprintf(k->comm, sizeof(k->comm), "%s", t->comm);
+	if (t->opts->verbose > 0)
+		cli_error("following pid %d, a fork child of pid %d", (int)pid, (int)t->pid);
+}
+
+/* Drain @t's children (and theirs): new ones first, then their rings. */
+static int kids_poll(struct atracer *t)
+{
+	struct utrace_arena_hdr *hd = t->h.hdr;
+	uint32_t head;
+	int alive = 0;
+	size_t i;
+
+	if (!hd || !t->opts->follow_forks)
+		return 0;
+	head = __atomic_load_n(&hd->fork_head, __ATOMIC_ACQUIRE);
+	while (t->forks_seen != head) {
+		struct utrace_abi_fork *e;
+
+		if (head - t->forks_seen > UTRACE_ABI_FORKS) {
+			t->forks_lost += head - t->forks_seen - UTRACE_ABI_FORKS;
+			t->forks_seen = head - UTRACE_ABI_FORKS;
+		}
+		e = &hd->forks[t->forks_seen % UTRACE_ABI_FORKS];
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != t->forks_seen + 1)
+			break; /* being written */
+		t->forks_seen++;
+		kid_add(t, (pid_t)e->pid, e->fd);
+		/* the child may go on (it waits for this, agent.c fork_rearena) */
+		__atomic_store_n(&e->acked, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &e->acked, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	}
+	for (i = 0; i < t->nr_kids; i++) {
+		struct atracer *k = t->kids[i];
+
+		if (k->exited)
+			continue;
+		drain(k);
+		if (proc_gone(k->pid)) {
+			k->exited = true;
+			drain(k); /* what it wrote last */
+		} else {
+			alive++;
+		}
+		alive += kids_poll(k);
+	}
+	return alive;
+}
+
+/* Take the probes out of every child still running (Ctrl-C, -d). */
+static int kids_detach(struct atracer *t)
+{
+	int bad = 0, err;
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		struct atracer *k = t->kids[i];
+
+		bad += kids_detach(k);
+		if (k->exited || k->detached || proc_gone(k->pid))
+			continue;
+		err = ahost_cmd(&k->h, UTRACE_CMD_DETACH, 0, 0);
+		k->detached = true;
+		drain(k);
+		if (err < 0 && !proc_gone(k->pid)) {
+			cli_error("pid %d: detach failed: %s", (int)k->pid, k->h.why);
+			bad++;
+		} else if (!proc_gone(k->pid)) {
+			bad += check_restored(k);
+		}
+	}
+	return bad;
+}
+
+/*
+ * After the root process has ended or detached: with -F, the children run
+ * on probed until they exit, or until Ctrl-C / -d takes their probes out
+ * (the ptrace backend follows them the same way). Return: the number of
+ * children that could not be detached cleanly.
+ */
+static int kids_wait(struct atracer *t, uint64_t deadline)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	while (kids_poll(t) > 0) {
+		if (agent_signal || (deadline && now_mono_ns() >= deadline))
+			return kids_detach(t);
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void kids_aggregate(struct atracer *t, struct aggr *a)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		aggregate(t->kids[i], a);
+		kids_aggregate(t->kids[i], a);
+	}
+}
+
+static void pid_stats(struct atracer *t, bool detached);
+
+static void kids_stats(struct atracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		pid_stats(t->kids[i], t->kids[i]->detached);
+		kids_stats(t->kids[i]);
+	}
+	if (t->forks_lost)
+		cli_error("pid %d: %u fork children were not followed (too many at once)",
+			  (int)t->pid, t->forks_lost);
+}
+
+static void kids_free(struct atracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		struct atracer *k = t->kids[i];
+
+		kids_free(k);
+		if (!k->exited && !k->detached && !proc_gone(k->pid))
+			ahost_cmd(&k->h, UTRACE_CMD_DETACH, 0, 0); /* a failure: probes out */
+		if (k->maps)
+			utrace_maps__free(k->maps);
+		if (k->maps2)
+			utrace_maps__free(k->maps2);
+		if (k->img2)
+			utrace_image__close(k->img2);
+		free(k->named);
+		free(k->pts);
+		ahost_close(&k->h);
+		free(k);
+	}
+	free(t->kids);
+	t->kids = NULL;
+	t->nr_kids = 0;
 }
 
 /* Attach mode, several processes: the verbose figures of @t's process. */
@@ -1118,6 +1365,7 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		int alive = 0;
 
 		for (i = 0; i < n; i++) {
+			alive += kids_poll(&ts[i]); /* -F */
 			if (ts[i].exited)
 				continue;
 			drain(&ts[i]);
@@ -1142,6 +1390,8 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 				drain(&ts[i]);
 				if (check_restored(&ts[i]))
 					bad = true; /* said which site */
+				if (kids_detach(&ts[i]))
+					bad = true;
 			}
 			break;
 		}
@@ -1160,8 +1410,10 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		uint64_t now = now_realtime_ns();
 
 		aggr_init(&a);
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			aggregate(&ts[i], &a); /* merged by probe name, as -b ptrace does */
+			kids_aggregate(&ts[i], &a);
+		}
 		if (opts->summary)
 			json ? aggr_json_summary(f, &a, now, ts[0].pid) :
 			       aggr_print_summary(f, &a, "function");
@@ -1176,9 +1428,12 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 				cli_error("pid %d: %" PRIu64
 					  " events were lost (ring buffers full)",
 					  ts[i].pid, ts[i].lost);
-	if (opts->verbose > 0)
-		for (i = 0; i < n; i++)
+	if (opts->verbose > 0) {
+		for (i = 0; i < n; i++) {
 			pid_stats(&ts[i], detached && !ts[i].exited);
+			kids_stats(&ts[i]);
+		}
+	}
 	ret = bad ? EXIT_TRACE : 0;
 	armed = 0; /* detached, or exited */
 out:
@@ -1188,6 +1443,7 @@ out:
 		/* a failure after the injections: take every probe out before leaving */
 		if (i < armed && !t->exited && t->h.arena)
 			ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+		kids_free(t);
 		t->h.pid = 0; /* not our child: never killed */
 		if (t->img)
 			utrace_image__close(t->img);
@@ -1241,6 +1497,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 		if (n >= 2 && n <= (1UL << 20) && !(n & (n - 1)))
 			ho.ring_records = (uint32_t)n;
 	}
+	if (opts->follow_forks)
+		ho.flags |= UTRACE_ARENA_F_FOLLOW_FORK; /* fork children keep their probes */
 	why = trace_agent_unsupported(opts);
 	if (why) {
 		cli_error("%s is not available with the agent backend yet (use -b ptrace)", why);
@@ -1389,12 +1647,13 @@ armed:
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
 			drain(t);
-			if (check_restored(t))
+			if (check_restored(t) || kids_detach(t))
 				err = -EIO;
 			st = err < 0 ? EXIT_TRACE << 8 : 0;
 			break;
 		}
 		drain(t);
+		kids_poll(t); /* -F */
 		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
 			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
@@ -1402,6 +1661,7 @@ armed:
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
 			drain(t);
+			kids_detach(t);
 			if (waitpid(t->h.pid, &st, 0) != t->h.pid)
 				st = 0;
 			break;
@@ -1412,6 +1672,8 @@ armed:
 	t->exited = !attached || !detached; /* a detached process can still be read */
 	ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	drain(t);
+	if (kids_wait(t, deadline) && attached)
+		ret = EXIT_TRACE; /* -F: said which child */
 	if (t->chrome_on)
 		chrome_close(&agent_chrome); /* before the tables, which go to stderr then */
 	if (t->counting) {
@@ -1422,6 +1684,7 @@ armed:
 
 		aggr_init(&a);
 		aggregate(t, &a);
+		kids_aggregate(t, &a);
 		if (opts->summary)
 			json ? aggr_json_summary(f, &a, now, t->pid) :
 			       aggr_print_summary(f, &a, "function");
@@ -1452,6 +1715,7 @@ armed:
 					  t->pts[i].inj_spec, n / t->pts[i].inj_every, n,
 					  t->pts[i].name);
 		}
+		kids_stats(t);
 	}
 out:
 	if (attached && !detached && t->h.pid > 0) {
@@ -1463,6 +1727,7 @@ out:
 		utrace_image__close(img);
 	if (t->maps)
 		utrace_maps__free(t->maps);
+	kids_free(t);
 	if (t->chrome_on)
 		chrome_close(&agent_chrome); /* every "B" gets its "E"; accepts a closed one */
 	output_close(&t->out);

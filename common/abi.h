@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 2
+#define UTRACE_ABI_VERSION 3
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -55,6 +55,7 @@
 #define UTRACE_ABI_HIST_BUCKETS 64 /* log2 buckets of ns: [0]=0, [i]=[2^(i-1), 2^i) */
 #define UTRACE_ABI_ARGS 6
 #define UTRACE_ABI_STACK_MAX 32 /* caller frames recorded with an entry (-k) */
+#define UTRACE_ABI_FORKS 16 /* fork children announced and not yet seen by the host */
 
 /*
  * A trampoline slot in an XOL area (agent-written header, host-relocated
@@ -245,7 +246,26 @@ struct utrace_arena_hdr {
 	uint64_t tsc0;
 	uint64_t mono0;
 	uint64_t mult;
-	uint64_t __reserved[(4096 - 248) / 8];
+	/*
+	 * Follow-fork (UTRACE_ARENA_F_FOLLOW_FORK): a fork child of this
+	 * process made itself a fresh arena (same sizes, the probe table copied,
+	 * counters zero) and announces it here, in its parent's arena: it
+	 * reserves entry fork_head++ (atomic), fills pid and fd (the memfd in the
+	 * child, for the host to open as /proc/PID/fd/FD), then store-releases
+	 * seq = index + 1, and waits (1 s at most) until the host has opened it
+	 * and set acked = 1 (a shared futex word): a short-lived child must not
+	 * exit before the host holds its arena. The host reads entries in
+	 * order; more than UTRACE_ABI_FORKS unread overwrite the oldest.
+	 */
+	uint32_t fork_head;
+	uint32_t __pad2;
+	struct utrace_abi_fork {
+		uint32_t seq;
+		uint32_t pid;
+		int32_t fd;
+		uint32_t acked;
+	} forks[UTRACE_ABI_FORKS];
+	uint64_t __reserved[(4096 - 256 - UTRACE_ABI_FORKS * 16) / 8];
 };
 _Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");
 _Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset");

@@ -239,7 +239,8 @@ TEST_TIMEOUT(auto_says_backend, 60)
 {
 	const char *a[] = { "-v", "-f", "work", "--", target(), "exit", "3", NULL };
 	const char *p[] = { "-v", "-b", "ptrace", "-f", "work", "--", target(), "exit", "3", NULL };
-	const char *k[] = { "-v", "-F", "-f", "work", "--", target(), "exit", "3", NULL };
+	const char *k[] = { "-v", "-f",	    "work", "-f", "libzz:nothing",
+			    "--", target(), "exit", "3",  NULL };
 	char *out = NULL, *err = NULL;
 
 	CHECK_EQ(run_utrace(a, &out, &err), 3);
@@ -250,10 +251,10 @@ TEST_TIMEOUT(auto_says_backend, 60)
 	CHECK(strstr(err, "utrace: backend: ptrace"));
 	free(out);
 	free(err);
-	/* -F: the agent cannot, auto takes ptrace and says why */
+	/* a SPEC waiting for a library: the agent cannot arm it yet, auto takes ptrace */
 	CHECK_EQ(run_utrace(k, &out, &err), 3);
-	CHECK_MSG(strstr(err, "utrace: backend: ptrace (auto: -F is not available with the agent "
-			      "yet)\n"),
+	CHECK_MSG(strstr(err, "utrace: backend: ptrace (auto: a SPEC waits for a library the "
+			      "agent does not arm yet)\n"),
 		  "stderr: %s", err);
 	free(out);
 	free(err);
@@ -418,17 +419,17 @@ TEST_TIMEOUT(agent_several_pids, 120)
 	free(err);
 }
 
-TEST(agent_unsupported_one_line)
+TEST(agent_bad_input_one_line)
 {
-	const char *pid[] = { "-b", "agent", "-F", "-f", "work", "-p", "1,2", NULL };
+	const char *pid[] = { "-b", "agent", "-f", "work", "-p", "1", NULL };
 	const char *inj[] = {
 		"-b", "agent", "--inject", "work+4=1", "--", target(), "calls", NULL
 	};
 	char *out = NULL, *err = NULL;
 
+	/* init: not ours to load anything into */
 	CHECK_EQ(run_utrace(pid, &out, &err), 1);
-	CHECK_MSG(count_lines(err) == 1 &&
-			  strstr(err, "-F is not available with the agent backend"),
+	CHECK_MSG(count_lines(err) == 1 && strstr(err, "cannot load the agent into pid 1: "),
 		  "stderr: %s", err);
 	free(out);
 	free(err);
@@ -690,6 +691,123 @@ TEST_TIMEOUT(auto_attach_picks_agent_then_ptrace, 120)
 	CHECK(count(err, "] work() = ") > 10);
 	CHECK_EQ(code_matches_file(a.pid), 1);
 	bg_finish(&a);
+	free(out);
+	free(err);
+}
+
+/*
+ * -F: the fork children keep their probes, each with an arena of its own:
+ * every process's work() calls come back under its own pid, as the target
+ * counts them ("child PID work=M", "parent work=M"), the same per-process
+ * counts as -b ptrace -F; the children's return from spawn() (a probed
+ * function that forked them, so a hijacked return address inherited with
+ * the fork) returns 0 in each child. Without -F only the parent is traced
+ * and the children, disarmed at the fork, still compute right.
+ */
+static const char *fork_check =
+	"import json, sys, collections\n"
+	"ent = collections.Counter(); ret = collections.Counter(); sp = []; spe = []\n"
+	"for line in open(sys.argv[1]):\n"
+	"    e = json.loads(line)\n"
+	"    if e['name'] == 'work' and e['type'] == 'entry': ent[e['pid']] += 1\n"
+	"    if e['name'] == 'work' and e['type'] == 'return':\n"
+	"        assert e['tid'] == e['pid'], e; ret[e['pid']] += 1\n"
+	"    if e['name'] == 'spawn' and e['type'] == 'return': sp.append((e['pid'], e['ret']))\n"
+	"    if e['name'] == 'spawn' and e['type'] == 'entry': spe.append(e['pid'])\n"
+	"assert ent == ret, (ent, ret)\n"
+	"kids = sorted(p for p, r in sp if r == 0)\n"
+	"parent = sorted(set(spe))\n"
+	"print('pids', len(ent), 'work', ' '.join(str(ent[p]) for p in sorted(ent)),\n"
+	"      'spawn-entries', len(spe), 'in-parent', len(parent),\n"
+	"      'children', ' '.join(str(p) for p in kids))\n";
+
+/* "child PID work=" lines of the target, sorted pids as "p1 p2 p3" */
+static void child_pids(const char *out, char *buf, size_t size)
+{
+	long pids[16];
+	int n = 0, i, j;
+	const char *p = out;
+	size_t len = 0;
+
+	while (p && (p = strstr(p, "child ")) && n < 16) {
+		pids[n++] = atol(p + 6);
+		p += 6;
+	}
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (pids[j] < pids[i]) {
+				long x = pids[i];
+
+				pids[i] = pids[j];
+				pids[j] = x;
+			}
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%ld", i ? " " : "", pids[i]);
+}
+
+static void run_fork(const char *backend, bool follow, char **py, char *kids, size_t size)
+{
+	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
+	int fd = mkstemp(file);
+	const char *args[] = { "-b",	 backend, "--format", "json",  "-o", file,
+			       "-f",	 "work",  "-f",	      "spawn", "-F", "--",
+			       target(), "fork",  "3",	      "100",   NULL };
+	char *out = NULL, *err = NULL;
+
+	if (!follow) {
+		args[10] = "--"; /* drop -F */
+		args[11] = target();
+		args[12] = "fork";
+		args[13] = "3";
+		args[14] = "100";
+		args[15] = NULL;
+	}
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	note_lines(err);
+	CHECK(strstr(out, "parent work=100 children=3\n"));
+	CHECK_EQ(count(out, " work=100\n"), 3); /* the children */
+	child_pids(out, kids, size);
+	CHECK_EQ(run_python(fork_check, file, py), 0);
+	unlink(file);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(agent_follow_forks_same_as_ptrace, 120)
+{
+	char *py = NULL, kids[256], want[512];
+
+	run_fork("agent", true, &py, kids, sizeof(kids));
+	note_lines(py);
+	snprintf(want, sizeof(want),
+		 "pids 4 work 100 100 100 100 spawn-entries 3 in-parent 1 children %s\n", kids);
+	CHECK_STREQ(py, want);
+	free(py);
+	/* the ptrace backend: the same per-process counts (it shows no return in the children) */
+	run_fork("ptrace", true, &py, kids, sizeof(kids));
+	CHECK(py && !strncmp(py, "pids 4 work 100 100 100 100 spawn-entries 3 in-parent 1", 55));
+	free(py);
+	/* without -F: the parent only */
+	run_fork("agent", false, &py, kids, sizeof(kids));
+	CHECK_STREQ(py, "pids 1 work 100 spawn-entries 3 in-parent 1 children \n");
+	free(py);
+}
+
+TEST_TIMEOUT(agent_follow_forks_summary, 120)
+{
+	const char *args[] = { "-v", "-b",     "agent", "-F", "-c",  "-f", "work",
+			       "--", target(), "fork",	"4",  "250", NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	note_lines(err);
+	CHECK(strstr(out, "parent work=250 children=4\n"));
+	CHECK_EQ(count(out, " work=250\n"), 4); /* the children */
+	CHECK_EQ(table_calls(err, "work"), 1250); /* 5 processes x 250, as they counted */
+	CHECK_EQ(count(err, ", a fork child of pid "), 4);
 	free(out);
 	free(err);
 }
