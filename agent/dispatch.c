@@ -25,29 +25,51 @@ static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 }
 
 /*
+ * A record with the caller stack (-k). Out of line: the 256 bytes of
+ * return addresses are on the probed thread's stack only for -k probes
+ * (a hit may run on a small sigaltstack).
+ */
+static __attribute__((noinline)) void emit_with_stack(struct utrace_task *t, struct utrace_probe *p,
+						      uint16_t kind, uint64_t now,
+						      const utrace_regs_t *regs,
+						      const uint64_t *args)
+{
+	uint64_t pcs[UTRACE_ABI_STACK_MAX];
+	unsigned int n = stack_walk(t, regs, p->flags & UTRACE_PF_ENTRY, pcs);
+
+	ring_emit_group(t, p->id, kind, now, args, pcs, n);
+}
+
+/*
  * --inject: every inject_every-th call of @p returns inject_value at once.
  * The calls are counted in the arena with one atomic add, so "every Nth"
- * is exact over all threads. A forced return: rax = value, rip = the
- * return address at [rsp], rsp past it (the thunk and the SIGTRAP handler
- * both resume there, see utrace_dispatch_entry). The call is recorded as
- * one INJECT record (its arguments, and the stack when the entry record did
- * not already carry it), and counts as a 0 ns call in the histogram.
+ * is exact over all threads. The call is recorded first (one INJECT
+ * record: its arguments, and its stack when no entry record carried it),
+ * then returned from: rax = value, rip = the return address at [rsp], rsp
+ * past it (the thunk and the SIGTRAP handler both resume there, see
+ * utrace_dispatch_entry). With HIST it counts as a 0 ns call.
  */
 static void inject(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t *regs, uint64_t now,
-		   const uint64_t *args, const uint64_t *pcs, unsigned int npcs)
+		   const uint64_t *args)
 {
 	uint64_t n = __atomic_add_fetch(&p->abi->inject_calls, 1, __ATOMIC_RELAXED);
+	uint32_t flags = p->flags;
 
 	if (n % p->inject_every)
 		return;
+	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN)) {
+		if (!now)
+			now = ring_now_ns();
+		if ((flags & (UTRACE_PF_STACK | UTRACE_PF_RECORD_ENTRY)) == UTRACE_PF_STACK)
+			emit_with_stack(t, p, UTRACE_EV_INJECT, now, regs, args);
+		else
+			ring_emit_group(t, p->id, UTRACE_EV_INJECT, now, args, NULL, 0);
+	}
+	if (flags & UTRACE_PF_HIST)
+		__atomic_fetch_add(&p->abi->hist[0], 1, __ATOMIC_RELAXED);
 	regs->rax = p->inject_value;
 	regs->rip = *(uint64_t *)regs->rsp;
 	regs->rsp += 8;
-	if (p->flags & UTRACE_PF_HIST)
-		__atomic_fetch_add(&p->abi->hist[0], 1, __ATOMIC_RELAXED);
-	if (p->flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN))
-		ring_emit_group(t, p->id, UTRACE_EV_INJECT, now ? now : ring_now_ns(), args, pcs,
-				npcs);
 }
 
 /**
@@ -62,10 +84,9 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 	uint64_t rip0 = regs->rip, rsp0 = regs->rsp, now = 0;
 	uint64_t args[UTRACE_ABI_ARGS] = { regs->rdi, regs->rsi, regs->rdx,
 					   regs->rcx, regs->r8,	 regs->r9 };
-	uint64_t pcs[UTRACE_ABI_STACK_MAX];
 	struct utrace_task *t;
 	uint32_t flags = p->flags;
-	unsigned int i, nr, npcs = 0;
+	unsigned int i, nr;
 
 	if (__builtin_expect(
 		    !agent_active || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP), 0))
@@ -79,11 +100,11 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		count_hit(t, p);
 	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST))
 		now = ring_now_ns();
-	if (flags & UTRACE_PF_STACK)
-		npcs = stack_walk(t, regs, flags & UTRACE_PF_ENTRY, pcs);
 	if (flags & UTRACE_PF_RECORD_ENTRY) {
-		ring_emit_group(t, p->id, UTRACE_EV_ENTRY, now, args, pcs, npcs);
-		npcs = 0; /* an INJECT record of this hit needs no second copy */
+		if (flags & UTRACE_PF_STACK)
+			emit_with_stack(t, p, UTRACE_EV_ENTRY, now, regs, args);
+		else
+			ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
 	}
 	nr = __atomic_load_n(&p->nr_handlers, __ATOMIC_ACQUIRE);
 	for (i = 0; i < nr; i++) {
@@ -101,7 +122,7 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 	if ((flags & (UTRACE_PF_INJECT | UTRACE_PF_ENTRY)) ==
 		    (UTRACE_PF_INJECT | UTRACE_PF_ENTRY) &&
 	    regs->rip == rip0)
-		inject(t, p, regs, now, args, pcs, npcs);
+		inject(t, p, regs, now, args);
 	if ((flags & (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY)) ==
 		    (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY) &&
 	    regs->rip == rip0)

@@ -38,8 +38,11 @@
 
 #include "agent-internal.h"
 
-/* Find the mapping of /proc/self/maps that contains @sp. */
-static void stack_learn(struct utrace_task *t, uint64_t sp)
+/*
+ * Find the mapping of /proc/self/maps that contains @sp. Out of line: its
+ * buffer is on the thread's stack during this one call only.
+ */
+static __attribute__((noinline)) void stack_learn(struct utrace_task *t, uint64_t sp)
 {
 	char buf[512];
 	uint64_t lo = 0, hi = 0;
