@@ -3,9 +3,10 @@
  * agent-bench.c - ns per probe hit of the in-process agent: s-agent's
  * "bench" loop (N calls of probed_nop(), timed by the target itself) run
  * untraced, with an entry probe whose handler counts, with entry + return
- * and a latency histogram, in int3 mode, with -k's stack walk (no record)
- * and with --inject's per-call decision (no call injected); median of RUNS
- * runs each.
+ * and a latency histogram, in int3 mode, with entry records with and
+ * without -k's stack walk (the ring fills: later records are drops, the
+ * walk still runs) and with --inject's per-call decision (no call
+ * injected); median of RUNS runs each.
  *
  *   agent-bench [N] [RUNS]      (UTRACE_BUILD_DIR must point at the build)
  *
@@ -104,7 +105,7 @@ int main(int argc, char **argv)
 	const char *n = argc > 1 ? argv[1] : "10000000";
 	int runs = argc > 2 ? atoi(argv[2]) : 5;
 	char nsmall[32];
-	double base, cnt, ret, trap, stk, inj;
+	double base, cnt, ret, trap, rec, stk, inj;
 
 	if (runs < 1 || runs > 16)
 		runs = 5;
@@ -115,16 +116,20 @@ int main(int argc, char **argv)
 		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST,
 		     false);
 	trap = config("entry+count (int3)", nsmall, runs, UTRACE_PF_COUNT, true);
-	stk = config("entry+count+stack (jmp)", n, runs,
-		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_STACK, false);
+	rec = config("entry+record (jmp)", n, runs,
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RECORD_ENTRY, false);
+	stk = config("entry+record+stack (jmp)", n, runs,
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RECORD_ENTRY | UTRACE_PF_STACK,
+		     false);
 	inj = config("entry+count+inject (jmp)", n, runs,
 		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_INJECT, false);
 	if (base >= 0 && cnt >= 0 && ret >= 0 && trap >= 0) {
 		printf("per hit: entry+count %.2f ns, entry+return+hist %.2f ns, int3 entry+count %.2f ns\n",
 		       cnt - base, ret - base, trap - base);
 	}
-	if (base >= 0 && stk >= 0 && inj >= 0)
-		printf("per hit: -k stack walk (no record) %.2f ns, --inject decision %.2f ns\n",
-		       stk - base, inj - base);
+	if (base >= 0 && rec >= 0 && stk >= 0 && inj >= 0)
+		printf("per hit: -k stack walk %.2f ns more than an entry record, --inject "
+		       "decision %.2f ns\n",
+		       stk - rec, inj - base);
 	return 0;
 }
