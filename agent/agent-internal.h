@@ -65,6 +65,7 @@ struct utrace_probe {
 	uint8_t len;
 	uint8_t mode;
 	uint8_t orig[16];
+	uint64_t inject_value, inject_every; /* UTRACE_PF_INJECT, copied at load */
 	volatile uint32_t state; /* enum utrace_probe_state, as the handlers see it */
 	unsigned int nr_handlers; /* published with a release store */
 	struct utrace_handler handlers[AGENT_MAX_HANDLERS];
@@ -96,6 +97,9 @@ struct utrace_task {
 	uint64_t *hits;
 	struct utrace_abi_event *ring;
 	struct utrace_return_instance *ri; /* [max_depth] */
+	/* -k: the stack mapping around the thread's rsp, learned once (stack.c) */
+	uint64_t stack_lo, stack_hi;
+	bool stack_tried;
 };
 
 /* agent.c */
@@ -160,6 +164,8 @@ uint64_t ring_now_ns(void);
 void ring_calibrate(void);
 void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts, uint64_t dur,
 	       const uint64_t *args, unsigned int nargs);
+void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts,
+		     const uint64_t *args, const uint64_t *pcs, unsigned int npcs);
 
 /* dispatch.c */
 int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs);
@@ -173,6 +179,10 @@ uint64_t retprobe_return(struct utrace_task *t, utrace_regs_t *regs,
 			 struct utrace_return_instance *ret_ri);
 void retprobe_unwind_begin(void);
 
+/* stack.c */
+unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool at_entry,
+			uint64_t *pcs);
+
 /* tramp.c */
 int tramp_xol_map(uint64_t addr, uint64_t size);
 int tramp_write_slot(struct utrace_probe *p);
@@ -183,6 +193,7 @@ int patch_init(void);
 int patch_sync(void);
 void patch_disarm_all(void);
 void patch_atfork_child(void);
+void patch_atfork_follow(void);
 int patch_trap_handler(int sig, siginfo_t *info, void *uc);
 
 bool patch_trap_owned(void);

@@ -147,10 +147,109 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
+/*
+ * -F (UTRACE_ARENA_F_FOLLOW_FORK): the fork child keeps its probes, with an
+ * arena of its own, so that its counts and records are its own and the host
+ * can detach it alone. Runs in the child right after fork(), one thread,
+ * before fork() returns there, so no hit of the child can reach the
+ * parent's arena. The new arena is a memfd like the host's (0600), with the
+ * header and the probe table copied and every counter zero; the host opens
+ * it as /proc/PID/fd/FD when the child announces it in the parent's arena
+ * (abi.h, forks[]). The forking thread keeps its task (its return
+ * instances are on the child's copy of its stack) and takes slot 0. A new
+ * control thread serves the child's mailbox and watches the host.
+ * Return: 0, or a negative errno (then the caller disarms the child).
+ */
+static int fork_rearena(void)
+{
+	struct utrace_arena_hdr *old = agent_hdr, *h;
+	struct utrace_task *t = utrace_tls_task;
+	uint64_t size = agent_layout.arena_size;
+	struct utrace_abi_fork *e;
+	pthread_attr_t attr;
+	pthread_t th;
+	uint32_t i, idx;
+	void *m;
+	int fd, err;
+
+	fd = (int)syscall(SYS_memfd_create, "utrace-arena", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	h = m;
+	utrace_memcpy(m, agent_arena, agent_layout.threads_off); /* header, probe table */
+	h->agent_pid = (uint32_t)getpid();
+	h->agent_state = UTRACE_AGENT_NONE;
+	h->agent_err = 0;
+	h->cmd_seq = h->ack_seq = h->cmd = 0;
+	h->cmd_result = 0;
+	h->nr_threads = h->thread_overflow = h->foreign_traps = h->late_traps = 0;
+	h->upgrades = h->upgrade_skipped = h->transactions = 0;
+	h->fork_head = 0;
+	utrace_memset(h->forks, 0, sizeof(h->forks));
+	for (i = 0; i < agent_layout.max_probes; i++) {
+		struct utrace_abi_probe *a = utrace_abi_probe(m, i);
+
+		a->hits_shared = a->nested = a->missed_ret = a->returns = a->inject_calls = 0;
+		utrace_memset(a->hist, 0, sizeof(a->hist));
+	}
+	for (i = 0; i < agent_nr_probes; i++)
+		if (agent_probes[i].abi)
+			agent_probes[i].abi = utrace_abi_probe(m, i);
+	agent_arena = m;
+	agent_hdr = h;
+	if (t) {
+		t->tid = guard_gettid();
+		if (t->slot) {
+			t->slot = agent_abi_thread(0);
+			t->hits = utrace_abi_hits(t->slot);
+			t->ring = agent_abi_ring(0);
+			t->slot->tid = t->tid;
+			t->slot->state = 1; /* in use (guard.c) */
+			h->nr_threads = 1;
+		}
+	}
+	patch_atfork_follow();
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, control_main, NULL);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		h->agent_err = -err;
+		h->agent_state = UTRACE_AGENT_FAILED;
+		return -err; /* the caller disarms; the host never hears of this child */
+	}
+	idx = __atomic_fetch_add(&old->fork_head, 1, __ATOMIC_RELAXED);
+	e = &old->forks[idx % UTRACE_ABI_FORKS];
+	e->pid = (uint32_t)getpid();
+	e->fd = fd;
+	__atomic_store_n(&e->acked, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, idx + 1, __ATOMIC_RELEASE);
+	for (i = 0; i < 100 && !__atomic_load_n(&e->acked, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 10000000 }; /* 1 s in all: the host polls every ms */
+
+		futex(&e->acked, FUTEX_WAIT, 0, &ts);
+	}
+	munmap(old, size);
+	return 0;
+}
+
 static void atfork_child(void)
 {
-	if (!agent_hdr || (agent_hdr->flags & UTRACE_ARENA_F_FOLLOW_FORK))
-		return; /* following needs a new arena from the host: not done here */
+	if (!agent_hdr)
+		return;
+	if ((agent_hdr->flags & UTRACE_ARENA_F_FOLLOW_FORK) && agent_active && !fork_rearena())
+		return;
 	patch_atfork_child();
 }
 

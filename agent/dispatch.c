@@ -3,11 +3,15 @@
  * dispatch.c - what a hit does: the handlers of a probe, in registration
  * order (built-in ones from the probe's flags first, then in-process ones
  * added with __utrace_agent_add_handler()), under the thread's reentrancy
- * guard.
+ * guard. The built-in order: count, stack walk (-k), entry record (with the
+ * stack), in-process handlers, injection (--inject: after the handlers, so
+ * that one that moved rip wins), return-address hijack (not for an
+ * injected call: it never runs).
  *
  * Runs in the probed thread: from the trampoline thunk (jmp mode) or from
  * the SIGTRAP handler (int3 mode). No malloc, locks, stdio or syscalls
- * (a thread's first hit maps its task: guard.c).
+ * (a thread's first hit maps its task: guard.c; its first -k hit reads its
+ * stack range: stack.c).
  */
 #include "agent-internal.h"
 
@@ -20,6 +24,54 @@ static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 	}
 }
 
+/*
+ * A record with the caller stack (-k). Out of line: the 256 bytes of
+ * return addresses are on the probed thread's stack only for -k probes
+ * (a hit may run on a small sigaltstack).
+ */
+static __attribute__((noinline)) void emit_with_stack(struct utrace_task *t, struct utrace_probe *p,
+						      uint16_t kind, uint64_t now,
+						      const utrace_regs_t *regs,
+						      const uint64_t *args)
+{
+	uint64_t pcs[UTRACE_ABI_STACK_MAX];
+	unsigned int n = stack_walk(t, regs, p->flags & UTRACE_PF_ENTRY, pcs);
+
+	ring_emit_group(t, p->id, kind, now, args, pcs, n);
+}
+
+/*
+ * --inject: every inject_every-th call of @p returns inject_value at once.
+ * The calls are counted in the arena with one atomic add, so "every Nth"
+ * is exact over all threads. The call is recorded first (one INJECT
+ * record: its arguments, and its stack when no entry record carried it),
+ * then returned from: rax = value, rip = the return address at [rsp], rsp
+ * past it (the thunk and the SIGTRAP handler both resume there, see
+ * utrace_dispatch_entry). With HIST it counts as a 0 ns call.
+ */
+static void inject(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t *regs, uint64_t now,
+		   const uint64_t *args)
+{
+	uint64_t n = __atomic_add_fetch(&p->abi->inject_calls, 1, __ATOMIC_RELAXED);
+	uint32_t flags = p->flags;
+
+	if (n % p->inject_every)
+		return;
+	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN)) {
+		if (!now)
+			now = ring_now_ns();
+		if ((flags & (UTRACE_PF_STACK | UTRACE_PF_RECORD_ENTRY)) == UTRACE_PF_STACK)
+			emit_with_stack(t, p, UTRACE_EV_INJECT, now, regs, args);
+		else
+			ring_emit_group(t, p->id, UTRACE_EV_INJECT, now, args, NULL, 0);
+	}
+	if (flags & UTRACE_PF_HIST)
+		__atomic_fetch_add(&p->abi->hist[0], 1, __ATOMIC_RELAXED);
+	regs->rax = p->inject_value;
+	regs->rip = *(uint64_t *)regs->rsp;
+	regs->rsp += 8;
+}
+
 /**
  * dispatch_hit - run the handlers of @p for an entry hit
  * @p: the probe; @regs: the thread's registers, regs->rip = the site
@@ -30,6 +82,8 @@ static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 {
 	uint64_t rip0 = regs->rip, rsp0 = regs->rsp, now = 0;
+	uint64_t args[UTRACE_ABI_ARGS] = { regs->rdi, regs->rsi, regs->rdx,
+					   regs->rcx, regs->r8,	 regs->r9 };
 	struct utrace_task *t;
 	uint32_t flags = p->flags;
 	unsigned int i, nr;
@@ -47,10 +101,10 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST))
 		now = ring_now_ns();
 	if (flags & UTRACE_PF_RECORD_ENTRY) {
-		uint64_t args[UTRACE_ABI_ARGS] = { regs->rdi, regs->rsi, regs->rdx,
-						   regs->rcx, regs->r8,	 regs->r9 };
-
-		ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
+		if (flags & UTRACE_PF_STACK)
+			emit_with_stack(t, p, UTRACE_EV_ENTRY, now, regs, args);
+		else
+			ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
 	}
 	nr = __atomic_load_n(&p->nr_handlers, __ATOMIC_ACQUIRE);
 	for (i = 0; i < nr; i++) {
@@ -65,6 +119,10 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		if (!h->on_return)
 			h->fn(&ctx, h->data);
 	}
+	if ((flags & (UTRACE_PF_INJECT | UTRACE_PF_ENTRY)) ==
+		    (UTRACE_PF_INJECT | UTRACE_PF_ENTRY) &&
+	    regs->rip == rip0)
+		inject(t, p, regs, now, args);
 	if ((flags & (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY)) ==
 		    (UTRACE_PF_RETPROBE | UTRACE_PF_ENTRY) &&
 	    regs->rip == rip0)

@@ -497,6 +497,8 @@ static int probe_load(uint32_t id)
 	p->flags = a->flags;
 	p->len = a->len;
 	p->mode = a->mode;
+	p->inject_value = a->inject_value;
+	p->inject_every = a->inject_every ? a->inject_every : 1;
 	utrace_memcpy(p->orig, a->orig, sizeof(p->orig));
 	if (!p->addr || !p->len || p->len > sizeof(p->orig) || a->nr_insns > UTRACE_ABI_MAX_INSNS ||
 	    (p->mode != UTRACE_PM_INT3 && p->mode != UTRACE_PM_JMP) ||
@@ -809,6 +811,18 @@ void patch_disarm_all(void)
  * names the parent, so the child writes with mprotect. Return instances on
  * the forking thread's stack still resolve through the trampoline.
  */
+/**
+ * patch_atfork_follow - the child of fork() keeps its probes (-F; agent.c
+ * gave it an arena of its own): later writes go to its own memory, through
+ * its own /proc/self/mem (the inherited fd still names the parent).
+ */
+void patch_atfork_follow(void)
+{
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+}
+
 void patch_atfork_child(void)
 {
 	uint32_t i;

@@ -114,8 +114,52 @@ void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts
 	e->probe = probe;
 	e->kind = kind;
 	e->depth = (uint16_t)t->depth;
-	e->__pad = 0;
+	e->ext = 0;
 	for (i = 0; i < UTRACE_ABI_ARGS; i++)
 		e->args[i] = i < nargs ? args[i] : 0;
 	__atomic_store_n(&s->head, head + 1, __ATOMIC_RELEASE);
+}
+
+/**
+ * ring_emit_group - one event and the caller stack that goes with it: a
+ * @kind record (ENTRY or INJECT) with its 6 @args, then UTRACE_EV_STACK
+ * records of up to 6 return addresses each. Space for the whole group is
+ * checked first and head is published once, so the host sees all of it or
+ * none (a full ring drops the group and counts one drop: one event lost).
+ * @t: the thread (guard held); @pcs, @npcs: from stack_walk()
+ */
+void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts,
+		     const uint64_t *args, const uint64_t *pcs, unsigned int npcs)
+{
+	struct utrace_abi_thread *s = t->slot;
+	unsigned int nst = (npcs + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS, r, i;
+	uint64_t head, tail, n;
+
+	if (!s)
+		return;
+	n = agent_layout.ring_records;
+	head = s->head;
+	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+	if (head - tail + 1 + nst > n) {
+		__atomic_store_n(&s->drops, s->drops + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	for (r = 0; r <= nst; r++) {
+		struct utrace_abi_event *e = &t->ring[(head + r) & (n - 1)];
+		const uint64_t *src = r ? pcs + (r - 1) * UTRACE_ABI_ARGS : args;
+		unsigned int cnt = UTRACE_ABI_ARGS;
+
+		if (r && npcs - (r - 1) * UTRACE_ABI_ARGS < UTRACE_ABI_ARGS)
+			cnt = npcs - (r - 1) * UTRACE_ABI_ARGS;
+		e->ts = ts;
+		e->dur = 0;
+		e->tid = t->tid;
+		e->probe = probe;
+		e->kind = r ? UTRACE_EV_STACK : kind;
+		e->depth = (uint16_t)t->depth;
+		e->ext = r ? cnt : nst;
+		for (i = 0; i < UTRACE_ABI_ARGS; i++)
+			e->args[i] = i < cnt ? src[i] : 0;
+	}
+	__atomic_store_n(&s->head, head + 1 + nst, __ATOMIC_RELEASE);
 }

@@ -3,7 +3,10 @@
  * agent-bench.c - ns per probe hit of the in-process agent: s-agent's
  * "bench" loop (N calls of probed_nop(), timed by the target itself) run
  * untraced, with an entry probe whose handler counts, with entry + return
- * and a latency histogram, and in int3 mode; median of RUNS runs each.
+ * and a latency histogram, in int3 mode, with entry records with and
+ * without -k's stack walk (the ring fills: later records are drops, the
+ * walk still runs) and with --inject's per-call decision (no call
+ * injected); median of RUNS runs each.
  *
  *   agent-bench [N] [RUNS]      (UTRACE_BUILD_DIR must point at the build)
  *
@@ -48,6 +51,8 @@ static double run(const char *n, uint32_t flags, bool int3)
 			ahost_close(&h);
 			return -1;
 		}
+		/* --inject's decision only: an atomic add per call, no call injected */
+		ahost_abi(&h, id)->inject_every = UINT64_MAX;
 		ahost_set_want(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
 		if (ahost_sync(&h) < 0 ||
 		    ahost_abi(&h, id)->state != (int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP)) {
@@ -100,7 +105,7 @@ int main(int argc, char **argv)
 	const char *n = argc > 1 ? argv[1] : "10000000";
 	int runs = argc > 2 ? atoi(argv[2]) : 5;
 	char nsmall[32];
-	double base, cnt, ret, trap;
+	double base, cnt, ret, trap, rec, stk, inj;
 
 	if (runs < 1 || runs > 16)
 		runs = 5;
@@ -111,9 +116,20 @@ int main(int argc, char **argv)
 		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST,
 		     false);
 	trap = config("entry+count (int3)", nsmall, runs, UTRACE_PF_COUNT, true);
+	rec = config("entry+record (jmp)", n, runs,
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RECORD_ENTRY, false);
+	stk = config("entry+record+stack (jmp)", n, runs,
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RECORD_ENTRY | UTRACE_PF_STACK,
+		     false);
+	inj = config("entry+count+inject (jmp)", n, runs,
+		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_INJECT, false);
 	if (base >= 0 && cnt >= 0 && ret >= 0 && trap >= 0) {
 		printf("per hit: entry+count %.2f ns, entry+return+hist %.2f ns, int3 entry+count %.2f ns\n",
 		       cnt - base, ret - base, trap - base);
 	}
+	if (base >= 0 && rec >= 0 && stk >= 0 && inj >= 0)
+		printf("per hit: -k stack walk %.2f ns more than an entry record, --inject "
+		       "decision %.2f ns\n",
+		       stk - rec, inj - base);
 	return 0;
 }

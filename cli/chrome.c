@@ -10,6 +10,7 @@
 
 #include "chrome.h"
 #include "output.h"
+#include "protos.h"
 
 struct open_call {
 	char *name;
@@ -207,4 +208,34 @@ void chrome_close(struct chrome *c)
 	}
 	fputs("\n]}\n", c->f);
 	c->f = NULL;
+}
+
+char *chrome_call_args(const struct proto_vals *vals, const struct proto_val *ret, bool injected)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int i;
+
+	if (!f)
+		return NULL;
+	if (vals) {
+		fputs("\"args\": [", f);
+		for (i = 0; i < vals->nr; i++) {
+			fputs(i ? ", " : "", f);
+			proto_val_print_json(f, &vals->v[i]);
+		}
+		fputc(']', f);
+	}
+	if (ret) {
+		fputs("\"ret\": ", f);
+		if (ret->kind == PV_TEXT && !ret->text[0])
+			fputs("null", f);
+		else
+			proto_val_print_json(f, ret);
+	}
+	if (injected)
+		fputs(", \"injected\": true", f);
+	fclose(f);
+	return buf;
 }

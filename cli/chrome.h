@@ -66,4 +66,14 @@ void chrome_instant(struct chrome *c, pid_t pid, pid_t tid, uint64_t ts_ns, cons
 /* chrome_thread_exit - @tid is gone: close its open calls at @ts_ns. */
 void chrome_thread_exit(struct chrome *c, pid_t tid, uint64_t ts_ns);
 
+struct proto_vals;
+struct proto_val;
+
+/*
+ * chrome_call_args - the JSON members of a call event's "args" object:
+ * "args": [...] from @vals and/or "ret": v from @ret, and "injected": true.
+ * Return: a malloc()ed string (the caller frees it), or NULL.
+ */
+char *chrome_call_args(const struct proto_vals *vals, const struct proto_val *ret, bool injected);
+
 #endif /* __UTRACE_CLI_CHROME_H */

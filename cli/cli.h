@@ -7,6 +7,7 @@
 #define __UTRACE_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -18,11 +19,13 @@ enum cli_probe_kind {
 	CLI_PROBE_FUNC, /* -f: entry + return */
 	CLI_PROBE_ENTRY, /* -u */
 	CLI_PROBE_RET, /* -r */
+	CLI_PROBE_INJECT, /* --inject SPEC=VALUE[@EVERY], parsed (cmd-trace.c to the agent) */
 };
 
 struct cli_probe {
 	enum cli_probe_kind kind;
 	const char *spec;
+	uint64_t value, every; /* CLI_PROBE_INJECT */
 };
 
 enum cli_format { CLI_FMT_TEXT, CLI_FMT_JSON, CLI_FMT_CHROME };

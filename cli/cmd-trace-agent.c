@@ -19,24 +19,46 @@
  *    histograms are counted in the target and read at exit. Total, min and
  *    max times are derived from the histogram (power-of-two resolution).
  *
- * Attach mode (-p PID, one process): utrace_inject() loads the agent into
+ * Attach mode (-p PID): utrace_inject() loads the agent into
  * the running process (seize, dlopen, init with the arena's fd, detach: no
  * ptrace stop remains), the probes are armed through the arena, and on
  * SIGINT or -d a DETACH disarms them all; the sites' bytes are then checked
  * against their originals.
  *
- * Not here (yet): several pids, -k, --inject, -F, Chrome output, libraries
- * loaded later with dlopen.
+ *  - --format chrome: the same writer as the ptrace backend (chrome.c).
+ *  - --inject SPEC=VALUE[@N]: decided in the target (UTRACE_PF_INJECT,
+ *    agent/dispatch.c): the calls are counted per probe with one atomic add,
+ *    so "every Nth" is exact across threads; an injected call comes back as
+ *    one INJECT record, shown as its entry line (unless a -f/-u of the same
+ *    point showed it) and "f() = VALUE (injected)". One agent probe per
+ *    address: an inject on a -f/-u/-r point is added to that point.
+ *  - -k: the agent walks frame pointers in the probed thread (agent/stack.c)
+ *    and publishes the return addresses with the entry record (STACK
+ *    records); they are symbolised here, and the stack ends at the first
+ *    address outside executable code, as with -b ptrace.
+ *  - -p A,B: one agent and one arena per process (trace_agent_pids()).
+ *  - -b auto, attach mode: a failure to load the agent is no error; the
+ *    caller falls back to ptrace and -v says why (trace_agent_fallback_why()).
+ *
+ *  - -F: a fork child keeps its probes with an arena of its own, which it
+ *    announces in its parent's (agent.c fork_rearena()); kid_add() maps it
+ *    and traces the child as one more process, until it exits or Ctrl-C /
+ *    -d takes its probes out (kids_wait()).
+ *
+ * Not here (yet): libraries loaded later with dlopen, exec'ed images.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -48,6 +70,7 @@
 #include "utrace/utrace.h"
 #include "agent-host.h"
 #include "aggr.h"
+#include "chrome.h"
 #include "cli.h"
 #include "output.h"
 #include "protos.h"
@@ -65,6 +88,12 @@ struct apoint {
 	bool at_entry;
 	const struct proto *proto;
 	int id;
+	uint64_t addr; /* runtime address: one agent probe per address */
+	/* --inject on this point (UTRACE_PF_INJECT) */
+	bool inject;
+	bool shown; /* a -f/-u of this point prints the entry of an injected call */
+	uint64_t inj_value, inj_every;
+	const char *inj_spec;
 };
 
 struct atracer {
@@ -79,9 +108,28 @@ struct atracer {
 	pid_t pid; /* the command (still known once reaped) */
 	bool exited;
 	struct utrace_maps *maps; /* at start: read-only file data after the exit */
+	bool counting; /* -c / -H: histograms in the target */
+	bool chrome_on; /* events go to agent_chrome */
+	char comm[64]; /* the process's name at start (tracks of threads gone since) */
+	pid_t *named; /* threads with a Chrome track name */
+	size_t nr_named, cap_named;
+	/* -k */
+	struct utrace_image *img; /* borrowed: the image at start */
+	struct utrace_image *img2; /* owned: re-read once for code loaded since */
+	struct utrace_maps *maps2;
+	struct utrace_abi_event held; /* an ENTRY/INJECT waiting for its STACK records */
+	uint64_t pcs[UTRACE_ABI_STACK_MAX];
+	unsigned int npcs, want;
+	bool holding;
+	/* -F: fork children with arenas of their own (kid_add()) */
+	struct atracer **kids;
+	size_t nr_kids;
+	uint32_t forks_seen, forks_lost;
+	bool detached; /* a child whose probes were taken out */
 };
 
 static volatile sig_atomic_t agent_signal;
+static struct chrome agent_chrome; /* --format chrome: one file for every process */
 
 static void on_agent_interrupt(int sig)
 {
@@ -134,16 +182,6 @@ const char *trace_agent_path(void)
 
 const char *trace_agent_unsupported(const struct cli_opts *o)
 {
-	if (o->nr_pids > 1)
-		return "attaching to several processes (-p PID,PID)";
-	if (o->stack)
-		return "-k";
-	if (o->nr_injects)
-		return "--inject";
-	if (o->follow_forks)
-		return "-F";
-	if (o->format == CLI_FMT_CHROME)
-		return "--format chrome";
 	if (o->nr_modules)
 		return "-m";
 	if (o->syscalls)
@@ -243,41 +281,218 @@ static void emit_lost(struct atracer *t, uint64_t n)
 	t->lost += n;
 }
 
-static void on_event(const struct utrace_abi_event *ev, void *data)
+/* ------------------------------------------------------------------------ */
+/* -k: the caller stacks recorded by the agent, symbolised here              */
+/* ------------------------------------------------------------------------ */
+
+/* The mapping of @addr if it holds code; re-reads maps and image once (dlopen since). */
+static const struct utrace_map *code_map(struct atracer *t, uint64_t addr)
 {
-	struct atracer *t = data;
+	const struct utrace_map *m = NULL;
+
+	if (t->maps2)
+		m = utrace_maps__find(t->maps2, addr);
+	else if (t->maps)
+		m = utrace_maps__find(t->maps, addr);
+	if (!m && !t->maps2 && !t->exited) {
+		t->maps2 = utrace_maps__read(t->pid);
+		t->img2 = utrace_image__open_pid(t->pid);
+		m = t->maps2 ? utrace_maps__find(t->maps2, addr) : NULL;
+	}
+	return m && (m->prot & UTRACE_MAP_EXEC) ? m : NULL;
+}
+
+/* "main+0x1c" for @addr in @m, and the object's base name (as cmd-trace.c). */
+static void symbolise(struct atracer *t, const struct utrace_map *m, uint64_t addr, char *sym,
+		      size_t symlen, const char **ret_obj)
+{
+	struct utrace_image *img = t->img2 ? t->img2 : t->img;
+	size_t i, n = img ? utrace_image__object_count(img) : 0;
+	const char *base = m->path ? strrchr(m->path, '/') : NULL;
+
+	*ret_obj = base ? base + 1 : m->path;
+	snprintf(sym, symlen, "0x%" PRIx64, addr);
+	for (i = 0; m->path && i < n; i++) {
+		const struct utrace_object *o = utrace_image__object(img, i);
+		const struct utrace_sym *s;
+		struct utrace_elf *elf;
+
+		if (!o || !o->path || strcmp(o->path, m->path))
+			continue;
+		elf = utrace_image__elf(img, i);
+		s = elf ? utrace_elf__find_sym(elf, addr - o->bias) : NULL;
+		if (s)
+			snprintf(sym, symlen, "%s+0x%" PRIx64, s->name, addr - o->bias - s->addr);
+		return;
+	}
+}
+
+/*
+ * The frames of -k, as the ptrace backend prints them: " > sym (obj) [pc]"
+ * lines, or a JSON "stack" member. The agent's walk may run into frames of
+ * code without frame pointers: the stack ends at the first address that is
+ * not code.
+ */
+static void print_stack(struct atracer *t, bool json)
+{
+	FILE *f = t->out.f;
+	unsigned int i;
+
+	if (json)
+		fputs(", \"stack\": [", f);
+	for (i = 0; i < t->npcs; i++) {
+		const struct utrace_map *m = code_map(t, t->pcs[i]);
+		char sym[256], buf[320];
+		const char *obj;
+
+		if (!m)
+			break;
+		symbolise(t, m, t->pcs[i], sym, sizeof(sym), &obj);
+		if (json) {
+			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
+			fputs(i ? ", " : "", f);
+			json_str(f, buf, strlen(buf));
+		} else {
+			fprintf(f, " > %s (%s) [0x%" PRIx64 "]\n", sym, obj ? obj : "?", t->pcs[i]);
+		}
+	}
+	if (json)
+		fputc(']', f);
+}
+
+/* Chrome: name the track of @tid once (its process's too, for the main thread). */
+static void chrome_track(struct atracer *t, pid_t tid)
+{
+	char path[64], comm[64] = "";
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < t->nr_named; i++)
+		if (t->named[i] == tid)
+			return;
+	if (t->nr_named == t->cap_named) {
+		size_t cap = t->cap_named ? t->cap_named * 2 : 16;
+		pid_t *n = realloc(t->named, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		t->named = n;
+		t->cap_named = cap;
+	}
+	t->named[t->nr_named++] = tid;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)t->pid, (int)tid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	if (!comm[0])
+		snprintf(comm, sizeof(comm), "%s", t->comm[0] ? t->comm : "?");
+	if (tid == t->pid)
+		chrome_name_process(&agent_chrome, t->pid, comm);
+	chrome_name_thread(&agent_chrome, t->pid, tid, comm);
+}
+
+/*
+ * The return line of an injected call ("answer() = 42 (injected)", dur 0),
+ * as cmd-trace.c prints it.
+ */
+static void show_injected_return(struct atracer *t, const struct apoint *p,
+				 const struct utrace_abi_event *ev, struct proto_regs *r)
+{
+	struct proto_val v;
+	FILE *f = t->out.f;
+	bool is_void = p->proto->ret == PK_VOID;
+
+	proto_format_ret(p->proto, p->inj_value, r, t->opts->strsize, &v);
+	if (t->chrome_on) {
+		char *a = chrome_call_args(NULL, &v, true);
+
+		chrome_end(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name, a);
+		free(a);
+	} else if (t->out.format == CLI_FMT_JSON) {
+		json_head(t, p, ev->ts, ev->tid, "return");
+		fputs(", \"ret\": ", f);
+		if (is_void)
+			fputs("null", f);
+		else
+			proto_val_print_json(f, &v);
+		fputs(", \"dur_ns\": 0, \"injected\": true}\n", f);
+	} else {
+		output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
+		fprintf(f, "%s() = ", fn_name(p));
+		if (is_void)
+			fputs("<void>", f);
+		else
+			proto_val_print_text(f, &v);
+		fputs(" (injected)", f);
+		output_duration(&t->out, 0);
+		fputc('\n', f);
+	}
+	proto_val_clear(&v);
+}
+
+/* One event (with its stack in t->pcs[0, t->npcs) for -k). */
+static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
+{
 	const struct apoint *p;
 	struct proto_regs r = { .read = pid_read, .ctx = t };
 	FILE *f = t->out.f;
+	bool inj = ev->kind == UTRACE_EV_INJECT;
 	int i;
 
-	if (ev->kind == UTRACE_EV_LOST || ev->probe >= (uint32_t)t->nr_pts)
+	if (ev->probe >= (uint32_t)t->nr_pts)
 		return;
 	p = &t->pts[ev->probe];
 	for (i = 0; i < 6; i++)
 		r.args[i] = ev->args[i];
-	if (ev->kind == UTRACE_EV_ENTRY) {
+	if (t->chrome_on)
+		chrome_track(t, (pid_t)ev->tid);
+	if (inj && p->shown) {
+		/* the entry record of the same hit was shown already */
+		if (p->kind == CLI_PROBE_FUNC)
+			show_injected_return(t, p, ev, &r);
+		return;
+	}
+	if (ev->kind == UTRACE_EV_ENTRY || inj) {
 		struct proto_vals vals;
 
 		if (!p->at_entry) {
-			if (t->out.format == CLI_FMT_JSON) {
+			if (t->chrome_on) {
+				chrome_instant(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts,
+					       p->name, p->name, NULL);
+			} else if (t->out.format == CLI_FMT_JSON) {
 				json_head(t, p, ev->ts, ev->tid, "probe");
+				if (t->opts->stack)
+					print_stack(t, true);
 				fputs("}\n", f);
 			} else {
 				output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
 				fprintf(f, "%s\n", p->name);
+				if (t->opts->stack)
+					print_stack(t, false);
 			}
 			return;
 		}
 		proto_format_args(p->proto, &r, t->opts->strsize, &vals);
-		if (t->out.format == CLI_FMT_JSON) {
+		if (t->chrome_on) {
+			char *a = chrome_call_args(&vals, NULL, false);
+
+			chrome_begin(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
+				     p->name, a);
+			free(a);
+		} else if (t->out.format == CLI_FMT_JSON) {
 			json_head(t, p, ev->ts, ev->tid, "entry");
 			fputs(", \"args\": [", f);
 			for (i = 0; i < vals.nr; i++) {
 				fputs(i ? ", " : "", f);
 				proto_val_print_json(f, &vals.v[i]);
 			}
-			fputs("]}\n", f);
+			fputc(']', f);
+			if (t->opts->stack)
+				print_stack(t, true);
+			fputs("}\n", f);
 		} else {
 			output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
 			fprintf(f, "%s(", fn_name(p));
@@ -286,14 +501,24 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 				proto_val_print_text(f, &vals.v[i]);
 			}
 			fputs(")\n", f);
+			if (t->opts->stack)
+				print_stack(t, false);
 		}
 		proto_vals_clear(&vals);
+		if (inj)
+			show_injected_return(t, p, ev, &r);
 	} else if (ev->kind == UTRACE_EV_RETURN) {
 		struct proto_val v;
 		bool is_void = p->proto->ret == PK_VOID;
 
 		proto_format_ret(p->proto, ev->args[0], &r, t->opts->strsize, &v);
-		if (t->out.format == CLI_FMT_JSON) {
+		if (t->chrome_on) {
+			char *a = chrome_call_args(NULL, &v, false);
+
+			chrome_end(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
+				   p->name, a);
+			free(a);
+		} else if (t->out.format == CLI_FMT_JSON) {
 			json_head(t, p, ev->ts, ev->tid, "return");
 			fputs(", \"ret\": ", f);
 			if (is_void)
@@ -315,6 +540,42 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 	}
 }
 
+/*
+ * A ring record. An ENTRY or INJECT record with ext > 0 is followed by its
+ * ext STACK records in the same ring; the agent publishes a group at once
+ * and ahost_drain() hands a ring's records over in order, so the group is
+ * complete in this pass: hold the event until its last STACK record.
+ */
+static void on_event(const struct utrace_abi_event *ev, void *data)
+{
+	struct atracer *t = data;
+	unsigned int i;
+
+	if (ev->kind == UTRACE_EV_LOST)
+		return;
+	if (ev->kind == UTRACE_EV_STACK) {
+		if (!t->holding || ev->tid != t->held.tid)
+			return;
+		for (i = 0; i < ev->ext && i < UTRACE_ABI_ARGS && t->npcs < UTRACE_ABI_STACK_MAX;
+		     i++)
+			t->pcs[t->npcs++] = ev->args[i];
+		if (--t->want)
+			return;
+		t->holding = false;
+		show_event(t, &t->held);
+		return;
+	}
+	t->holding = false; /* a group cut short cannot happen; never hold stale state */
+	t->npcs = 0;
+	if ((ev->kind == UTRACE_EV_ENTRY || ev->kind == UTRACE_EV_INJECT) && ev->ext) {
+		t->held = *ev;
+		t->want = ev->ext;
+		t->holding = true;
+		return;
+	}
+	show_event(t, ev);
+}
+
 /* Drain the rings; report drops seen since the last call. */
 static void drain(struct atracer *t)
 {
@@ -324,6 +585,53 @@ static void drain(struct atracer *t)
 	drops = ahost_drops(&t->h);
 	if (drops > t->lost)
 		emit_lost(t, drops - t->lost);
+}
+
+/*
+ * --inject on point @p (probe @id), before its first SYNC (the agent reads
+ * the inject fields once). A -f or -u of the point shows the call's entry
+ * itself; otherwise the INJECT record shows both lines.
+ */
+static void inject_set(struct atracer *t, struct apoint *p, int id, const struct cli_probe *cp)
+{
+	struct utrace_abi_probe *ab = ahost_abi(&t->h, id);
+
+	ab->flags |= UTRACE_PF_INJECT | UTRACE_PF_ENTRY | (t->counting ? UTRACE_PF_HIST : 0);
+	if (!t->quiet)
+		ab->flags |= UTRACE_PF_RECORD_RETURN | (t->opts->stack ? UTRACE_PF_STACK : 0);
+	ab->inject_value = cp->value;
+	ab->inject_every = cp->every ? cp->every : 1;
+	p->inject = true;
+	p->shown = p->kind == CLI_PROBE_FUNC || p->kind == CLI_PROBE_ENTRY;
+	p->inj_value = cp->value;
+	p->inj_every = ab->inject_every;
+	p->inj_spec = cp->spec;
+}
+
+/*
+ * --inject on match @m: only at a function entry (VALUE is what the
+ * function returns). The agent has one probe per address: a -f/-u/-r
+ * point already there gets the injection. Return: 1 merged, 0 a new point
+ * is needed, or -EXIT_USAGE.
+ */
+static int inject_merge(struct atracer *t, const struct utrace_match *m, const struct cli_probe *cp)
+{
+	int i;
+
+	if (m->offset) {
+		cli_error("--inject '%s': %s+0x%" PRIx64 " is not a function entry (VALUE is what "
+			  "a function returns)",
+			  cp->spec, m->symbol ? m->symbol : "?", m->offset);
+		return -EXIT_USAGE;
+	}
+	for (i = 0; i < t->nr_pts; i++) {
+		if (t->pts[i].addr != m->addr || !t->pts[i].at_entry)
+			continue;
+		if (!t->pts[i].inject)
+			inject_set(t, &t->pts[i], t->pts[i].id, cp);
+		return 1;
+	}
+	return 0;
 }
 
 static int add_points(struct atracer *t, struct utrace_image *img, const struct cli_probe *cp)
@@ -355,7 +663,19 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 
 		if (m[k].sym_flags & UTRACE_SYM_ALIAS)
 			continue;
+		if (cp->kind == CLI_PROBE_INJECT) {
+			err = inject_merge(t, &m[k], cp);
+			if (err < 0) {
+				free(m);
+				return err;
+			}
+			if (err > 0) {
+				added++;
+				continue;
+			}
+		}
 		p->kind = cp->kind;
+		p->addr = m[k].addr;
 		p->at_entry = m[k].offset == 0;
 		p->object = strdup(o && o->path ? o->path : "?");
 		p->symbol = m[k].symbol ? strdup(m[k].symbol) : NULL;
@@ -374,16 +694,21 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			p->proto = proto_find(p->symbol);
 		if (!p->proto)
 			p->proto = proto_unknown();
-		if (cp->kind == CLI_PROBE_ENTRY || !p->at_entry) {
-			flags = UTRACE_PF_COUNT | (t->quiet ? 0 : UTRACE_PF_RECORD_ENTRY);
+		if (cp->kind == CLI_PROBE_INJECT) {
+			flags = UTRACE_PF_COUNT; /* inject_set() adds the rest */
+		} else if (cp->kind == CLI_PROBE_ENTRY || !p->at_entry) {
+			flags = UTRACE_PF_COUNT | (t->quiet ? 0 : UTRACE_PF_RECORD_ENTRY) |
+				(p->at_entry ? UTRACE_PF_ENTRY : 0);
 		} else {
 			flags = UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_COUNT;
-			if (t->quiet)
+			if (t->counting)
 				flags |= UTRACE_PF_HIST;
-			else
+			if (!t->quiet)
 				flags |= UTRACE_PF_RECORD_RETURN |
 					 (cp->kind == CLI_PROBE_FUNC ? UTRACE_PF_RECORD_ENTRY : 0);
 		}
+		if (t->opts->stack && (flags & UTRACE_PF_RECORD_ENTRY))
+			flags |= UTRACE_PF_STACK; /* -k: the stack goes with each entry record */
 		if (!p->name || !p->object) {
 			free(m);
 			return -EXIT_TRACE;
@@ -402,6 +727,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			continue;
 		}
 		p->id = id;
+		if (cp->kind == CLI_PROBE_INJECT)
+			inject_set(t, p, id, cp);
 		t->nr_pts++;
 		added++;
 		ahost_set_want(&t->h, id,
@@ -419,6 +746,15 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 				  "loaded later yet (-b ptrace does)",
 				  cp->spec);
 		return 0;
+	}
+	if (t->opts->nr_pids > 1)
+		return 0; /* -p A,B: cmd-trace.c checked that some process has it */
+	if (!t->opts->argv) {
+		cli_error(
+			"probe '%s': matches nothing in pid %d (utrace -l SPEC -p %d lists what a "
+			"SPEC matches)",
+			cp->spec, (int)t->pid, (int)t->pid);
+		return -EXIT_USAGE;
 	}
 	cli_error("probe '%s': no such function in %s or its libraries (utrace -l SPEC lists "
 		  "what a SPEC matches)",
@@ -449,7 +785,11 @@ static void aggregate(struct atracer *t, struct aggr *a)
 		st->priv = p->proto;
 		st->calls += p->kind == CLI_PROBE_RET ?
 				     __atomic_load_n(&ab->returns, __ATOMIC_RELAXED) :
-				     ahost_hits(&t->h, p->id);
+			     p->kind == CLI_PROBE_INJECT ? 0 :
+							   ahost_hits(&t->h, p->id);
+		if (p->inject && (p->kind == CLI_PROBE_RET || p->kind == CLI_PROBE_INJECT))
+			st->calls += __atomic_load_n(&ab->inject_calls, __ATOMIC_RELAXED) /
+				     p->inj_every; /* the injected calls (never returned) */
 		if (!timed)
 			continue;
 		for (b = 0; b < UTRACE_ABI_HIST_BUCKETS; b++) {
@@ -518,6 +858,43 @@ static void release_stray_threads(pid_t pid)
 }
 
 /*
+ * -b auto in attach mode: a failure to load the agent is no error, ptrace
+ * takes over; the reason is kept for -v instead of printed.
+ */
+static bool attach_quiet;
+static char fallback_why[512];
+
+const char *trace_agent_fallback_why(void)
+{
+	return fallback_why;
+}
+
+__attribute__((format(printf, 1, 2))) static void attach_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(fallback_why, sizeof(fallback_why), fmt, ap);
+	va_end(ap);
+	if (!attach_quiet)
+		cli_error("%s", fallback_why);
+}
+
+/*
+ * While injecting, the library's warnings are held back (as cli_attach_pids()
+ * does): a failure gets one line, ours, which says what to do.
+ */
+static char inject_held[512];
+static utrace_print_fn_t inject_chained;
+
+static int inject_print(enum utrace_print_level level, const char *fmt, va_list ap)
+{
+	if (level <= UTRACE_WARN)
+		return vsnprintf(inject_held, sizeof(inject_held), fmt, ap);
+	return inject_chained ? inject_chained(level, fmt, ap) : 0;
+}
+
+/*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
  * becomes @h's; @h->pid is the target, which is not our child.
@@ -536,20 +913,28 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	hd.max_probes = o->max_probes;
 	hd.max_threads = o->max_threads;
 	hd.ring_records = o->ring_records;
+	hd.flags = o->flags; /* UTRACE_ARENA_F_FOLLOW_FORK with -F */
 	utrace_abi_layout(&hd);
 	hd.host_pid = (uint32_t)getpid();
 	io.arena_size = hd.arena_size;
+	inject_held[0] = '\0';
+	inject_chained = utrace_set_print(inject_print);
 	err = utrace_inject(pid, so, &io, &inj);
+	utrace_set_print(inject_chained);
+	if (!err && inject_held[0])
+		fprintf(stderr, "utrace: %s", inject_held);
 	if (err) {
 		if (err == -ESRCH)
-			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
+			attach_error("cannot attach to pid %d: no such process (it has exited?)",
+				     pid);
 		else if (strstr(errbuf, strerror(EALREADY)))
-			cli_error("pid %d already holds the agent of an earlier utrace -b agent; "
-				  "attaching it again is not supported yet (use -b ptrace)",
-				  pid);
+			attach_error(
+				"pid %d already holds the agent of an earlier utrace -b agent; "
+				"attaching it again is not supported yet (use -b ptrace)",
+				pid);
 		else
-			cli_error("cannot load the agent into pid %d: %s", pid,
-				  errbuf[0] ? errbuf : strerror(-err));
+			attach_error("cannot load the agent into pid %d: %s", pid,
+				     errbuf[0] ? errbuf : strerror(-err));
 		return err;
 	}
 	t->h.fd = inj.arena_fd;
@@ -569,8 +954,9 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}
-	cli_error("the agent in pid %d did not start (state %u, error %d)", pid,
-		  t->h.hdr->agent_state, t->h.hdr->agent_err);
+	attach_error("the agent in pid %d did not start (state %u, error %d)", pid,
+		     t->h.hdr->agent_state, t->h.hdr->agent_err);
+	t->h.pid = 0; /* not our child: ahost_close() must not kill it */
 	return -EPROTO;
 }
 
@@ -594,6 +980,494 @@ static int check_restored(struct atracer *t)
 		}
 	}
 	return bad;
+}
+
+/* ------------------------------------------------------------------------ */
+/* -F: fork children that the agent kept probed, each with its own arena     */
+/* ------------------------------------------------------------------------ */
+
+/* Has @pid exited (gone, or a zombie nobody reaped yet)? */
+static bool proc_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/*
+ * A fork child of @t's process announced its arena (agent.c fork_rearena):
+ * map it (through /proc/PID/fd/FD: the child's memfd) and trace the child
+ * as one more process with @t's probe points (same ids: the table was
+ * copied). A child that has exec'ed or exited since cannot be opened:
+ * there is nothing left to follow.
+ */
+static void kid_add(struct atracer *t, pid_t pid, int fd)
+{
+	struct utrace_arena_hdr *hd;
+	struct atracer *k, **kids;
+	char path[64];
+	struct stat st;
+	void *m;
+	int afd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	afd = open(path, O_RDWR | O_CLOEXEC);
+	if (afd < 0)
+		return;
+	if (fstat(afd, &st) || (uint64_t)st.st_size < t->h.hdr->arena_size) {
+		close(afd);
+		return;
+	}
+	m = mmap(NULL, t->h.hdr->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, afd, 0);
+	hd = m;
+	if (m == MAP_FAILED || hd->magic != UTRACE_ABI_MAGIC || hd->version != UTRACE_ABI_VERSION ||
+	    hd->agent_pid != (uint32_t)pid || hd->arena_size != t->h.hdr->arena_size) {
+		if (m != MAP_FAILED)
+			munmap(m, t->h.hdr->arena_size);
+		close(afd);
+		return;
+	}
+	k = calloc(1, sizeof(*k));
+	kids = realloc(t->kids, (t->nr_kids + 1) * sizeof(*kids));
+	if (k)
+		k->pts = calloc((size_t)t->nr_pts + 1, sizeof(*k->pts));
+	if (!k || !kids || !k->pts) {
+		if (kids)
+			t->kids = kids;
+		if (k)
+			free(k->pts);
+		free(k);
+		munmap(m, t->h.hdr->arena_size);
+		close(afd);
+		return;
+	}
+	t->kids = kids;
+	t->kids[t->nr_kids++] = k;
+	k->opts = t->opts;
+	k->h.fd = afd;
+	k->h.arena = m;
+	k->h.hdr = hd;
+	k->h.pid = 0; /* not our child: never killed, never waited for */
+	k->h.stdin_fd = k->h.stdout_fd = -1;
+	k->h.nr_probes = t->h.nr_probes;
+	k->out = t->out;
+	k->out.own = false; /* the root tracer closes it */
+	k->quiet = t->quiet;
+	k->counting = t->counting;
+	k->chrome_on = t->chrome_on;
+	k->mono_to_real = t->mono_to_real;
+	k->pid = pid;
+	/* a copy of @t's points: names and prototypes stay @t's (kids_free()) */
+	memcpy(k->pts, t->pts, (size_t)t->nr_pts * sizeof(*k->pts));
+	k->nr_pts = t->nr_pts;
+	k->img = t->img; /* a fork child has its parent's mappings */
+	k->maps = utrace_maps__read(pid);
+	snprintf(k->comm, sizeof(k->comm), "%s", t->comm);
+	if (t->opts->verbose > 0)
+		cli_error("following pid %d, a fork child of pid %d", (int)pid, (int)t->pid);
+}
+
+/* Drain @t's children (and theirs): new ones first, then their rings. */
+static int kids_poll(struct atracer *t)
+{
+	struct utrace_arena_hdr *hd = t->h.hdr;
+	uint32_t head;
+	int alive = 0;
+	size_t i;
+
+	if (!hd || !t->opts->follow_forks)
+		return 0;
+	head = __atomic_load_n(&hd->fork_head, __ATOMIC_ACQUIRE);
+	while (t->forks_seen != head) {
+		struct utrace_abi_fork *e;
+
+		if (head - t->forks_seen > UTRACE_ABI_FORKS) {
+			t->forks_lost += head - t->forks_seen - UTRACE_ABI_FORKS;
+			t->forks_seen = head - UTRACE_ABI_FORKS;
+		}
+		e = &hd->forks[t->forks_seen % UTRACE_ABI_FORKS];
+		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != t->forks_seen + 1)
+			break; /* being written */
+		t->forks_seen++;
+		kid_add(t, (pid_t)e->pid, e->fd);
+		/* the child may go on (it waits for this, agent.c fork_rearena) */
+		__atomic_store_n(&e->acked, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &e->acked, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	}
+	for (i = 0; i < t->nr_kids; i++) {
+		struct atracer *k = t->kids[i];
+
+		if (k->exited)
+			continue;
+		drain(k);
+		if (proc_gone(k->pid)) {
+			k->exited = true;
+			drain(k); /* what it wrote last */
+		} else {
+			alive++;
+		}
+		alive += kids_poll(k);
+	}
+	return alive;
+}
+
+/* Take the probes out of every child still running (Ctrl-C, -d). */
+static int kids_detach(struct atracer *t)
+{
+	int bad = 0, err;
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		struct atracer *k = t->kids[i];
+
+		bad += kids_detach(k);
+		if (k->exited || k->detached || proc_gone(k->pid))
+			continue;
+		err = ahost_cmd(&k->h, UTRACE_CMD_DETACH, 0, 0);
+		k->detached = true;
+		drain(k);
+		if (err < 0 && !proc_gone(k->pid)) {
+			cli_error("pid %d: detach failed: %s", (int)k->pid, k->h.why);
+			bad++;
+		} else if (!proc_gone(k->pid)) {
+			bad += check_restored(k);
+		}
+	}
+	return bad;
+}
+
+/*
+ * After the root process has ended or detached: with -F, the children run
+ * on probed until they exit, or until Ctrl-C / -d takes their probes out
+ * (the ptrace backend follows them the same way). Return: the number of
+ * children that could not be detached cleanly.
+ */
+static int kids_wait(struct atracer *t, uint64_t deadline)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	while (kids_poll(t) > 0) {
+		if (agent_signal || (deadline && now_mono_ns() >= deadline))
+			return kids_detach(t);
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+static void kids_aggregate(struct atracer *t, struct aggr *a)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		aggregate(t->kids[i], a);
+		kids_aggregate(t->kids[i], a);
+	}
+}
+
+static void pid_stats(struct atracer *t, bool detached);
+
+static void kids_stats(struct atracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		pid_stats(t->kids[i], t->kids[i]->detached);
+		kids_stats(t->kids[i]);
+	}
+	if (t->forks_lost)
+		cli_error("pid %d: %u fork children were not followed (too many at once)",
+			  (int)t->pid, t->forks_lost);
+}
+
+static void kids_free(struct atracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_kids; i++) {
+		struct atracer *k = t->kids[i];
+
+		kids_free(k);
+		if (!k->exited && !k->detached && !proc_gone(k->pid))
+			ahost_cmd(&k->h, UTRACE_CMD_DETACH, 0, 0); /* a failure: probes out */
+		if (k->maps)
+			utrace_maps__free(k->maps);
+		if (k->maps2)
+			utrace_maps__free(k->maps2);
+		if (k->img2)
+			utrace_image__close(k->img2);
+		free(k->named);
+		free(k->pts);
+		ahost_close(&k->h);
+		free(k);
+	}
+	free(t->kids);
+	t->kids = NULL;
+	t->nr_kids = 0;
+}
+
+/* Attach mode, several processes: the verbose figures of @t's process. */
+static void pid_stats(struct atracer *t, bool detached)
+{
+	uint64_t hits = 0, rets = 0, missed = 0;
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++) {
+		hits += ahost_hits(&t->h, t->pts[i].id);
+		rets += ahost_abi(&t->h, t->pts[i].id)->returns;
+		missed += ahost_abi(&t->h, t->pts[i].id)->missed_ret;
+	}
+	cli_error("pid %d: %" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
+		  " returns missed, %d probe points%s",
+		  (int)t->pid, hits, rets, missed, t->nr_pts, detached ? " (detached)" : "");
+	for (i = 0; i < t->nr_pts; i++) {
+		uint64_t n = ahost_abi(&t->h, t->pts[i].id)->inject_calls;
+
+		if (t->pts[i].inject)
+			cli_error("pid %d: --inject '%s': %" PRIu64 " of %" PRIu64
+				  " calls injected (%s)",
+				  (int)t->pid, t->pts[i].inj_spec, n / t->pts[i].inj_every, n,
+				  t->pts[i].name);
+	}
+}
+
+/*
+ * utrace -b agent -p A,B,...: one agent and one arena per process, each
+ * armed with every SPEC resolved against its own image, all drained by one
+ * loop into one output (one Chrome file, one merged -c table). Ctrl-C or
+ * -d detaches them all; a process that exits meanwhile just stops
+ * counting. Any failure after the first attach detaches the processes
+ * already armed (their code bytes restored) before saying why. With -b
+ * auto, only a failure to load the agent into the first process falls back
+ * to ptrace (nothing has been touched yet).
+ */
+static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
+			    bool fallback_ok, const char *so, const struct ahost_opts *ho)
+{
+	struct sigaction sa = { .sa_handler = on_agent_interrupt };
+	int n = opts->nr_pids, ret = EXIT_TRACE, err, i, k, armed = 0;
+	struct atracer *ts = calloc((size_t)n, sizeof(*ts));
+	bool detached = false, any_lost = false, bad = false;
+	uint64_t deadline = 0;
+
+	if (!ts) {
+		cli_error("out of memory");
+		return EXIT_TRACE;
+	}
+	for (i = 0; i < n; i++) {
+		struct atracer *t = &ts[i];
+
+		t->opts = opts;
+		t->h.fd = -1;
+		t->counting = opts->summary || opts->hist;
+		t->quiet = t->counting && opts->format != CLI_FMT_CHROME;
+	}
+	for (i = 0; i < n; i++) {
+		struct atracer *t = &ts[i];
+
+		t->pts = calloc(AGENT_MAX_PROBES, sizeof(*t->pts));
+		if (!t->pts) {
+			cli_error("out of memory");
+			goto out;
+		}
+		attach_quiet = fallback_ok && i == 0;
+		err = agent_attach(t, ho, opts->pids[i], so);
+		attach_quiet = false;
+		if (err) {
+			if (fallback_ok && i == 0)
+				ret = TRACE_AGENT_FALLBACK;
+			goto out;
+		}
+		armed++;
+		t->pid = opts->pids[i];
+		t->img = utrace_image__open_pid(t->pid);
+		if (!t->img) {
+			cli_error("cannot read the image of pid %d: %s", t->pid, strerror(errno));
+			goto out;
+		}
+		for (k = 0; k < nr_probes; k++) {
+			err = add_points(t, t->img, &probes[k]);
+			if (err < 0) {
+				ret = -err;
+				goto out;
+			}
+		}
+		if (!t->nr_pts) {
+			cli_error("no probe point to arm in pid %d (use -b ptrace for libraries "
+				  "loaded later)",
+				  t->pid);
+			goto out;
+		}
+		err = ahost_sync(&t->h);
+		if (err < 0) {
+			cli_error("cannot arm the probes in pid %d: %s", t->pid,
+				  t->h.why[0] ? t->h.why : strerror(-err));
+			goto out;
+		}
+		for (k = 0; k < t->nr_pts; k++) {
+			struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[k].id);
+
+			if (ab->state == UTRACE_PS_FAILED && opts->verbose >= 0)
+				cli_error("warning: pid %d: %s could not be armed: %s", t->pid,
+					  t->pts[k].name, strerror(-ab->err));
+		}
+		t->maps = utrace_maps__read(t->pid);
+	}
+	if (opts->verbose > 0)
+		cli_error("backend: agent%s (%d processes)",
+			  fallback_ok ? " (auto: the agent could be loaded)" : "", n);
+	err = output_open(&ts[0].out, opts);
+	if (err) {
+		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
+		ret = EXIT_USAGE;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		char path[64];
+		FILE *f;
+
+		if (i) {
+			ts[i].out = ts[0].out;
+			ts[i].out.own = false; /* ts[0] closes it */
+		}
+		ts[i].mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
+		ts[i].chrome_on = opts->format == CLI_FMT_CHROME;
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)ts[i].pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(ts[i].comm, sizeof(ts[i].comm), f))
+				ts[i].comm[strcspn(ts[i].comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	if (opts->format == CLI_FMT_CHROME)
+		chrome_open(&agent_chrome, ts[0].out.f);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (opts->duration > 0)
+		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
+	for (;;) {
+		struct timespec tsl = { 0, 1000000 };
+		int alive = 0;
+
+		for (i = 0; i < n; i++) {
+			alive += kids_poll(&ts[i]); /* -F */
+			if (ts[i].exited)
+				continue;
+			drain(&ts[i]);
+			if (kill(ts[i].pid, 0) && errno == ESRCH)
+				ts[i].exited = true; /* its last records are drained below */
+			else
+				alive++;
+		}
+		if (!alive)
+			break;
+		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
+			detached = true;
+			for (i = 0; i < n; i++) {
+				if (ts[i].exited)
+					continue;
+				err = ahost_cmd(&ts[i].h, UTRACE_CMD_DETACH, 0, 0);
+				if (err < 0 && err != -ESRCH) {
+					cli_error("pid %d: detach failed: %s", ts[i].pid,
+						  ts[i].h.why);
+					bad = true;
+				}
+				drain(&ts[i]);
+				if (check_restored(&ts[i]))
+					bad = true; /* said which site */
+				if (kids_detach(&ts[i]))
+					bad = true;
+			}
+			break;
+		}
+		nanosleep(&tsl, NULL);
+	}
+	for (i = 0; i < n; i++) {
+		drain(&ts[i]);
+		any_lost |= ts[i].lost != 0;
+	}
+	if (agent_chrome.f)
+		chrome_close(&agent_chrome);
+	if (ts[0].counting) {
+		struct aggr a;
+		FILE *f = ts[0].chrome_on ? stderr : ts[0].out.f;
+		bool json = opts->format == CLI_FMT_JSON;
+		uint64_t now = now_realtime_ns();
+
+		aggr_init(&a);
+		for (i = 0; i < n; i++) {
+			aggregate(&ts[i], &a); /* merged by probe name, as -b ptrace does */
+			kids_aggregate(&ts[i], &a);
+		}
+		if (opts->summary)
+			json ? aggr_json_summary(f, &a, now, ts[0].pid) :
+			       aggr_print_summary(f, &a, "function");
+		if (opts->hist)
+			json ? aggr_json_hist(f, &a, now, ts[0].pid) : aggr_print_hist(f, &a);
+		aggr_clear(&a);
+	}
+	fflush(ts[0].out.f);
+	if (any_lost && opts->verbose >= 0)
+		for (i = 0; i < n; i++)
+			if (ts[i].lost)
+				cli_error("pid %d: %" PRIu64
+					  " events were lost (ring buffers full)",
+					  ts[i].pid, ts[i].lost);
+	if (opts->verbose > 0) {
+		for (i = 0; i < n; i++) {
+			pid_stats(&ts[i], detached && !ts[i].exited);
+			kids_stats(&ts[i]);
+		}
+	}
+	ret = bad ? EXIT_TRACE : 0;
+	armed = 0; /* detached, or exited */
+out:
+	for (i = 0; i < n; i++) {
+		struct atracer *t = &ts[i];
+
+		/* a failure after the injections: take every probe out before leaving */
+		if (i < armed && !t->exited && t->h.arena)
+			ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+		kids_free(t);
+		t->h.pid = 0; /* not our child: never killed */
+		if (t->img)
+			utrace_image__close(t->img);
+		if (t->img2)
+			utrace_image__close(t->img2);
+		if (t->maps)
+			utrace_maps__free(t->maps);
+		if (t->maps2)
+			utrace_maps__free(t->maps2);
+		free(t->named);
+		ahost_close(&t->h);
+		for (k = 0; t->pts && k < t->nr_pts; k++) {
+			free(t->pts[k].name);
+			free(t->pts[k].object);
+			free(t->pts[k].symbol);
+		}
+		free(t->pts);
+	}
+	if (agent_chrome.f)
+		chrome_close(&agent_chrome);
+	output_close(&ts[0].out);
+	free(ts);
+	proto_dwarf_clear();
+	return ret;
 }
 
 int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
@@ -623,6 +1497,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 		if (n >= 2 && n <= (1UL << 20) && !(n & (n - 1)))
 			ho.ring_records = (uint32_t)n;
 	}
+	if (opts->follow_forks)
+		ho.flags |= UTRACE_ARENA_F_FOLLOW_FORK; /* fork children keep their probes */
 	why = trace_agent_unsupported(opts);
 	if (why) {
 		cli_error("%s is not available with the agent backend yet (use -b ptrace)", why);
@@ -635,16 +1511,24 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			  "owner can write, or use -b ptrace)");
 		return EXIT_TRACE;
 	}
-	t->quiet = opts->summary || opts->hist;
+	if (opts->nr_pids > 1)
+		return trace_agent_pids(opts, probes, nr_probes, fallback_ok, so, &ho);
+	t->counting = opts->summary || opts->hist;
+	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	if (opts->nr_pids) {
 		t->pts = calloc(AGENT_MAX_PROBES, sizeof(*t->pts));
 		if (!t->pts) {
 			cli_error("out of memory");
 			goto out;
 		}
+		attach_quiet = fallback_ok;
 		err = agent_attach(t, &ho, opts->pids[0], so);
-		if (err)
+		if (err) {
+			/* nothing armed: with -b auto, ptrace attaches instead */
+			if (fallback_ok)
+				ret = TRACE_AGENT_FALLBACK;
 			goto out;
+		}
 		attached = true;
 		goto armed;
 	}
@@ -662,7 +1546,8 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	argv[0] = path;
 	for (i = 1; i < opts->argc; i++)
 		argv[i] = opts->argv[i];
-	t->quiet = opts->summary || opts->hist;
+	t->counting = opts->summary || opts->hist;
+	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	setenv("UTRACE_AGENT", so, 1);
 	err = ahost_launch(&t->h, &ho, argv);
 	unsetenv("UTRACE_AGENT");
@@ -681,12 +1566,16 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 armed:
 	t->pid = t->h.pid;
 	if (opts->verbose > 0)
-		cli_error("backend: agent");
+		cli_error("backend: agent%s",
+			  fallback_ok ? " (auto: the agent could be loaded, handlers run in the "
+					"probed threads)" :
+					"");
 	img = utrace_image__open_pid(t->h.pid);
 	if (!img) {
 		cli_error("cannot read the image of pid %d: %s", t->h.pid, strerror(errno));
 		goto out;
 	}
+	t->img = img;
 	for (i = 0; i < nr_probes; i++) {
 		err = add_points(t, img, &probes[i]);
 		if (err < 0) {
@@ -720,6 +1609,20 @@ armed:
 		ret = EXIT_USAGE;
 		goto out;
 	}
+	if (opts->format == CLI_FMT_CHROME) {
+		char path[64];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(t->comm, sizeof(t->comm), f))
+				t->comm[strcspn(t->comm, "\n")] = '\0';
+			fclose(f);
+		}
+		t->chrome_on = true;
+		chrome_open(&agent_chrome, t->out.f);
+	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -744,12 +1647,13 @@ armed:
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
 			drain(t);
-			if (check_restored(t))
+			if (check_restored(t) || kids_detach(t))
 				err = -EIO;
 			st = err < 0 ? EXIT_TRACE << 8 : 0;
 			break;
 		}
 		drain(t);
+		kids_poll(t); /* -F */
 		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
 			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
@@ -757,6 +1661,7 @@ armed:
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
 			drain(t);
+			kids_detach(t);
 			if (waitpid(t->h.pid, &st, 0) != t->h.pid)
 				st = 0;
 			break;
@@ -767,14 +1672,19 @@ armed:
 	t->exited = !attached || !detached; /* a detached process can still be read */
 	ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	drain(t);
-	if (t->quiet) {
+	if (kids_wait(t, deadline) && attached)
+		ret = EXIT_TRACE; /* -F: said which child */
+	if (t->chrome_on)
+		chrome_close(&agent_chrome); /* before the tables, which go to stderr then */
+	if (t->counting) {
 		struct aggr a;
-		FILE *f = t->out.f;
+		FILE *f = t->chrome_on ? stderr : t->out.f;
 		bool json = opts->format == CLI_FMT_JSON;
 		uint64_t now = now_realtime_ns();
 
 		aggr_init(&a);
 		aggregate(t, &a);
+		kids_aggregate(t, &a);
 		if (opts->summary)
 			json ? aggr_json_summary(f, &a, now, t->pid) :
 			       aggr_print_summary(f, &a, "function");
@@ -796,6 +1706,16 @@ armed:
 		cli_error("%" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
 			  " returns missed, %d probe points%s",
 			  hits, rets, missed, t->nr_pts, detached ? " (detached)" : "");
+		for (i = 0; i < t->nr_pts; i++) {
+			uint64_t n = ahost_abi(&t->h, t->pts[i].id)->inject_calls;
+
+			if (t->pts[i].inject)
+				cli_error("--inject '%s': %" PRIu64 " of %" PRIu64
+					  " calls injected (%s)",
+					  t->pts[i].inj_spec, n / t->pts[i].inj_every, n,
+					  t->pts[i].name);
+		}
+		kids_stats(t);
 	}
 out:
 	if (attached && !detached && t->h.pid > 0) {
@@ -807,7 +1727,15 @@ out:
 		utrace_image__close(img);
 	if (t->maps)
 		utrace_maps__free(t->maps);
+	kids_free(t);
+	if (t->chrome_on)
+		chrome_close(&agent_chrome); /* every "B" gets its "E"; accepts a closed one */
 	output_close(&t->out);
+	if (t->img2)
+		utrace_image__close(t->img2);
+	if (t->maps2)
+		utrace_maps__free(t->maps2);
+	free(t->named);
 	ahost_close(&t->h); /* kills a command that never started */
 	for (i = 0; t->pts && i < t->nr_pts; i++) {
 		free(t->pts[i].name);

@@ -405,37 +405,6 @@ static void json_head(struct tracer *t, const struct utrace_probe_ctx *ctx, cons
 	json_str(f, fn_name(ctx), strlen(fn_name(ctx)));
 }
 
-/* the JSON members of a Chrome event's "args" */
-static char *chrome_args(const struct proto_vals *vals, const struct proto_val *ret, bool injected)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-	int i;
-
-	if (!f)
-		return NULL;
-	if (vals) {
-		fputs("\"args\": [", f);
-		for (i = 0; i < vals->nr; i++) {
-			fputs(i ? ", " : "", f);
-			proto_val_print_json(f, &vals->v[i]);
-		}
-		fputc(']', f);
-	}
-	if (ret) {
-		fputs("\"ret\": ", f);
-		if (ret->kind == PV_TEXT && !ret->text[0])
-			fputs("null", f);
-		else
-			proto_val_print_json(f, ret);
-	}
-	if (injected)
-		fputs(", \"injected\": true", f);
-	fclose(f);
-	return buf;
-}
-
 static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *proto,
 		       bool injected)
 {
@@ -449,7 +418,7 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 		r.sp -= 8; /* set_return popped the return address */
 	proto_format_args(proto, &r, t->opts->strsize, &vals);
 	if (t->chrome_on) {
-		char *a = chrome_args(&vals, NULL, false);
+		char *a = chrome_call_args(&vals, NULL, false);
 
 		chrome_begin(&t->chrome, ctx->pid, ctx->tid, ctx->now_ns, fn_name(ctx),
 			     ctx->point->name, a);
@@ -491,7 +460,7 @@ static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const st
 	proto_format_ret(proto, rax, &r, t->opts->strsize, &v);
 	is_void = proto->ret == PK_VOID;
 	if (t->chrome_on) {
-		char *a = chrome_args(NULL, &v, injected);
+		char *a = chrome_call_args(NULL, &v, injected);
 
 		chrome_end(&t->chrome, ctx->pid, ctx->tid, ctx->now_ns, fn_name(ctx),
 			   ctx->point->name, a);
@@ -1027,6 +996,8 @@ static int register_probes(struct tracer *t)
 				po.handler = on_ret_entry;
 				po.ret_handler = on_return;
 				break;
+			case CLI_PROBE_INJECT:
+				break; /* never in opts->probes: injects are t->injects */
 			}
 		}
 		p = utrace_probe__register_spec(t->up, spec, &po);
@@ -1179,6 +1150,7 @@ int cmd_trace(struct cli_opts *opts)
 	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
 	const char *auto_why = "";
+	static char why[640];
 	int ret, err, r, i;
 
 	memset(t, 0, sizeof(*t));
@@ -1191,13 +1163,13 @@ int cmd_trace(struct cli_opts *opts)
 	if (ret)
 		goto out_free;
 	/*
-	 * The agent: launch mode, every option supported, and (auto) a
-	 * binary whose specs could be checked before it runs.
+	 * The agent: every option supported, and (auto) specs that could be
+	 * checked before anything runs and that wait for no library.
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && launched && !t->check_after_exec &&
-	     !t->pending && !trace_agent_unsupported(opts) && trace_agent_path())) {
-		struct cli_probe *cp = calloc(t->nr_probes + 1, sizeof(*cp));
+	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !t->pending &&
+	     !trace_agent_unsupported(opts) && trace_agent_path())) {
+		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
 		if (!cp) {
 			ret = EXIT_TRACE;
@@ -1207,14 +1179,38 @@ int cmd_trace(struct cli_opts *opts)
 			cp[i].kind = t->probes[i].kind;
 			cp[i].spec = t->probes[i].spec;
 		}
-		ret = cmd_trace_agent(opts, cp, t->nr_probes, opts->backend == CLI_BACKEND_AUTO);
+		/* the injects after the probes: the agent adds them to their points */
+		for (i = 0; i < t->nr_injects; i++) {
+			cp[t->nr_probes + i].kind = CLI_PROBE_INJECT;
+			cp[t->nr_probes + i].spec = t->injects[i].spec;
+			cp[t->nr_probes + i].value = t->injects[i].value;
+			cp[t->nr_probes + i].every = t->injects[i].every;
+		}
+		ret = cmd_trace_agent(opts, cp, t->nr_probes + t->nr_injects,
+				      opts->backend == CLI_BACKEND_AUTO);
 		free(cp);
 		if (ret != TRACE_AGENT_FALLBACK)
 			goto out_free;
-		auto_why = " (auto: the agent could not be loaded)";
+		if (!launched && trace_agent_fallback_why()[0])
+			snprintf(why, sizeof(why), " (auto: the agent could not be loaded: %s)",
+				 trace_agent_fallback_why());
+		else
+			snprintf(why, sizeof(why), " (auto: the agent could not be loaded)");
+		auto_why = why;
 	} else if (opts->backend == CLI_BACKEND_AUTO) {
-		auto_why = launched ? " (auto: the agent cannot do this yet)" :
-				      " (auto: attach mode)";
+		if (t->check_after_exec)
+			auto_why =
+				" (auto: the command's SPECs can only be checked after its exec)";
+		else if (t->pending)
+			auto_why = " (auto: a SPEC waits for a library the agent does not arm yet)";
+		else if (trace_agent_unsupported(opts))
+			snprintf(why, sizeof(why),
+				 " (auto: %s is not available with the agent yet)",
+				 trace_agent_unsupported(opts));
+		else
+			auto_why = " (auto: libutrace-agent.so not found)";
+		if (why[0])
+			auto_why = why;
 	}
 	ret = EXIT_TRACE;
 	err = output_open(&t->out, opts);

@@ -19,6 +19,9 @@ const char *trace_agent_path(void);
 /* What in @o the agent backend cannot do yet ("-k"), or NULL. */
 const char *trace_agent_unsupported(const struct cli_opts *o);
 
+/* Why the last cmd_trace_agent() returned TRACE_AGENT_FALLBACK in attach mode. */
+const char *trace_agent_fallback_why(void);
+
 /*
  * cmd_trace_agent - launch opts->argv with the agent, trace @probes.
  * Return: the exit status; TRACE_AGENT_FALLBACK if @fallback_ok and the

@@ -47,13 +47,15 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 1
+#define UTRACE_ABI_VERSION 3
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
 #define UTRACE_ABI_MAX_INSNS 8 /* displaced instructions per site */
 #define UTRACE_ABI_HIST_BUCKETS 64 /* log2 buckets of ns: [0]=0, [i]=[2^(i-1), 2^i) */
 #define UTRACE_ABI_ARGS 6
+#define UTRACE_ABI_STACK_MAX 32 /* caller frames recorded with an entry (-k) */
+#define UTRACE_ABI_FORKS 16 /* fork children announced and not yet seen by the host */
 
 /*
  * A trampoline slot in an XOL area (agent-written header, host-relocated
@@ -100,6 +102,19 @@ enum utrace_probe_flags {
 	UTRACE_PF_RECORD_RETURN = 1U << 3, /* ring record with rax and the duration */
 	UTRACE_PF_HIST = 1U << 4, /* log2 histogram of the duration (ns) */
 	UTRACE_PF_ENTRY = 1U << 5, /* the site is a function entry ([rsp] = return) */
+	/*
+	 * Fault injection (function entries only): every @inject_every-th call,
+	 * counted across threads in @inject_calls, returns @inject_value without
+	 * running the function. With RECORD_ENTRY or RECORD_RETURN, the call is
+	 * recorded as one UTRACE_EV_INJECT record (after its ENTRY record, if any).
+	 */
+	UTRACE_PF_INJECT = 1U << 6,
+	/*
+	 * The caller stack (frame pointers, bounded by the thread's stack) goes
+	 * with each ENTRY or INJECT record as UTRACE_EV_STACK records in the
+	 * same ring, published together (one group is never split nor half lost).
+	 */
+	UTRACE_PF_STACK = 1U << 7,
 };
 
 enum utrace_probe_mode {
@@ -120,6 +135,8 @@ enum utrace_event_kind {
 	UTRACE_EV_ENTRY = 1,
 	UTRACE_EV_RETURN = 2,
 	UTRACE_EV_LOST = 3, /* args[0] = records lost before this one */
+	UTRACE_EV_STACK = 4, /* follows an ENTRY/INJECT: args[0..ext) = return addresses */
+	UTRACE_EV_INJECT = 5, /* an injected call: the entry's args; it returned inject_value */
 };
 
 /** struct utrace_abi_event - one fixed-size ring record. */
@@ -130,7 +147,7 @@ struct utrace_abi_event {
 	uint32_t probe; /* probe id */
 	uint16_t kind; /* enum utrace_event_kind */
 	uint16_t depth; /* return-instance depth */
-	uint32_t __pad;
+	uint32_t ext; /* ENTRY/INJECT: STACK records that follow; STACK: addresses in args */
 	uint64_t args[UTRACE_ABI_ARGS]; /* entry: rdi rsi rdx rcx r8 r9; return: args[0] = rax */
 };
 _Static_assert(sizeof(struct utrace_abi_event) == 80, "event size");
@@ -160,7 +177,11 @@ struct utrace_abi_probe {
 	uint64_t missed_ret; /* return probes skipped: depth limit, foreign stack */
 	uint64_t returns; /* return-trampoline hits */
 	uint64_t hist[UTRACE_ABI_HIST_BUCKETS]; /* durations, atomic adds */
-	uint64_t __reserved[4];
+	uint64_t inject_value; /* UTRACE_PF_INJECT (host, before the first SYNC): rax */
+	uint64_t inject_every; /* ... every Nth call (0 is taken as 1) */
+	uint64_t
+		inject_calls; /* agent: calls seen by the injection (atomic); injected = calls / every */
+	uint64_t __reserved[1];
 };
 _Static_assert(sizeof(struct utrace_abi_probe) == 368 + UTRACE_ABI_HIST_BUCKETS * 8, "probe size");
 _Static_assert(offsetof(struct utrace_abi_probe, code) == 64, "probe code offset");
@@ -225,7 +246,26 @@ struct utrace_arena_hdr {
 	uint64_t tsc0;
 	uint64_t mono0;
 	uint64_t mult;
-	uint64_t __reserved[(4096 - 248) / 8];
+	/*
+	 * Follow-fork (UTRACE_ARENA_F_FOLLOW_FORK): a fork child of this
+	 * process made itself a fresh arena (same sizes, the probe table copied,
+	 * counters zero) and announces it here, in its parent's arena: it
+	 * reserves entry fork_head++ (atomic), fills pid and fd (the memfd in the
+	 * child, for the host to open as /proc/PID/fd/FD), then store-releases
+	 * seq = index + 1, and waits (1 s at most) until the host has opened it
+	 * and set acked = 1 (a shared futex word): a short-lived child must not
+	 * exit before the host holds its arena. The host reads entries in
+	 * order; more than UTRACE_ABI_FORKS unread overwrite the oldest.
+	 */
+	uint32_t fork_head;
+	uint32_t __pad2;
+	struct utrace_abi_fork {
+		uint32_t seq;
+		uint32_t pid;
+		int32_t fd;
+		uint32_t acked;
+	} forks[UTRACE_ABI_FORKS];
+	uint64_t __reserved[(4096 - 256 - UTRACE_ABI_FORKS * 16) / 8];
 };
 _Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");
 _Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset");

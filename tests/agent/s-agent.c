@@ -22,6 +22,9 @@
  *   s-agent rawblock N               same, blocked with a raw syscall
  *   s-agent sigblock N               a thread blocking all signals calls
  *                                    probed_add() N times; own SIGTRAP handler
+ *   s-agent badfp N                  N rounds of probed_add() called with rbp
+ *                                    holding garbage (as code without frame
+ *                                    pointers may): 8 calls per round
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -303,6 +306,62 @@ static int run_threads(int n, void *(*fn)(void *))
 	return bad;
 }
 
+/*
+ * probed_add(x, 1) called with rbp = @fake: what a -k stack walk starts
+ * from in a caller built without frame pointers. The red zone is skipped
+ * and the stack stays 16-byte aligned at the call.
+ */
+static uint64_t call_with_rbp(uint64_t fake, uint64_t x)
+{
+	uint64_t r = fake;
+
+	__asm__ volatile("lea -136(%%rsp), %%rsp\n\t"
+			 "push %%rbp\n\t"
+			 "mov %%rax, %%rbp\n\t"
+			 "mov $1, %%esi\n\t"
+			 "call probed_add\n\t"
+			 "pop %%rbp\n\t"
+			 "lea 136(%%rsp), %%rsp"
+			 : "+a"(r), "+D"(x)
+			 :
+			 : "rsi", "rdx", "rcx", "r8", "r9", "r10", "r11", "memory", "cc");
+	return r;
+}
+
+static int bad_frame_pointers(long rounds)
+{
+	volatile uint64_t loop[2], chain[4], *heap = malloc(64);
+	uint64_t sp = (uint64_t)__builtin_frame_address(0);
+
+	if (!heap)
+		return 1;
+	for (long i = 0; i < rounds; i++) {
+		uint64_t fakes[8] = {
+			0,
+			0x10,
+			0xdead0000beefULL, /* unmapped */
+			sp - 4096, /* below the stack pointer */
+			(uint64_t)loop | 1, /* misaligned */
+			(uint64_t)loop, /* a frame that points at itself */
+			(uint64_t)chain, /* a frame whose next one is past the stack */
+			(uint64_t)heap, /* mapped, not the stack */
+		};
+
+		loop[0] = (uint64_t)loop;
+		loop[1] = (uint64_t)probed_add;
+		chain[0] = ~0ULL - 15;
+		chain[1] = (uint64_t)probed_add;
+		heap[0] = (uint64_t)heap + 16;
+		heap[1] = (uint64_t)probed_add;
+		for (int k = 0; k < 8; k++)
+			if (call_with_rbp(fakes[k], (uint64_t)(i + k)) !=
+			    probed_add((uint64_t)(i + k), 1))
+				return 1;
+	}
+	free((void *)heap);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -346,6 +405,8 @@ int main(int argc, char **argv)
 		raise(SIGTRAP); /* not a probe: chained to app_trap */
 		return r != NULL || app_traps != 1;
 	}
+	if (!strcmp(mode, "badfp"))
+		return bad_frame_pointers(a1);
 	if (!strcmp(mode, "rawblock")) {
 		pthread_t th;
 		void *r;

@@ -251,6 +251,75 @@ static void run_inject(bool int3)
 	ahost_close(&h);
 }
 
+/*
+ * -k's walk from garbage frame pointers (null, unmapped, below rsp,
+ * misaligned, self-referencing, past the stack, the heap): the target
+ * computes right and does not fault, every hit is recorded with its stack,
+ * and the stack holds exactly what is safe to read: the return address at
+ * [rsp], plus the one fake frame on the stack for the frames that point at
+ * themselves or past the stack's end (the walk stops there). Direct calls
+ * alternate with the garbage ones.
+ */
+static void run_badfp(bool int3)
+{
+	struct ahost h;
+	struct ahost_opts o = { .ring_records = 1 << 16 };
+	uint64_t entries = 0, one = 0, two = 0, other = 0, after = 0, fn;
+	struct utrace_abi_thread *th;
+	struct utrace_abi_event *ev;
+	const long rounds = 500;
+	int id;
+
+	LAUNCH(&h, &o, "badfp", "500", NULL);
+	fn = ahost_sym(&h, "probed_add"); /* what the fake frames hold */
+	CHECK(fn != 0);
+	id = probe(&h, "probed_add",
+		   UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RECORD_ENTRY | UTRACE_PF_STACK,
+		   int3, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	sync_ok(&h);
+	check_state(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	CHECK_EQ(ahost_hits(&h, id), rounds * 16);
+	th = utrace_abi_thread(h.arena, 0);
+	ev = utrace_abi_ring(h.arena, 0);
+	CHECK_EQ(ahost_drops(&h), 0);
+	for (uint64_t i = 0; i < th->head; i++) {
+		if (ev[i].kind != UTRACE_EV_ENTRY)
+			continue;
+		entries++;
+		if (ev[i].ext != 1 || i + 1 >= th->head || ev[i + 1].kind != UTRACE_EV_STACK) {
+			other++;
+			continue;
+		}
+		if (ev[i + 1].ext == 1)
+			one++;
+		else if (ev[i + 1].ext == 2 && ev[i + 1].args[1] == fn)
+			two++;
+		else
+			after++; /* a direct call: its caller's frames follow */
+	}
+	harness_note("%llu entries: %llu with [rsp] only, %llu with the self frame, %llu full",
+		     (unsigned long long)entries, (unsigned long long)one, (unsigned long long)two,
+		     (unsigned long long)after);
+	CHECK_EQ(entries, rounds * 16);
+	CHECK_EQ(other, 0);
+	CHECK_EQ(two, rounds * 2); /* the self-referencing frame, the one pointing past the stack */
+	CHECK_EQ(one, rounds * 6); /* every other garbage rbp */
+	CHECK_EQ(after, rounds * 8); /* the direct calls walk main's frames */
+	ahost_close(&h);
+}
+
+TEST(stack_walk_survives_bad_frame_pointers_jmp)
+{
+	run_badfp(false);
+}
+
+TEST(stack_walk_survives_bad_frame_pointers_int3)
+{
+	run_badfp(true);
+}
+
 TEST(handler_forces_return_jmp)
 {
 	run_inject(false);

@@ -239,20 +239,23 @@ TEST_TIMEOUT(auto_says_backend, 60)
 {
 	const char *a[] = { "-v", "-f", "work", "--", target(), "exit", "3", NULL };
 	const char *p[] = { "-v", "-b", "ptrace", "-f", "work", "--", target(), "exit", "3", NULL };
-	const char *k[] = { "-v", "-k", "-f", "work", "--", target(), "exit", "3", NULL };
+	const char *k[] = { "-v", "-f",	    "work", "-f", "libzz:nothing",
+			    "--", target(), "exit", "3",  NULL };
 	char *out = NULL, *err = NULL;
 
 	CHECK_EQ(run_utrace(a, &out, &err), 3);
-	CHECK(strstr(err, "utrace: backend: agent\n"));
+	CHECK(strstr(err, "utrace: backend: agent (auto: the agent could be loaded"));
 	free(out);
 	free(err);
 	CHECK_EQ(run_utrace(p, &out, &err), 3);
 	CHECK(strstr(err, "utrace: backend: ptrace"));
 	free(out);
 	free(err);
-	/* -k: the agent cannot, auto takes ptrace */
+	/* a SPEC waiting for a library: the agent cannot arm it yet, auto takes ptrace */
 	CHECK_EQ(run_utrace(k, &out, &err), 3);
-	CHECK(strstr(err, "utrace: backend: ptrace"));
+	CHECK_MSG(strstr(err, "utrace: backend: ptrace (auto: a SPEC waits for a library the "
+			      "agent does not arm yet)\n"),
+		  "stderr: %s", err);
 	free(out);
 	free(err);
 }
@@ -384,24 +387,427 @@ TEST_TIMEOUT(agent_attach_detach_restores_code, 120)
 	free(err);
 }
 
-TEST(agent_unsupported_one_line)
+/*
+ * -p A,B: one agent per process, one output; the events carry each
+ * process's own tids, both processes' code is the file's again after the
+ * detach, and both still compute right (bg_finish).
+ */
+TEST_TIMEOUT(agent_several_pids, 120)
 {
-	const char *pid[] = { "-b", "agent", "-f", "work", "-p", "1,2", NULL };
+	struct bg a = bg_start(), b = bg_start();
+	char pids[32], ap[40], bp[40];
+	const char *args[] = { "-v", "-b", "agent", "-f", "work", "-p", pids, "-d", "1", NULL };
+	char *out = NULL, *err = NULL;
+
+	snprintf(pids, sizeof(pids), "%d,%d", (int)a.pid, (int)b.pid);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK(strstr(err, "utrace: backend: agent (2 processes)\n"));
+	snprintf(ap, sizeof(ap), "[%d] work(", (int)a.pid);
+	snprintf(bp, sizeof(bp), "[%d] work(", (int)b.pid);
+	CHECK(count(err, ap) > 10);
+	CHECK(count(err, bp) > 10);
+	snprintf(ap, sizeof(ap), "pid %d: ", (int)a.pid);
+	snprintf(bp, sizeof(bp), "pid %d: ", (int)b.pid);
+	CHECK(strstr(err, ap) && strstr(err, bp));
+	CHECK_EQ(count(err, "probe points (detached)\n"), 2);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	CHECK_EQ(code_matches_file(b.pid), 1);
+	bg_finish(&a);
+	bg_finish(&b);
+	free(out);
+	free(err);
+}
+
+TEST(agent_bad_input_one_line)
+{
+	const char *pid[] = { "-b", "agent", "-f", "work", "-p", "1", NULL };
 	const char *inj[] = {
-		"-b", "agent", "--inject", "answer=1", "--", target(), "calls", NULL
+		"-b", "agent", "--inject", "work+4=1", "--", target(), "calls", NULL
 	};
 	char *out = NULL, *err = NULL;
 
+	/* init: not ours to load anything into */
 	CHECK_EQ(run_utrace(pid, &out, &err), 1);
-	CHECK_MSG(count_lines(err) == 1 &&
-			  strstr(err, "several processes (-p PID,PID) is not available with "
-				      "the agent backend"),
+	CHECK_MSG(count_lines(err) == 1 && strstr(err, "cannot load the agent into pid 1: "),
 		  "stderr: %s", err);
 	free(out);
 	free(err);
-	CHECK_EQ(run_utrace(inj, &out, &err), 1);
-	CHECK_MSG(count_lines(err) == 1 && strstr(err, "--inject is not available"), "stderr: %s",
-		  err);
+	/* inside a function: nothing to return from */
+	CHECK_EQ(run_utrace(inj, &out, &err), 2);
+	CHECK_MSG(count_lines(err) == 1 && strstr(err, "--inject 'work+4': work+0x4 is not a "
+						       "function entry"),
+		  "stderr: %s", err);
+	CHECK_STREQ(out, ""); /* the command never ran main() */
+	free(out);
+	free(err);
+}
+
+/* Chrome: every "B" has its "E" on the same thread, as many as the calls */
+static const char *chrome_check =
+	"import json, sys, collections\n"
+	"d = json.load(open(sys.argv[1]))\n"
+	"stacks = collections.defaultdict(list); b = collections.Counter(); names = set()\n"
+	"for e in d['traceEvents']:\n"
+	"    assert {'ph', 'pid', 'tid'} <= set(e), e\n"
+	"    if e['ph'] == 'M': names.add(e['args']['name'])\n"
+	"    if e['ph'] == 'B':\n"
+	"        stacks[e['tid']].append((e['name'], e['ts'])); b[e['name']] += 1\n"
+	"    elif e['ph'] == 'E':\n"
+	"        n, ts = stacks[e['tid']].pop()\n"
+	"        assert n == e['name'] and ts <= e['ts'], (n, e)\n"
+	"        if n == 'leaf': assert e['args']['ret'] == 5, e\n"
+	"assert not any(stacks.values()), stacks\n"
+	"print('B/E pairs', b['work'], b['leaf'], b['recurse'], 'tids', len(stacks),\n"
+	"      'named', sorted(names))\n";
+
+TEST_TIMEOUT(agent_chrome_trace_is_valid, 120)
+{
+	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
+	int fd = mkstemp(file);
+	const char *args[] = { "-b",	"agent", "--format", "chrome", "-o",	  file, "-f",
+			       "work",	"-f",	 "leaf",     "-f",     "recurse", "--", target(),
+			       "calls", "5",	 "2",	     "3",      NULL };
+	char *out = NULL, *err = NULL, *py = NULL;
+
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	/* the target's own counts: 5 + 2 x 3 calls of work and leaf, recurse(5) */
+	CHECK(strstr(out, "work=11 leaf=11 answer=4 recurse=6"));
+	CHECK_EQ(run_python(chrome_check, file, &py), 0);
+	CHECK_STREQ(py, "B/E pairs 11 11 6 tids 3 named ['s-trace']\n");
+	unlink(file);
+	free(out);
+	free(err);
+	free(py);
+}
+
+/* -c with Chrome: the events go to the file, the table to stderr */
+TEST_TIMEOUT(agent_chrome_with_summary, 120)
+{
+	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
+	int fd = mkstemp(file);
+	const char *args[] = { "-b",   "agent", "-c",	  "--format", "chrome", "-o", file, "-f",
+			       "work", "--",	target(), "calls",    "7",	"2",  "4",  NULL };
+	char *out = NULL, *err = NULL, *py = NULL;
+
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(table_calls(err, "work"), 15);
+	CHECK_EQ(run_python(chrome_check, file, &py), 0);
+	CHECK(py && !strncmp(py, "B/E pairs 15 0 0 tids 3", 23));
+	unlink(file);
+	free(out);
+	free(err);
+	free(py);
+}
+
+TEST_TIMEOUT(agent_inject_same_as_ptrace, 120)
+{
+	const char *a[] = { "-b", "agent",  "--inject", "answer=42@2", "-f", "answer",
+			    "--", target(), "calls",	"1",	       NULL };
+	const char *p[] = { "-b", "ptrace", "--inject", "answer=42@2", "-f", "answer",
+			    "--", target(), "calls",	"1",	       NULL };
+	const char *a2[] = { "-b",     "agent", "--inject", "answer=-1", "--",
+			     target(), "calls", "1",	    NULL };
+	char *out = NULL, *err = NULL, *out2 = NULL, *err2 = NULL, *x, *y;
+
+	CHECK_EQ(run_utrace(a, &out, &err), 0);
+	CHECK(strstr(out, "answers=7,42,7,42\n")); /* what the program got */
+	CHECK_EQ(count(err, "] answer()\n"), 4);
+	CHECK_EQ(count(err, "] answer() = 42 (injected)\n"), 2);
+	CHECK_EQ(count(err, "] answer() = 7\n"), 2);
+	CHECK_EQ(run_utrace(p, &out2, &err2), 0);
+	CHECK_STREQ(out, out2);
+	x = strip_tids(err);
+	y = strip_tids(err2);
+	CHECK(x && y);
+	CHECK_MSG(!strcmp(x, y), "agent:\n%s\nptrace:\n%s", x, y);
+	free(x);
+	free(y);
+	free(out);
+	free(err);
+	free(out2);
+	free(err2);
+	/* without -f: the injected calls are shown anyway */
+	CHECK_EQ(run_utrace(a2, &out, &err), 0);
+	CHECK(strstr(out, "answers=-1,-1,-1,-1\n"));
+	CHECK_EQ(count(err, "] answer()\n"), 4);
+	CHECK_EQ(count(err, "] answer() = -1 (injected)\n"), 4);
+	free(out);
+	free(err);
+}
+
+/*
+ * Every 3rd call of work() over 8 threads x 1000 calls: the agent counts
+ * the calls with one atomic add per probe, so exactly 2666 of 8000 are
+ * injected; the target counts the bodies that ran (work=, and leaf=, which
+ * only work calls).
+ */
+TEST_TIMEOUT(agent_inject_every_nth_exact_across_threads, 120)
+{
+	const char *args[] = { "-v", "-b",     "agent", "-c", "--inject", "work=0@3", "-f", "work",
+			       "--", target(), "calls", "0",  "8",	  "1000",     NULL };
+	const char *json[] = { "-b",	 "agent", "--format", "json", "--inject", "work=0@3", "--",
+			       target(), "calls", "0",	      "8",    "1000",	  NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	note_lines(err);
+	CHECK(strstr(out, "work=5334 leaf=5334 "));
+	CHECK_EQ(table_calls(err, "work"), 8000);
+	CHECK(strstr(err, "--inject 'work': 2666 of 8000 calls injected"));
+	free(out);
+	free(err);
+	/* JSON, no -f: only the injected calls, each an entry and an injected return */
+	CHECK_EQ(run_utrace(json, &out, &err), 0);
+	CHECK(strstr(out, "work=5334 leaf=5334 "));
+	CHECK_EQ(count(err, "\"type\": \"entry\""), 2666);
+	CHECK_EQ(count(err, "\"ret\": 0, \"dur_ns\": 0, \"injected\": true}"), 2666);
+	free(out);
+	free(err);
+}
+
+/* the event lines with tids, code addresses and libc offsets blanked */
+static char *strip_addrs(const char *s)
+{
+	char *t = strip_tids(s), *r, *w;
+
+	for (r = w = t; t && *r;) {
+		if (r[0] == '0' && r[1] == 'x') {
+			r += 2;
+			while (isxdigit((unsigned char)*r))
+				r++;
+			*w++ = '#';
+			continue;
+		}
+		*w++ = *r++;
+	}
+	if (t)
+		*w = '\0';
+	return t;
+}
+
+TEST_TIMEOUT(agent_stack_same_as_ptrace, 120)
+{
+	const char *a[] = { "-b",     "agent", "-k", "-f", "leaf", "--",
+			    target(), "calls", "2",  "1",  "1",	   NULL };
+	const char *p[] = { "-b",     "ptrace", "-k", "-f", "leaf", "--",
+			    target(), "calls",	"2",  "1",  "1",    NULL };
+	char *out = NULL, *err = NULL, *out2 = NULL, *err2 = NULL, *x, *y;
+
+	CHECK_EQ(run_utrace(a, &out, &err), 0);
+	CHECK_EQ(run_utrace(p, &out2, &err2), 0);
+	x = strip_addrs(err);
+	y = strip_addrs(err2);
+	CHECK(x && y);
+	CHECK_MSG(!strcmp(x, y), "agent:\n%s\nptrace:\n%s", x, y);
+	/* main thread twice, the worker thread once (target: leaf=3) */
+	CHECK(strstr(out, "leaf=3 "));
+	CHECK_EQ(count(x, "leaf(\"hello\")\n > work+# (s-trace) [#]\n"), 3);
+	CHECK_EQ(count(x, " > work+# (s-trace) [#]\n > do_calls+# (s-trace) [#]\n > main+#"), 2);
+	CHECK_EQ(count(x, " > work+# (s-trace) [#]\n > worker+# (s-trace) [#]\n"), 1);
+	free(x);
+	free(y);
+	free(out);
+	free(err);
+	free(out2);
+	free(err2);
+}
+
+/*
+ * -k with the callers probed too: their return addresses are hijacked by
+ * the return probes; the stack shows the real callers, and JSON has them
+ * in "stack".
+ */
+TEST_TIMEOUT(agent_stack_through_return_probes, 120)
+{
+	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
+	int fd = mkstemp(file);
+	const char *args[] = { "-b", "agent", "-k", "-f",     "recurse", "-f", "work",
+			       "-f", "leaf",  "--", target(), "calls",	 "1",  NULL };
+	const char *json[] = { "-b",   "agent", "-k",	"--format", "json",   "-o",    file, "-f",
+			       "leaf", "-f",	"work", "--",	    target(), "calls", "1",  NULL };
+	const char *py_stack = "import json, sys\n"
+			       "for line in open(sys.argv[1]):\n"
+			       "    e = json.loads(line)\n"
+			       "    if e['type'] == 'entry' and e['name'] == 'leaf':\n"
+			       "        print(' '.join(s.split('+')[0] for s in e['stack'][:3]))\n";
+	char *out = NULL, *err = NULL, *x, *py = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	x = strip_addrs(err);
+	CHECK(x);
+	/* recurse(0) called by recurse(1) ... recurse(5) called by do_calls */
+	CHECK(strstr(x, "recurse(0)\n > recurse+# (s-trace) [#]\n > recurse+# (s-trace) [#]\n"
+			" > recurse+# (s-trace) [#]\n > recurse+# (s-trace) [#]\n"
+			" > recurse+# (s-trace) [#]\n > do_calls+# (s-trace) [#]\n"
+			" > main+# (s-trace) [#]\n"));
+	CHECK(strstr(x, "leaf(\"hello\")\n > work+# (s-trace) [#]\n > do_calls+# (s-trace) [#]\n"));
+	free(x);
+	free(out);
+	free(err);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(run_utrace(json, &out, &err), 0);
+	CHECK_EQ(run_python(py_stack, file, &py), 0);
+	CHECK_STREQ(py, "s-trace:work s-trace:do_calls s-trace:main\n");
+	unlink(file);
+	free(out);
+	free(err);
+	free(py);
+}
+
+/*
+ * -b auto in attach mode: the agent when it loads (the target's code bytes
+ * are the file's again after the detach); a process that already holds a
+ * (dormant) agent cannot take a second one: ptrace then, and -v says why.
+ * Both trace every call the target makes meanwhile.
+ */
+TEST_TIMEOUT(auto_attach_picks_agent_then_ptrace, 120)
+{
+	struct bg a = bg_start();
+	char pid[16];
+	const char *args[] = { "-v", "-f", "work", "-p", pid, "-d", "1", NULL };
+	char *out = NULL, *err = NULL;
+
+	snprintf(pid, sizeof(pid), "%d", (int)a.pid);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(strstr(err, "utrace: backend: agent (auto: the agent could be loaded"),
+		  "stderr: %s", err);
+	CHECK(count(err, "] work() = ") > 10);
+	CHECK(strstr(err, "(detached)"));
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(
+		strstr(err, "utrace: backend: ptrace (auto: the agent could not be loaded: pid ") &&
+			strstr(err, "already holds the agent"),
+		"stderr: %s", err);
+	CHECK(!strstr(err, "cannot inject")); /* the library's own line is held back */
+	CHECK(count(err, "] work() = ") > 10);
+	CHECK_EQ(code_matches_file(a.pid), 1);
+	bg_finish(&a);
+	free(out);
+	free(err);
+}
+
+/*
+ * -F: the fork children keep their probes, each with an arena of its own:
+ * every process's work() calls come back under its own pid, as the target
+ * counts them ("child PID work=M", "parent work=M"), the same per-process
+ * counts as -b ptrace -F; the children's return from spawn() (a probed
+ * function that forked them, so a hijacked return address inherited with
+ * the fork) returns 0 in each child. Without -F only the parent is traced
+ * and the children, disarmed at the fork, still compute right.
+ */
+static const char *fork_check =
+	"import json, sys, collections\n"
+	"ent = collections.Counter(); ret = collections.Counter(); sp = []; spe = []\n"
+	"for line in open(sys.argv[1]):\n"
+	"    e = json.loads(line)\n"
+	"    if e['name'] == 'work' and e['type'] == 'entry': ent[e['pid']] += 1\n"
+	"    if e['name'] == 'work' and e['type'] == 'return':\n"
+	"        assert e['tid'] == e['pid'], e; ret[e['pid']] += 1\n"
+	"    if e['name'] == 'spawn' and e['type'] == 'return': sp.append((e['pid'], e['ret']))\n"
+	"    if e['name'] == 'spawn' and e['type'] == 'entry': spe.append(e['pid'])\n"
+	"assert ent == ret, (ent, ret)\n"
+	"kids = sorted(p for p, r in sp if r == 0)\n"
+	"parent = sorted(set(spe))\n"
+	"print('pids', len(ent), 'work', ' '.join(str(ent[p]) for p in sorted(ent)),\n"
+	"      'spawn-entries', len(spe), 'in-parent', len(parent),\n"
+	"      'children', ' '.join(str(p) for p in kids))\n";
+
+/* "child PID work=" lines of the target, sorted pids as "p1 p2 p3" */
+static void child_pids(const char *out, char *buf, size_t size)
+{
+	long pids[16];
+	int n = 0, i, j;
+	const char *p = out;
+	size_t len = 0;
+
+	while (p && (p = strstr(p, "child ")) && n < 16) {
+		pids[n++] = atol(p + 6);
+		p += 6;
+	}
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++)
+			if (pids[j] < pids[i]) {
+				long x = pids[i];
+
+				pids[i] = pids[j];
+				pids[j] = x;
+			}
+	buf[0] = '\0';
+	for (i = 0; i < n; i++)
+		len += (size_t)snprintf(buf + len, size - len, "%s%ld", i ? " " : "", pids[i]);
+}
+
+static void run_fork(const char *backend, bool follow, char **py, char *kids, size_t size)
+{
+	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
+	int fd = mkstemp(file);
+	const char *args[] = { "-b",	 backend, "--format", "json",  "-o", file,
+			       "-f",	 "work",  "-f",	      "spawn", "-F", "--",
+			       target(), "fork",  "3",	      "100",   NULL };
+	char *out = NULL, *err = NULL;
+
+	if (!follow) {
+		args[10] = "--"; /* drop -F */
+		args[11] = target();
+		args[12] = "fork";
+		args[13] = "3";
+		args[14] = "100";
+		args[15] = NULL;
+	}
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	note_lines(err);
+	CHECK(strstr(out, "parent work=100 children=3\n"));
+	CHECK_EQ(count(out, " work=100\n"), 3); /* the children */
+	child_pids(out, kids, size);
+	CHECK_EQ(run_python(fork_check, file, py), 0);
+	unlink(file);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(agent_follow_forks_same_as_ptrace, 120)
+{
+	char *py = NULL, kids[256], want[512];
+
+	run_fork("agent", true, &py, kids, sizeof(kids));
+	note_lines(py);
+	snprintf(want, sizeof(want),
+		 "pids 4 work 100 100 100 100 spawn-entries 3 in-parent 1 children %s\n", kids);
+	CHECK_STREQ(py, want);
+	free(py);
+	/* the ptrace backend: the same per-process counts (it shows no return in the children) */
+	run_fork("ptrace", true, &py, kids, sizeof(kids));
+	CHECK(py && !strncmp(py, "pids 4 work 100 100 100 100 spawn-entries 3 in-parent 1", 55));
+	free(py);
+	/* without -F: the parent only */
+	run_fork("agent", false, &py, kids, sizeof(kids));
+	CHECK_STREQ(py, "pids 1 work 100 spawn-entries 3 in-parent 1 children \n");
+	free(py);
+}
+
+TEST_TIMEOUT(agent_follow_forks_summary, 120)
+{
+	const char *args[] = { "-v", "-b",     "agent", "-F", "-c",  "-f", "work",
+			       "--", target(), "fork",	"4",  "250", NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	note_lines(err);
+	CHECK(strstr(out, "parent work=250 children=4\n"));
+	CHECK_EQ(count(out, " work=250\n"), 4); /* the children */
+	CHECK_EQ(table_calls(err, "work"), 1250); /* 5 processes x 250, as they counted */
+	CHECK_EQ(count(err, ", a fork child of pid "), 4);
 	free(out);
 	free(err);
 }

@@ -330,7 +330,7 @@ TEST(bad_input_one_line)
 	const char *nosuch[] = { "-f", "no_such_function", "--", target(), "calls", NULL };
 	const char *nolib[] = { "-f", "libc:no_such_function", "--", target(), "calls", NULL };
 	const char *bad[] = { "-f", "libc:", "--", target(), "calls", NULL };
-	const char *agent[] = { "-b", "agent", "-k", "-f", "work", "--", target(), "calls", NULL };
+	const char *agent[] = { "-b", "agent", "-f", "work", "-p", "1", NULL };
 	const char *kernel[] = { "-b", "kernel", "-f", "work", "--", target(), "calls", NULL };
 	const char *inj[] = { "--inject", "answer=forty", "--", target(), "calls", NULL };
 	const char *cmd[] = { "-f", "work", "--", "/no/such/program", NULL };
@@ -339,7 +339,7 @@ TEST(bad_input_one_line)
 	one_line_error(nosuch, 2, "probe 'no_such_function': no such function in");
 	one_line_error(nolib, 2, "probe 'libc:no_such_function': matches nothing in 'libc'");
 	one_line_error(bad, 2, "bad spec 'libc:'");
-	one_line_error(agent, 1, "-k is not available with the agent backend yet");
+	one_line_error(agent, 1, "cannot load the agent into pid 1: ");
 	one_line_error(kernel, 1, "backend 'kernel' is not available yet");
 	one_line_error(inj, 2, "bad --inject 'answer=forty'");
 	one_line_error(cmd, 2, "cannot run '/no/such/program'");

@@ -10,6 +10,11 @@
  *                          prints "work=W leaf=L answer=4 recurse=6
  *                          malloc=N" and exits with status 0
  *   s-trace exit CODE      calls work(1) and exits with CODE
+ *   s-trace fork C M       spawn() (a probed function that calls fork())
+ *                          C times; each child calls work() M times,
+ *                          prints "child PID work=M" and exits 0; then the
+ *                          parent calls work() M times, waits for them and
+ *                          prints "parent work=M children=C"
  *   s-trace loop           prints "ready PID", then calls work() every
  *                          millisecond until stdin is closed; then checks
  *                          that work() still computes right and exits 0
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -94,6 +100,36 @@ static int do_calls(int n, int t, int m)
 	return 0;
 }
 
+__attribute__((noinline)) pid_t spawn(void)
+{
+	return fork();
+}
+
+static int do_fork(int c, int m)
+{
+	int i, k, ok = 0, st;
+
+	for (k = 0; k < c; k++) {
+		pid_t pid = spawn();
+
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			for (i = 0; i < m; i++)
+				work(i);
+			printf("child %d work=%d\n", (int)getpid(), nr_work);
+			_exit(nr_work == m ? 0 : 1);
+		}
+	}
+	for (i = 0; i < m; i++)
+		work(i);
+	for (k = 0; k < c; k++)
+		if (wait(&st) > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+	printf("parent work=%d children=%d\n", nr_work, ok);
+	return ok == c ? 0 : 1;
+}
+
 static int do_loop(void)
 {
 	struct pollfd pfd = { .fd = 0, .events = POLLIN };
@@ -123,6 +159,8 @@ int main(int argc, char **argv)
 		work(1);
 		return atoi(argv[2]);
 	}
+	if (argc > 3 && !strcmp(argv[1], "fork"))
+		return do_fork(atoi(argv[2]), atoi(argv[3]));
 	if (argc > 1 && !strcmp(argv[1], "loop"))
 		return do_loop();
 	fprintf(stderr, "usage: s-trace calls N T M | exit CODE | loop\n");

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stack.c - the caller stack of an entry hit (utrace -k), walked in the
+ * probed thread by frame pointers.
+ *
+ * A hit may come from any code: built without frame pointers (rbp is then
+ * just a register), inside a signal handler, in the middle of a prologue.
+ * So the walk never trusts a pointer it has not bounded: every read is an
+ * aligned 16-byte frame [fp, fp + 16) inside [rsp, stack_hi), the part of
+ * the thread's stack mapping above the stack pointer, which is mapped and
+ * readable by construction (a stack VMA is one piece from its low end to
+ * its high end, and rsp is inside it). Frame pointers must grow strictly,
+ * so the walk ends. It can still follow garbage that happens to look like a
+ * frame chain: the host keeps only the addresses that fall in executable
+ * mappings, stopping at the first one that does not (as the ptrace backend
+ * does with its own walk).
+ *
+ * The stack range. A thread's stack mapping is found once, at its first
+ * hit of a -k probe, by reading /proc/self/maps with raw syscalls into a
+ * buffer on the stack (no libc stdio, no malloc): the same one-time
+ * exception as the mmap of a thread's first hit (guard.c). Every later walk
+ * of the thread makes no syscall. If that first hit ran on another stack (a
+ * sigaltstack handler), hits on the normal stack are outside the learned
+ * range and record only the return address at [rsp] (always readable at a
+ * function entry: the call has just written it).
+ *
+ * Return addresses hijacked by return probes (retprobe.c) read as the
+ * return trampoline; they are replaced by the real ones from the thread's
+ * return instances (matched by the address of the slot).
+ *
+ * Runs in the probed thread, guard held; no locks, no malloc, no stdio;
+ * syscalls only in stack_learn(), once per thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent-internal.h"
+
+/*
+ * Find the mapping of /proc/self/maps that contains @sp. Out of line: its
+ * buffer is on the thread's stack during this one call only.
+ */
+static __attribute__((noinline)) void stack_learn(struct utrace_task *t, uint64_t sp)
+{
+	char buf[512];
+	uint64_t lo = 0, hi = 0;
+	int field = 0, saved = errno; /* 0: start, 1: end, 2: rest of the line */
+	long fd, n, i;
+
+	t->stack_tried = true;
+	fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		errno = saved;
+		return;
+	}
+	while ((n = syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
+		for (i = 0; i < n; i++) {
+			char c = buf[i];
+			int d = c >= '0' && c <= '9' ? c - '0' :
+				c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+						       -1;
+
+			if (c == '\n') {
+				if (field >= 1 && lo <= sp && sp < hi) {
+					t->stack_lo = lo;
+					t->stack_hi = hi;
+					goto out;
+				}
+				field = 0;
+				lo = hi = 0;
+			} else if (field == 0 && d >= 0) {
+				lo = lo << 4 | (uint64_t)d;
+			} else if (field == 0 && c == '-') {
+				field = 1;
+			} else if (field == 1 && d >= 0) {
+				hi = hi << 4 | (uint64_t)d;
+			} else if (field == 1) {
+				field = 2;
+			}
+		}
+	}
+out:
+	syscall(SYS_close, fd);
+	errno = saved;
+}
+
+/* The real return address for the one read from @slot, if hijacked. */
+static uint64_t unhijack(struct utrace_task *t, uint64_t pc, uint64_t slot)
+{
+	uint32_t i;
+
+	if (pc != (uint64_t)__utrace_agent_ret_tramp || !t->ri)
+		return pc;
+	for (i = t->depth; i > 0; i--)
+		if (t->ri[i - 1].sp == slot)
+			return t->ri[i - 1].orig_ret;
+	return pc;
+}
+
+/**
+ * stack_walk - return addresses of the callers of a hit
+ * @t: the thread (guard held); @regs: its registers at the site
+ * @at_entry: the site is a function entry ([rsp] is the return address)
+ * @pcs: receives up to UTRACE_ABI_STACK_MAX addresses, innermost first
+ *
+ * Return: the number of addresses.
+ */
+unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool at_entry,
+			uint64_t *pcs)
+{
+	uint64_t sp = regs->rsp, fp = regs->rbp, hi;
+	unsigned int n = 0;
+
+	if (at_entry)
+		pcs[n++] = unhijack(t, *(const uint64_t *)sp, sp);
+	if (!t->stack_tried)
+		stack_learn(t, sp);
+	hi = t->stack_hi;
+	if (sp < t->stack_lo || sp >= hi)
+		return n; /* not the stack we know */
+	while (n < UTRACE_ABI_STACK_MAX && fp >= sp && hi >= 16 && fp <= hi - 16 && !(fp & 7)) {
+		const uint64_t *frame = (const uint64_t *)fp;
+		uint64_t next = frame[0], ret = frame[1];
+
+		if (!ret)
+			break;
+		pcs[n++] = unhijack(t, ret, fp + 8);
+		if (next <= fp)
+			break;
+		sp = fp;
+		fp = next;
+	}
+	return n;
+}
