@@ -129,6 +129,8 @@ static inline struct utrace_abi_event *agent_abi_ring(uint32_t i)
 	       (uint64_t)i * agent_layout.ring_records;
 }
 
+void agent_image_changed(void);
+
 /* alloc.c */
 void *utrace_alloc(size_t size);
 void utrace_memcpy(void *dst, const void *src, size_t n);

@@ -668,6 +668,16 @@ int patch_sync(void)
 
 		if (!p->abi || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP))
 			continue;
+		if (want == UTRACE_PS_GONE && agent_active) {
+			/*
+			 * The object is unmapped (dlclose): no byte to restore,
+			 * and the range may belong to another object by now.
+			 * Late traps still find the site (slot kept).
+			 */
+			set_state(p, UTRACE_PS_DISARMED, 0);
+			changed++;
+			continue;
+		}
 		if (want == UTRACE_PS_DISARMED || want == UTRACE_PS_UNUSED || !agent_active)
 			ids_a[nd++] = i;
 	}

@@ -65,6 +65,8 @@ struct apoint {
 	bool at_entry;
 	const struct proto *proto;
 	int id;
+	uint64_t addr; /* the match's runtime address (rescans skip it) */
+	bool gone; /* its object was unloaded, or replaced by an exec */
 };
 
 struct atracer {
@@ -79,6 +81,13 @@ struct atracer {
 	pid_t pid; /* the command (still known once reaped) */
 	bool exited;
 	struct utrace_maps *maps; /* at start: read-only file data after the exit */
+	/* Libraries loaded later and exec (agent_image_events()). */
+	const struct cli_probe *probes;
+	int nr_probes;
+	bool rescan; /* add_points(): a re-resolution, quiet, skip known sites */
+	bool pending; /* a SPEC waits for a library */
+	uint32_t dl_seen, exec_seen;
+	uint64_t maps_sig, next_poll;
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -326,6 +335,16 @@ static void drain(struct atracer *t)
 		emit_lost(t, drops - t->lost);
 }
 
+static bool known_site(struct atracer *t, uint64_t addr)
+{
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++)
+		if (!t->pts[i].gone && t->pts[i].addr == addr)
+			return true;
+	return false;
+}
+
 static int add_points(struct atracer *t, struct utrace_image *img, const struct cli_probe *cp)
 {
 	struct utrace_spec spec;
@@ -355,6 +374,9 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 
 		if (m[k].sym_flags & UTRACE_SYM_ALIAS)
 			continue;
+		if (t->rescan && known_site(t, m[k].addr))
+			continue;
+		p->addr = m[k].addr;
 		p->kind = cp->kind;
 		p->at_entry = m[k].offset == 0;
 		p->object = strdup(o && o->path ? o->path : "?");
@@ -390,7 +412,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		}
 		id = ahost_probe_match(&t->h, img, &m[k], p->name, flags, false);
 		if (id < 0) {
-			if (t->opts->verbose >= 0)
+			if (t->opts->verbose >= 0 && !t->rescan)
 				cli_error("warning: probe '%s': %s cannot be probed: %s", cp->spec,
 					  p->name, t->h.why[0] ? t->h.why : strerror(-id));
 			free(p->name);
@@ -409,14 +431,15 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 									     UTRACE_PS_INT3);
 	}
 	free(m);
-	if (added)
+	t->pending |= pending;
+	if (added || t->rescan)
 		return added;
 	if (nr)
 		return -EXIT_TRACE; /* warned above */
 	if (pending) {
 		if (t->opts->verbose >= 0)
-			cli_error("warning: probe '%s': the agent backend does not arm libraries "
-				  "loaded later yet (-b ptrace does)",
+			cli_error("warning: probe '%s': its object is not loaded yet; armed if the "
+				  "program loads it",
 				  cp->spec);
 		return 0;
 	}
@@ -583,6 +606,8 @@ static int check_restored(struct atracer *t)
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
 		uint8_t now[16];
 
+		if (t->pts[i].gone)
+			continue; /* unloaded: nothing of ours there */
 		if (ab->len > sizeof(now) ||
 		    utrace_mem__read(t->pid, ab->addr, now, ab->len) != (ssize_t)ab->len)
 			continue; /* gone */
@@ -594,6 +619,137 @@ static int check_restored(struct atracer *t)
 		}
 	}
 	return bad;
+}
+
+/*
+ * A cheap signature of the target's file mappings: it changes when an
+ * object is mapped or unmapped (dlopen, dlclose). 0 when unreadable.
+ */
+static uint64_t maps_signature(pid_t pid)
+{
+	struct utrace_maps *maps = utrace_maps__read(pid);
+	uint64_t sig = 0;
+	size_t i;
+
+	if (!maps)
+		return 0;
+	for (i = 0; i < maps->nr; i++)
+		if (maps->maps[i].path && (maps->maps[i].prot & UTRACE_MAP_EXEC))
+			sig = (sig ^ maps->maps[i].start ^ maps->maps[i].inode) * 0x100000001b3ULL;
+	utrace_maps__free(maps);
+	return sig ^ i;
+}
+
+/* Is @p's site still mapped from its object (not unloaded, not replaced)? */
+static bool point_mapped(const struct utrace_maps *maps, const struct apoint *p)
+{
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, p->addr) : NULL;
+
+	return m && m->path && !strcmp(m->path, p->object) && (m->prot & UTRACE_MAP_EXEC);
+}
+
+/*
+ * The target's image changed: forget the points whose object is gone
+ * (want GONE: the agent writes nothing there, the range may hold another
+ * object), resolve every SPEC again and arm the new matches (dlopen, or
+ * the whole new image after an exec). Tracer; the agent's control thread
+ * applies it in one SYNC. Returns the number of points armed or dropped.
+ */
+static int rescan(struct atracer *t, bool all_gone)
+{
+	struct utrace_maps *maps = all_gone ? NULL : utrace_maps__read(t->pid);
+	struct utrace_image *img;
+	int i, first = t->nr_pts, changed = 0;
+
+	for (i = 0; i < t->nr_pts; i++) {
+		struct apoint *p = &t->pts[i];
+
+		if (p->gone || point_mapped(maps, p))
+			continue;
+		p->gone = true;
+		ahost_set_want(&t->h, p->id, UTRACE_PS_GONE);
+		changed++;
+		if (t->opts->verbose > 1)
+			cli_error("%s: its object was unloaded", p->name);
+	}
+	utrace_maps__free(maps);
+	img = utrace_image__open_pid(t->pid);
+	if (img) {
+		t->rescan = true;
+		t->pending = false;
+		for (i = 0; i < t->nr_probes && t->nr_pts < AGENT_MAX_PROBES; i++)
+			add_points(t, img, &t->probes[i]);
+		t->rescan = false;
+		utrace_image__close(img);
+	}
+	changed += t->nr_pts - first;
+	if (!changed)
+		return 0;
+	if (ahost_sync(&t->h) < 0) {
+		if (t->opts->verbose >= 0)
+			cli_error("warning: cannot arm the probes of a newly loaded object: %s",
+				  t->h.why[0] ? t->h.why : "no answer from the agent");
+		return changed;
+	}
+	for (i = first; i < t->nr_pts; i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
+
+		if (ab->state == UTRACE_PS_FAILED && t->opts->verbose >= 0)
+			cli_error("warning: %s could not be armed: %s", t->pts[i].name,
+				  strerror(-ab->err));
+		else if (t->opts->verbose > 1)
+			cli_error("%s armed (%s)", t->pts[i].name,
+				  ab->state == UTRACE_PS_JMP ? "jmp" : "int3");
+	}
+	return changed;
+}
+
+/*
+ * Called from the main loop (tracer): react to the target's image changes.
+ *  - exec (launch mode): the new image's agent bumped exec_seq and waits in
+ *    its constructor; every old point is gone, the XOL areas too; the SPECs
+ *    are armed in the new image, then START lets its main() run.
+ *  - dlopen/dlclose seen by the preloaded agent: dl_seq; the calling
+ *    thread waits for dl_ack.
+ *  - otherwise (injected agent, or a dlopen the agent passes straight to
+ *    libc): the file mappings' signature, every 20 ms.
+ */
+static void agent_image_events(struct atracer *t)
+{
+	struct utrace_arena_hdr *hd = t->h.hdr;
+	uint32_t ex = __atomic_load_n(&hd->exec_seq, __ATOMIC_ACQUIRE);
+	uint32_t dl = __atomic_load_n(&hd->dl_seq, __ATOMIC_ACQUIRE);
+	uint64_t now = now_mono_ns();
+
+	if (ex != t->exec_seen) {
+		t->exec_seen = ex;
+		t->h.xol_base = t->h.xol_next = t->h.xol_end = 0; /* gone with the image */
+		if (t->maps)
+			utrace_maps__free(t->maps);
+		t->maps = utrace_maps__read(t->pid);
+		rescan(t, true);
+		t->maps_sig = maps_signature(t->pid);
+		if (ahost_start(&t->h) < 0 && t->opts->verbose >= 0)
+			cli_error("warning: the program's new image did not answer: %s", t->h.why);
+		return;
+	}
+	if (dl != t->dl_seen) {
+		t->dl_seen = dl;
+		rescan(t, false);
+		t->maps_sig = maps_signature(t->pid);
+		__atomic_store_n(&hd->dl_ack, dl, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &hd->dl_ack, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		return;
+	}
+	if (now >= t->next_poll) {
+		uint64_t sig = maps_signature(t->pid);
+
+		t->next_poll = now + 20000000;
+		if (sig && sig != t->maps_sig) {
+			t->maps_sig = sig;
+			rescan(t, false);
+		}
+	}
 }
 
 int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
@@ -687,6 +843,11 @@ armed:
 		cli_error("cannot read the image of pid %d: %s", t->h.pid, strerror(errno));
 		goto out;
 	}
+	t->probes = probes;
+	t->nr_probes = nr_probes;
+	t->exec_seen = __atomic_load_n(&t->h.hdr->exec_seq, __ATOMIC_ACQUIRE);
+	t->dl_seen = __atomic_load_n(&t->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
+	t->maps_sig = maps_signature(t->h.pid);
 	for (i = 0; i < nr_probes; i++) {
 		err = add_points(t, img, &probes[i]);
 		if (err < 0) {
@@ -694,8 +855,8 @@ armed:
 			goto out;
 		}
 	}
-	if (!t->nr_pts) {
-		cli_error("no probe point to arm in %s (use -b ptrace for libraries loaded later)",
+	if (!t->nr_pts && !t->pending) {
+		cli_error("no probe point to arm in %s (every match was refused, see above)",
 			  attached ? "the process" : opts->argv[0]);
 		goto out;
 	}
@@ -749,6 +910,7 @@ armed:
 			st = err < 0 ? EXIT_TRACE << 8 : 0;
 			break;
 		}
+		agent_image_events(t);
 		drain(t);
 		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
