@@ -645,7 +645,7 @@ static bool point_mapped(const struct utrace_maps *maps, const struct apoint *p)
 {
 	const struct utrace_map *m = maps ? utrace_maps__find(maps, p->addr) : NULL;
 
-	return m && m->path && !strcmp(m->path, p->object) && (m->prot & UTRACE_MAP_EXEC);
+	return m && m->path && !strcmp(m->path, p->object);
 }
 
 /*
@@ -659,7 +659,7 @@ static int rescan(struct atracer *t, bool all_gone)
 {
 	struct utrace_maps *maps = all_gone ? NULL : utrace_maps__read(t->pid);
 	struct utrace_image *img;
-	int i, first = t->nr_pts, changed = 0;
+	int i, first = t->nr_pts, changed = 0, err;
 
 	for (i = 0; i < t->nr_pts; i++) {
 		struct apoint *p = &t->pts[i];
@@ -685,8 +685,10 @@ static int rescan(struct atracer *t, bool all_gone)
 	changed += t->nr_pts - first;
 	if (!changed)
 		return 0;
-	if (ahost_sync(&t->h) < 0) {
-		if (t->opts->verbose >= 0)
+	err = ahost_sync(&t->h);
+	if (err < 0) {
+		/* -ESRCH: it exited meanwhile (its maps emptied as it went) */
+		if (t->opts->verbose >= 0 && err != -ESRCH)
 			cli_error("warning: cannot arm the probes of a newly loaded object: %s",
 				  t->h.why[0] ? t->h.why : "no answer from the agent");
 		return changed;
@@ -899,6 +901,10 @@ armed:
 
 		if (w == t->h.pid || (attached && kill(t->pid, 0) && errno == ESRCH))
 			break;
+		if (!attached && t->h.reaped) {
+			st = t->h.status; /* exited during a command (a re-arm) */
+			break;
+		}
 		if (attached && (agent_signal || (deadline && now_mono_ns() >= deadline))) {
 			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err < 0)

@@ -152,6 +152,8 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)",
 				 cmd, st);
 			h->pid = 0;
+			h->reaped = true;
+			h->status = st;
 			return -ESRCH;
 		}
 		futex(&h->hdr->ack_seq, FUTEX_WAIT, a, &ts);

@@ -9,6 +9,11 @@
  *   longjmp N           jumper(i) for i < N: odd i longjmp out of it
  *   signal N            N x work() in main, N x SIGUSR1 whose handler calls work()
  *   dlopen LIB N        dlopen(LIB) after start, N x lib_func()
+ *   dlcycle LIB N K     K x (dlopen(LIB), N x lib_func(), dlclose): the
+ *                       object is unmapped and mapped again each time
+ *   dlwait LIB N        "ready"; after a stdin line dlopen(LIB), "loaded";
+ *                       after another one N x lib_func() (a tracer attached
+ *                       meanwhile arms the library in between)
  *   fork N M            N x work(), fork: the child M x work() and prints the
  *                       first 8 code bytes of work(); the parent waits for it
  *   exec N M            N x work(), then execs "mt M 1"
@@ -24,6 +29,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +293,37 @@ int main(int argc, char **argv)
 			if (fn(i) != i + 1000)
 				return 1;
 		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "dlcycle") || !strcmp(mode, "dlwait")) {
+		long n = atol(argv[3]), k = argc > 4 ? atol(argv[4]) : 1, j;
+		bool wait = !strcmp(mode, "dlwait");
+		char buf[16];
+
+		if (wait) {
+			printf("ready\n");
+			if (read(0, buf, sizeof(buf)) <= 0)
+				return 1;
+		}
+		for (j = 0; j < k; j++) {
+			long (*fn)(long);
+			void *h = dlopen(argv[2], RTLD_NOW);
+
+			if (!h) {
+				fprintf(stderr, "%s\n", dlerror());
+				return 3;
+			}
+			if (wait) {
+				printf("loaded\n");
+				if (read(0, buf, sizeof(buf)) <= 0)
+					return 1;
+			}
+			fn = (long (*)(long))dlsym(h, "lib_func");
+			for (i = 0; i < n; i++)
+				if (fn(i) != i + 1000)
+					return 1;
+			if (dlclose(h))
+				return 1;
+		}
+		printf("expect entries=%ld returns=%ld\n", n * k, n * k);
 	} else if (!strcmp(mode, "fork")) {
 		long n = atol(argv[2]), m = atol(argv[3]);
 		int status;
