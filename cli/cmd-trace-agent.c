@@ -30,6 +30,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -88,6 +89,7 @@ struct atracer {
 	bool pending; /* a SPEC waits for a library */
 	uint32_t dl_seen, exec_seen;
 	uint64_t maps_sig, next_poll;
+	uint64_t image; /* image_id() of the image the points belong to */
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -436,13 +438,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		return added;
 	if (nr)
 		return -EXIT_TRACE; /* warned above */
-	if (pending) {
-		if (t->opts->verbose >= 0)
-			cli_error("warning: probe '%s': its object is not loaded yet; armed if the "
-				  "program loads it",
-				  cp->spec);
-		return 0;
-	}
+	if (pending)
+		return 0; /* cmd-trace.c's check_specs() said so already */
 	cli_error("probe '%s': no such function in %s or its libraries (utrace -l SPEC lists "
 		  "what a SPEC matches)",
 		  cp->spec, t->opts->argv[0]);
@@ -597,6 +594,31 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	return -EPROTO;
 }
 
+/*
+ * Attach mode: has @pid exited? A zombie that its parent has not reaped
+ * yet has no agent left to answer a DETACH.
+ */
+static bool process_gone(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Attach mode, after DETACH: every probed site holds its original bytes again. */
 static int check_restored(struct atracer *t)
 {
@@ -638,6 +660,31 @@ static uint64_t maps_signature(pid_t pid)
 			sig = (sig ^ maps->maps[i].start ^ maps->maps[i].inode) * 0x100000001b3ULL;
 	utrace_maps__free(maps);
 	return sig ^ i;
+}
+
+/*
+ * Which image @pid runs: its start_code (/proc/PID/stat field 26), moved by
+ * every exec of a PIE or ASLR'ed program; 0 if unknown.
+ */
+static uint64_t image_id(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd, f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	for (f = 2; p && f < 26; f++) /* ')' ends field 2 */
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
 /* Is @p's site still mapped from its object (not unloaded, not replaced)? */
@@ -729,6 +776,7 @@ static void agent_image_events(struct atracer *t)
 		if (t->maps)
 			utrace_maps__free(t->maps);
 		t->maps = utrace_maps__read(t->pid);
+		t->image = image_id(t->pid);
 		rescan(t, true);
 		t->maps_sig = maps_signature(t->pid);
 		if (ahost_start(&t->h) < 0 && t->opts->verbose >= 0)
@@ -737,7 +785,8 @@ static void agent_image_events(struct atracer *t)
 	}
 	if (dl != t->dl_seen) {
 		t->dl_seen = dl;
-		rescan(t, false);
+		if (image_id(t->pid) == t->image) /* else an exec is under way */
+			rescan(t, false);
 		t->maps_sig = maps_signature(t->pid);
 		__atomic_store_n(&hd->dl_ack, dl, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &hd->dl_ack, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
@@ -747,6 +796,13 @@ static void agent_image_events(struct atracer *t)
 		uint64_t sig = maps_signature(t->pid);
 
 		t->next_poll = now + 20000000;
+		/*
+		 * Not while an exec is under way: the new image's agent says
+		 * so (exec_seq) once it serves the mailbox; the old image's
+		 * probes must not be forgotten as "unloaded" meanwhile.
+		 */
+		if (image_id(t->pid) != t->image)
+			return;
 		if (sig && sig != t->maps_sig) {
 			t->maps_sig = sig;
 			rescan(t, false);
@@ -850,6 +906,7 @@ armed:
 	t->exec_seen = __atomic_load_n(&t->h.hdr->exec_seq, __ATOMIC_ACQUIRE);
 	t->dl_seen = __atomic_load_n(&t->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
 	t->maps_sig = maps_signature(t->h.pid);
+	t->image = image_id(t->h.pid);
 	for (i = 0; i < nr_probes; i++) {
 		err = add_points(t, img, &probes[i]);
 		if (err < 0) {
@@ -899,7 +956,7 @@ armed:
 		struct timespec ts = { 0, 1000000 };
 		pid_t w = attached ? 0 : waitpid(t->h.pid, &st, WNOHANG);
 
-		if (w == t->h.pid || (attached && kill(t->pid, 0) && errno == ESRCH))
+		if (w == t->h.pid || (attached && process_gone(t->pid)))
 			break;
 		if (!attached && t->h.reaped) {
 			st = t->h.status; /* exited during a command (a re-arm) */

@@ -13,7 +13,8 @@
  *                       object is unmapped and mapped again each time
  *   dlwait LIB N        "ready"; after a stdin line dlopen(LIB), "loaded";
  *                       after another one N x lib_func() (a tracer attached
- *                       meanwhile arms the library in between)
+ *                       meanwhile arms the library in between), the counts,
+ *                       and dlclose once stdin closes
  *   fork N M            N x work(), fork: the child M x work() and prints the
  *                       first 8 code bytes of work(); the parent waits for it
  *   exec N M            N x work(), then execs "mt M 1"
@@ -320,10 +321,16 @@ int main(int argc, char **argv)
 			for (i = 0; i < n; i++)
 				if (fn(i) != i + 1000)
 					return 1;
+			if (wait) {
+				printf("expect entries=%ld returns=%ld\n", n, n);
+				while (read(0, buf, sizeof(buf)) > 0)
+					;
+			}
 			if (dlclose(h))
 				return 1;
 		}
-		printf("expect entries=%ld returns=%ld\n", n * k, n * k);
+		if (!wait)
+			printf("expect entries=%ld returns=%ld\n", n * k, n * k);
 	} else if (!strcmp(mode, "fork")) {
 		long n = atol(argv[2]), m = atol(argv[3]);
 		int status;
