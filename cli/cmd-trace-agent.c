@@ -90,6 +90,9 @@ struct atracer {
 	uint32_t dl_seen, exec_seen;
 	uint64_t maps_sig, next_poll;
 	uint64_t image; /* image_id() of the image the points belong to */
+	uint64_t exec_since; /* when image_id() was first seen to differ */
+	bool attached;
+	bool agent_gone; /* exec'ed into an image without the agent */
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -754,6 +757,47 @@ static int rescan(struct atracer *t, bool all_gone)
 }
 
 /*
+ * Has the target exec'ed into an image where no agent will answer? Attach
+ * mode: always (the injected agent went with the old image; the design's
+ * lifecycle: probes dropped). Launch mode: when the new image's agent has
+ * not said so within 2 s (a static program, LD_PRELOAD dropped). The probes
+ * are gone then, and no DETACH is sent (nothing would acknowledge it).
+ */
+static bool exec_without_agent(struct atracer *t, uint64_t now)
+{
+	uint64_t img = image_id(t->pid);
+	int i;
+
+	if (!img || img == t->image)
+		return false;
+	if (!t->exec_since)
+		t->exec_since = now;
+	if (t->agent_gone || (!t->attached && now - t->exec_since < 2000000000ULL))
+		return true;
+	t->agent_gone = true;
+	for (i = 0; i < t->nr_pts; i++)
+		t->pts[i].gone = true;
+	if (t->opts->verbose >= 0)
+		cli_error("warning: pid %d ran execve(): its probes went with the old image and "
+			  "the agent is not in the new one (%s)",
+			  (int)t->pid,
+			  t->attached ? "attach again to trace it" :
+					"a static program, or LD_PRELOAD was dropped");
+	return true;
+}
+
+/*
+ * Attach mode, before the DETACH: forget the points of objects unloaded
+ * since the last poll, so that the disarm writes nothing where another
+ * object may have been mapped.
+ */
+static void before_detach(struct atracer *t)
+{
+	if (!t->agent_gone && image_id(t->pid) == t->image)
+		rescan(t, false);
+}
+
+/*
  * Called from the main loop (tracer): react to the target's image changes.
  *  - exec (launch mode): the new image's agent bumped exec_seq and waits in
  *    its constructor; every old point is gone, the XOL areas too; the SPECs
@@ -772,6 +816,8 @@ static void agent_image_events(struct atracer *t)
 
 	if (ex != t->exec_seen) {
 		t->exec_seen = ex;
+		t->exec_since = 0;
+		t->agent_gone = false;
 		t->h.xol_base = t->h.xol_next = t->h.xol_end = 0; /* gone with the image */
 		if (t->maps)
 			utrace_maps__free(t->maps);
@@ -801,7 +847,7 @@ static void agent_image_events(struct atracer *t)
 		 * so (exec_seq) once it serves the mailbox; the old image's
 		 * probes must not be forgotten as "unloaded" meanwhile.
 		 */
-		if (image_id(t->pid) != t->image)
+		if (exec_without_agent(t, now))
 			return;
 		if (sig && sig != t->maps_sig) {
 			t->maps_sig = sig;
@@ -860,6 +906,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 		if (err)
 			goto out;
 		attached = true;
+		t->attached = true;
 		goto armed;
 	}
 	if (!find_exe(opts->argv[0], path, sizeof(path))) {
@@ -963,7 +1010,8 @@ armed:
 			break;
 		}
 		if (attached && (agent_signal || (deadline && now_mono_ns() >= deadline))) {
-			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+			before_detach(t);
+			err = t->agent_gone ? 0 : ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err < 0)
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
@@ -977,7 +1025,7 @@ armed:
 		drain(t);
 		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
-			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+			err = t->agent_gone ? 0 : ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err && err != -ESRCH)
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
@@ -1023,7 +1071,7 @@ armed:
 			  hits, rets, missed, t->nr_pts, detached ? " (detached)" : "");
 	}
 out:
-	if (attached && !detached && t->h.pid > 0) {
+	if (attached && !detached && t->h.pid > 0 && !t->agent_gone) {
 		/* a failure after the injection: take every probe out before leaving */
 		ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 		t->h.pid = 0;

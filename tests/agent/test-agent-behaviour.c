@@ -24,7 +24,10 @@
  *                                      dlclose_drops_and_reload_rearms,
  *                                      attach_dlopen_pending_spec (-p)
  * fork_child_runs_without_probes       fork_child_runs_without_probes
- * exec_drops_and_rearms_spec           exec_drops_and_rearms_spec
+ * exec_drops_and_rearms_spec           exec_drops_and_rearms_spec (launch:
+ *                                      re-armed in the new image),
+ *                                      attach_exec_drops_probes (-p: the
+ *                                      injected agent goes with the image)
  * set_return_skips_function            n/a here: --inject is another part
  *                                      of issue 6 (the agent side is
  *                                      test-agent.c handler_forces_return_*)
@@ -759,6 +762,56 @@ TEST_TIMEOUT(attach_dlopen_pending_spec, 120)
 	CHECK_EQ(v.returns, 100);
 	close(t.in);
 	t.in = -1;
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(err);
+}
+
+/*
+ * exec in attach mode: the injected agent goes with the old image (the
+ * design's lifecycle: probes dropped). utrace says so in one line, does
+ * not wait for an agent that is gone, and exits 0 when the program does;
+ * the new image runs unprobed and correct (its own check: exit 0).
+ */
+TEST_TIMEOUT(attach_exec_drops_probes, 120)
+{
+	const char *args[] = { "execwait", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err = NULL;
+	const char *uargs[] = { "-b", "agent", "-c", "-v", "-f", "work", "-p", pid, NULL };
+	int fd = mkstemp(errfile), rc, i;
+	struct vline v;
+	pid_t u;
+
+	CHECK(fd >= 0);
+	close(fd);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u = spawn_utrace(uargs, errfile);
+	wait_armed(t.pid, sym_addr(t.pid, "work"), 10);
+	CHECK(write(t.in, "x\n", 2) == 2);
+	target_wait_ready(&t); /* the new image's "ready": it calls work() now */
+	for (i = 0; i < 1000; i++) {
+		err = slurp(errfile);
+		if (strstr(err, "ran execve()"))
+			break;
+		free(err);
+		err = NULL;
+		msleep(10);
+	}
+	CHECK_MSG(err && strstr(err, "attach again"), "no exec line from utrace -p");
+	free(err);
+	/* no probe leaked into the new image */
+	check_code_restored(t.pid, s_uprobes(), "work", "work");
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	rc = wait_exit(u, 30);
+	err = slurp(errfile);
+	unlink(errfile);
+	CHECK_MSG(rc == 0, "utrace exit %d:\n%s", rc, err);
+	v = vline(err);
+	CHECK_EQ(v.hits, 0); /* the old image never called work() while attached */
 	CHECK_EQ(target_reap(&t, 10000), 0);
 	free(err);
 }

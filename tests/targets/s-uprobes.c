@@ -18,6 +18,7 @@
  *   fork N M            N x work(), fork: the child M x work() and prints the
  *                       first 8 code bytes of work(); the parent waits for it
  *   exec N M            N x work(), then execs "mt M 1"
+ *   execwait            "ready"; after a stdin line execs "loop 1"
  *   loop THREADS        THREADS threads call work() until stdin closes
  *   tail N              N x tail_a(), which tail-calls tail_b()
  *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
@@ -366,6 +367,14 @@ int main(int argc, char **argv)
 			work(i);
 		printf("expect before_exec=%ld\n", n);
 		execl("/proc/self/exe", argv[0], "mt", argv[3], "1", (char *)NULL);
+		return 4;
+	} else if (!strcmp(mode, "execwait")) {
+		char buf[16];
+
+		printf("ready\n");
+		if (read(0, buf, sizeof(buf)) <= 0)
+			return 1;
+		execl("/proc/self/exe", argv[0], "loop", "1", (char *)NULL);
 		return 4;
 	} else if (!strcmp(mode, "loop")) {
 		long nt = atol(argv[2]);
