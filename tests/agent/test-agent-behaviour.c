@@ -22,6 +22,7 @@
  * signal_handler_calls_probed_function signal_handler_calls_probed_function
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
  *                                      dlclose_drops_and_reload_rearms,
+ *                                      dlopen_bare_name_keeps_runpath,
  *                                      attach_dlopen_pending_spec (-p)
  * fork_child_runs_without_probes       fork_child_runs_without_probes
  * exec_drops_and_rearms_spec           exec_drops_and_rearms_spec (launch:
@@ -496,6 +497,33 @@ TEST_TIMEOUT(dlopen_pending_spec, 120)
 	CHECK_EQ(events(ev, "entry", "work"), 1);
 	CHECK(strstr(ev, "\"probe\": \"libuprobe-dl.so:lib_func\""));
 	free(ev);
+	free(out);
+	free(err);
+}
+
+/*
+ * dlopen("libuprobe-dl.so"), a bare name found through s-uprobes's RUNPATH
+ * ($ORIGIN): glibc takes the search path from dlopen's caller, so the
+ * agent's interposer passes such calls to libc untouched (the library is
+ * then armed by the maps poll, a few ms late: counts are a lower bound).
+ * It must load, and the program's own checks pass.
+ */
+TEST_TIMEOUT(dlopen_bare_name_keeps_runpath, 120)
+{
+	const char *args[] = { "-b",	 "agent",
+			       "-c",	 "-v",
+			       "-f",	 "libuprobe-dl:lib_func",
+			       "--",	 s_uprobes(),
+			       "dlopen", "libuprobe-dl.so",
+			       "300",	 NULL };
+	char *out = NULL, *err = NULL;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(expect(out, "entries") == 300, "%s\n%s", out, err);
+	v = vline(err);
+	CHECK(v.hits <= 300 && v.returns <= v.hits);
+	harness_note("lib_func hits seen: %ld of 300", v.hits);
 	free(out);
 	free(err);
 }
