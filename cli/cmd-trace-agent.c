@@ -25,8 +25,16 @@
  * SIGINT or -d a DETACH disarms them all; the sites' bytes are then checked
  * against their originals.
  *
- * Not here (yet): several pids, -k, --inject, -F, Chrome output, libraries
- * loaded later with dlopen.
+ * Image changes (agent_image_events()): a SPEC on a library not loaded yet
+ * stays pending; when the preloaded agent sees a dlopen()/dlclose() return
+ * it waits while we resolve, plan and arm (or forget the unloaded points),
+ * so the library's first call is probed. An injected agent cannot see
+ * those calls: the target's maps are polled every 20 ms instead. After an
+ * execve() in launch mode, the new image's agent (preloaded again, same
+ * arena) waits before main() while the SPECs are armed anew. In attach
+ * mode an exec drops the probes (the agent went with the old image).
+ *
+ * Not here (yet): several pids, -k, --inject, -F, Chrome output.
  */
 #include <dirent.h>
 #include <errno.h>
