@@ -716,9 +716,20 @@ static bool point_mapped(const struct utrace_maps *maps, const struct apoint *p)
 static int rescan(struct atracer *t, bool all_gone)
 {
 	struct utrace_maps *maps = all_gone ? NULL : utrace_maps__read(t->pid);
-	struct utrace_image *img;
+	struct utrace_image *img = utrace_image__open_pid(t->pid);
 	int i, first = t->nr_pts, changed = 0, err;
 
+	/*
+	 * Both read from the image the points belong to? An exec between
+	 * the caller's check and here would have us plan the new image
+	 * before its agent serves the mailbox: leave it to the exec event.
+	 */
+	if (image_id(t->pid) != t->image) {
+		utrace_maps__free(maps);
+		if (img)
+			utrace_image__close(img);
+		return 0;
+	}
 	for (i = 0; i < t->nr_pts; i++) {
 		struct apoint *p = &t->pts[i];
 
@@ -731,7 +742,6 @@ static int rescan(struct atracer *t, bool all_gone)
 			cli_error("%s: its object was unloaded", p->name);
 	}
 	utrace_maps__free(maps);
-	img = utrace_image__open_pid(t->pid);
 	if (img) {
 		t->rescan = true;
 		t->pending = false;
@@ -776,8 +786,10 @@ static bool exec_without_agent(struct atracer *t, uint64_t now)
 	uint64_t img = image_id(t->pid);
 	int i;
 
-	if (!img || img == t->image)
+	if (img == t->image)
 		return false;
+	if (!img)
+		return true; /* a new mm without its code yet (exec), or a zombie */
 	if (!t->exec_since)
 		t->exec_since = now;
 	if (t->agent_gone || (!t->attached && now - t->exec_since < 2000000000ULL))
@@ -838,10 +850,17 @@ static void agent_image_events(struct atracer *t)
 		return;
 	}
 	if (dl != t->dl_seen) {
+		uint64_t sig = maps_signature(t->pid);
+
 		t->dl_seen = dl;
-		if (image_id(t->pid) == t->image) /* else an exec is under way */
+		/*
+		 * Nothing mapped or unmapped (an object loaded already, a
+		 * dlclose that only dropped a reference): answer at once,
+		 * without re-reading every object's symbols.
+		 */
+		if (sig != t->maps_sig && image_id(t->pid) == t->image) /* else: an exec */
 			rescan(t, false);
-		t->maps_sig = maps_signature(t->pid);
+		t->maps_sig = sig;
 		__atomic_store_n(&hd->dl_ack, dl, __ATOMIC_RELEASE);
 		syscall(SYS_futex, &hd->dl_ack, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 		return;
