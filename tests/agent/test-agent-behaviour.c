@@ -23,6 +23,7 @@
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
  *                                      dlclose_drops_and_reload_rearms,
  *                                      dlopen_bare_name_keeps_runpath,
+ *                                      dlopen_nested_in_constructor,
  *                                      attach_dlopen_pending_spec (-p)
  * fork_child_runs_without_probes       fork_child_runs_without_probes
  * exec_drops_and_rearms_spec           exec_drops_and_rearms_spec (launch:
@@ -73,6 +74,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utrace/elf.h"
@@ -524,6 +526,39 @@ TEST_TIMEOUT(dlopen_bare_name_keeps_runpath, 120)
 	v = vline(err);
 	CHECK(v.hits <= 300 && v.returns <= v.hits);
 	harness_note("lib_func hits seen: %ld of 300", v.hits);
+	free(out);
+	free(err);
+}
+
+/*
+ * A dlopen() inside a library constructor: the loader's lock is held while
+ * the thread waits for the host in the agent's interposer, so the agent's
+ * SYNC must not need that lock (it did: each such load stalled 2 s, the
+ * interposer's time limit, before the probes went in). Exact counts, and
+ * well under those 2 s.
+ */
+TEST_TIMEOUT(dlopen_nested_in_constructor, 120)
+{
+	char nest[4096];
+	const char *args[] = { "-b", "agent",	  "-c",	    "-v", "-f",	    "libuprobe-dl:lib_func",
+			       "--", s_uprobes(), "dlnest", nest, dl_lib(), "300",
+			       NULL };
+	char *out = NULL, *err = NULL;
+	struct timespec t0, t1;
+	struct vline v;
+	double secs;
+
+	snprintf(nest, sizeof(nest), "%s", target_path("libuprobe-nest.so"));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK_EQ(expect(out, "entries"), 300);
+	v = vline(err);
+	CHECK_EQ(v.hits, 300);
+	CHECK_EQ(v.returns, 300);
+	harness_note("nested dlopen run: %.3f s", secs);
+	CHECK_MSG(secs < 1.5, "%.3f s: a dlopen() waited for the host to time out", secs);
 	free(out);
 	free(err);
 }

@@ -11,6 +11,8 @@
  *   dlopen LIB N        dlopen(LIB) after start, N x lib_func()
  *   dlcycle LIB N K     K x (dlopen(LIB), N x lib_func(), dlclose): the
  *                       object is unmapped and mapped again each time
+ *   dlnest NEST LIB N   dlopen(NEST), whose constructor dlopen()s LIB (nested,
+ *                       the loader's lock held), then N x lib_func()
  *   dlwait LIB N        "ready"; after a stdin line dlopen(LIB), "loaded";
  *                       after another one N x lib_func() (a tracer attached
  *                       meanwhile arms the library in between), the counts,
@@ -286,6 +288,23 @@ int main(int argc, char **argv)
 		if (work(1) != 3) /* before the library exists */
 			return 1;
 		h = dlopen(argv[2], RTLD_NOW);
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 3;
+		}
+		fn = (long (*)(long))dlsym(h, "lib_func");
+		for (i = 0; i < n; i++)
+			if (fn(i) != i + 1000)
+				return 1;
+		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "dlnest")) {
+		long n = atol(argv[4]);
+		long (*fn)(long);
+		void *nest, *h;
+
+		setenv("UPROBE_NEST_LIB", argv[3], 1);
+		nest = dlopen(argv[2], RTLD_NOW);
+		h = nest ? dlopen(argv[3], RTLD_NOW | RTLD_NOLOAD) : NULL;
 		if (!h) {
 			fprintf(stderr, "%s\n", dlerror());
 			return 3;
