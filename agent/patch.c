@@ -703,18 +703,23 @@ int patch_sync(void)
 		struct utrace_probe *p = &agent_probes[i];
 		uint32_t want = __atomic_load_n(&a->want, __ATOMIC_ACQUIRE);
 
-		if (!p->abi || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP))
-			continue;
-		if (want == UTRACE_PS_GONE && agent_active) {
+		if (p->abi && p->slot && want == UTRACE_PS_GONE && agent_active) {
 			/*
 			 * The object is unmapped (dlclose): no byte to restore,
 			 * and the range may belong to another object by now.
-			 * Late traps still find the site (slot kept).
+			 * No late trap can come from it (the code is gone):
+			 * an int3 that a new object has at this address is
+			 * not ours (slot 0: the trap handler chains it).
 			 */
-			set_state(p, UTRACE_PS_DISARMED, 0);
-			changed++;
+			if (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP) {
+				set_state(p, UTRACE_PS_DISARMED, 0);
+				changed++;
+			}
+			__atomic_store_n(&p->slot, 0, __ATOMIC_RELEASE);
 			continue;
 		}
+		if (!p->abi || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP))
+			continue;
 		if (want == UTRACE_PS_DISARMED || want == UTRACE_PS_UNUSED || !agent_active)
 			ids_a[nd++] = i;
 	}
