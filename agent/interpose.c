@@ -125,14 +125,21 @@ __asm__(".text\n"
 	".globl dlopen\n"
 	".type dlopen, @function\n"
 	"dlopen:\n"
+	"\t.cfi_startproc\n" /* unwind info: debuggers walk through the stub */
 	"\tpush %rdi\n"
+	"\t.cfi_adjust_cfa_offset 8\n"
 	"\tpush %rsi\n"
+	"\t.cfi_adjust_cfa_offset 8\n"
 	"\tsub $8, %rsp\n" /* 16-byte alignment for the call */
+	"\t.cfi_adjust_cfa_offset 8\n"
 	"\tmov 24(%rsp), %rsi\n" /* the caller's return address */
 	"\tcall dlopen_needs_caller\n"
 	"\tadd $8, %rsp\n"
+	"\t.cfi_adjust_cfa_offset -8\n"
 	"\tpop %rsi\n"
+	"\t.cfi_adjust_cfa_offset -8\n"
 	"\tpop %rdi\n"
+	"\t.cfi_adjust_cfa_offset -8\n"
 	"\ttest %eax, %eax\n"
 	"\tjz dlopen_notify\n"
 	"\tmov real_dlopen_p(%rip), %rax\n"
@@ -141,6 +148,7 @@ __asm__(".text\n"
 	"\tjmp *%rax\n"
 	"1:\txor %eax, %eax\n"
 	"\tret\n"
+	"\t.cfi_endproc\n"
 	".size dlopen, .-dlopen\n");
 
 AGENT_API int dlclose(void *handle)
