@@ -755,8 +755,11 @@ static int rescan(struct atracer *t, bool all_gone)
 		return 0;
 	err = ahost_sync(&t->h);
 	if (err < 0) {
-		/* -ESRCH: it exited meanwhile (its maps emptied as it went) */
-		if (t->opts->verbose >= 0 && err != -ESRCH)
+		/*
+		 * -ESRCH: it exited meanwhile (its maps emptied as it went);
+		 * -ECANCELED: it exec'ed, the exec event re-plans.
+		 */
+		if (t->opts->verbose >= 0 && err != -ESRCH && err != -ECANCELED)
 			cli_error("warning: cannot arm the probes of a newly loaded object: %s",
 				  t->h.why[0] ? t->h.why : "no answer from the agent");
 		return changed;
