@@ -151,6 +151,7 @@ static inline void count_inc(uint64_t *c)
 }
 
 void guard_init(void);
+void guard_release_all(void);
 struct utrace_task *guard_task(void);
 struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);

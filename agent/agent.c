@@ -111,6 +111,8 @@ static void *control_main(void *arg)
 	sigfillset(&all);
 	sigdelset(&all, SIGTRAP); /* see interpose.c: a thread blocking it dies of an int3 */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (after_exec)
+		guard_release_all(); /* before any hit of the new image claims one */
 	guard_cloak_self();
 	ring_calibrate();
 	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_READY, __ATOMIC_RELEASE);
