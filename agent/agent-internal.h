@@ -133,6 +133,8 @@ static inline struct utrace_abi_event *agent_abi_ring(uint32_t i)
 	       (uint64_t)i * agent_layout.ring_records;
 }
 
+void agent_image_changed(void);
+
 /* alloc.c */
 void *utrace_alloc(size_t size);
 void utrace_memcpy(void *dst, const void *src, size_t n);
@@ -153,6 +155,7 @@ static inline void count_inc(uint64_t *c)
 }
 
 void guard_init(void);
+void guard_release_all(void);
 struct utrace_task *guard_task(void);
 struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);

@@ -46,6 +46,10 @@ volatile int agent_active;
 
 static int host_pidfd = -1;
 static uint32_t started; /* futex word: CMD_START seen (or gave up) */
+static bool after_exec; /* this image replaced a traced one (execve) */
+static pid_t self_pid; /* the traced process; a fork child differs */
+
+#define DL_WAIT_NS 2000000000ull /* a dlopen() waits this long at most for the host */
 
 static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
@@ -107,10 +111,17 @@ static void *control_main(void *arg)
 	sigfillset(&all);
 	sigdelset(&all, SIGTRAP); /* see interpose.c: a thread blocking it dies of an int3 */
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (after_exec)
+		guard_release_all(); /* before any hit of the new image claims one */
 	guard_cloak_self();
 	ring_calibrate();
 	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_READY, __ATOMIC_RELEASE);
 	futex(&agent_hdr->agent_state, FUTEX_WAKE, INT32_MAX, NULL);
+	if (after_exec) {
+		/* after READY: the host re-plans as soon as it sees this */
+		__atomic_fetch_add(&agent_hdr->exec_seq, 1, __ATOMIC_RELEASE);
+		futex(&agent_hdr->exec_seq, FUTEX_WAKE, INT32_MAX, NULL);
+	}
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&agent_hdr->cmd_seq, __ATOMIC_ACQUIRE);
 		struct timespec ts = { 0, 100000000 };
@@ -253,6 +264,45 @@ static void atfork_child(void)
 	patch_atfork_child();
 }
 
+/*
+ * agent_image_changed - dlopen() or dlclose() returned in this thread
+ * (interpose.c, preload mode): tell the host and wait, at most
+ * DL_WAIT_NS, until it has armed the SPECs that were pending on the new
+ * object (or forgotten the probes of an unloaded one), so that the
+ * library's first calls are probed. Runs in an application thread, not on
+ * the hit path; a fork child, the agent's own threads and a dormant agent
+ * do nothing.
+ */
+void agent_image_changed(void)
+{
+	struct utrace_task *t = utrace_tls_task;
+	uint64_t deadline = 0;
+	uint32_t seq;
+	int saved = errno;
+
+	if (!agent_hdr || !agent_active || getpid() != self_pid ||
+	    (t && t->state == UTRACE_TASK_CLOAKED))
+		return;
+	seq = __atomic_add_fetch(&agent_hdr->dl_seq, 1, __ATOMIC_ACQ_REL);
+	futex(&agent_hdr->dl_seq, FUTEX_WAKE, INT32_MAX, NULL);
+	for (;;) {
+		uint32_t ack = __atomic_load_n(&agent_hdr->dl_ack, __ATOMIC_ACQUIRE);
+		struct timespec ts = { 0, 10000000 }, now;
+		uint64_t ns;
+
+		if ((int32_t)(ack - seq) >= 0 || !agent_active || !host_alive())
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+		if (!deadline)
+			deadline = ns + DL_WAIT_NS;
+		else if (ns >= deadline)
+			break;
+		futex(&agent_hdr->dl_ack, FUTEX_WAIT, ack, &ts);
+	}
+	errno = saved;
+}
+
 static int agent_start(int fd, unsigned int flags)
 {
 	struct utrace_arena_hdr h;
@@ -269,6 +319,18 @@ static int agent_start(int fd, unsigned int flags)
 		return -errno;
 	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		return -EIO;
+	/*
+	 * An arena already in use: either this process exec'ed (same pid,
+	 * the fd and UTRACE_AGENT_FD survive execve) and its new image is
+	 * traced again, or a child inherited both and must leave them alone.
+	 */
+	if (h.agent_pid && h.agent_state != UTRACE_AGENT_NONE) {
+		if (h.agent_pid != (uint32_t)getpid())
+			return -ECHILD;
+		if (h.agent_state != UTRACE_AGENT_READY)
+			return -ESHUTDOWN; /* the host detached or failed */
+		after_exec = true;
+	}
 	if (h.magic != UTRACE_ABI_MAGIC || h.version != UTRACE_ABI_VERSION ||
 	    h.hdr_size != sizeof(h) || h.record_size != sizeof(struct utrace_abi_event) ||
 	    h.arena_size > (uint64_t)st.st_size || h.max_probes > AGENT_MAX_PROBES ||
@@ -296,7 +358,8 @@ static int agent_start(int fd, unsigned int flags)
 	agent_layout = h;
 	agent_arena = m;
 	agent_hdr = m;
-	agent_hdr->agent_pid = (uint32_t)getpid();
+	self_pid = getpid();
+	agent_hdr->agent_pid = (uint32_t)self_pid;
 	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
 	err = patch_init();
 	if (err) {
@@ -374,11 +437,16 @@ __attribute__((constructor)) static void agent_ctor(void)
 	fd = strtol(s, &end, 10);
 	if (*end || fd < 0 || fd > INT32_MAX)
 		return;
-	/* Do not pass the variable to children (they would map the parent's arena). */
-	unsetenv("UTRACE_AGENT_FD");
-	if (agent_start((int)fd, 0))
+	/*
+	 * The variable and the fd stay for this process's own execve() (the
+	 * new image is traced again, agent_start()). A child that inherits
+	 * them sees another pid in the arena, drops both and runs untraced.
+	 */
+	if (agent_start((int)fd, 0)) {
+		unsetenv("UTRACE_AGENT_FD");
+		close((int)fd);
 		return;
-	close((int)fd);
+	}
 	if (!(agent_hdr->flags & UTRACE_ARENA_F_WAIT_START))
 		return;
 	while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) {

@@ -50,6 +50,25 @@ static void task_exit(void *arg)
 	}
 }
 
+/**
+ * guard_release_all - after an execve(): no thread of the old image is
+ * left, so every slot it held is free again (rings and counters kept: the
+ * host may still be reading them). Control thread, before any hit.
+ */
+void guard_release_all(void)
+{
+	uint64_t i, n = __atomic_load_n(&agent_hdr->nr_threads, __ATOMIC_ACQUIRE);
+
+	if (n > agent_layout.max_threads)
+		n = agent_layout.max_threads;
+	for (i = 0; i < n; i++) {
+		struct utrace_abi_thread *s = agent_abi_thread((uint32_t)i);
+
+		if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == SLOT_USED)
+			__atomic_store_n(&s->state, SLOT_FREE, __ATOMIC_RELEASE);
+	}
+}
+
 /** guard_init - the thread-exit hook that releases slots (agent start). */
 void guard_init(void)
 {

@@ -22,9 +22,17 @@
  * pthread_exit (C++ throw, thread exit): hijacked return addresses are written back
  * before the unwinder walks the stack (retprobe.c).
  *
- * Runs in any application thread; async-signal-safe as the originals are.
+ * And dlopen / dlclose: when one returns, the thread tells the host and
+ * waits (bounded) until the SPECs pending on the new object are armed, or
+ * the probes of an unloaded one forgotten (agent_image_changed()). Injected,
+ * the agent cannot see these calls: the host polls the target's maps then.
+ *
+ * Runs in any application thread; async-signal-safe as the originals are
+ * (dlopen and dlclose are not, and neither are ours).
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <string.h>
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
@@ -45,6 +53,10 @@ static unwind_raise_fn real_raise_p;
 static unwind_forced_fn real_forced_p;
 static pthread_exit_fn real_pthread_exit_p;
 static sigmask_fn real_sigprocmask_p, real_pthread_sigmask_p;
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+static dlopen_fn real_dlopen_p;
+static dlclose_fn real_dlclose_p;
 
 /** interpose_init - resolve the real functions (constructor, before any probe). */
 void interpose_init(void)
@@ -61,6 +73,96 @@ void interpose_init(void)
 		real_forced_p = (unwind_forced_fn)dlsym(RTLD_NEXT, "_Unwind_ForcedUnwind");
 	if (!real_pthread_exit_p)
 		real_pthread_exit_p = (pthread_exit_fn)dlsym(RTLD_NEXT, "pthread_exit");
+	if (!real_dlopen_p)
+		real_dlopen_p = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+	if (!real_dlclose_p)
+		real_dlclose_p = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
+}
+
+/*
+ * glibc's dlopen() looks at its return address to find the calling object,
+ * whose DT_RUNPATH / DT_RPATH and $ORIGIN direct the search. Called from
+ * our interposer it would see the agent instead. So dlopen below is a stub
+ * that asks dlopen_needs_caller() first: when the caller's object has a
+ * search path of its own (a bare name) or the name uses $ORIGIN, it jumps
+ * to the real dlopen with the caller's return address in place (exact
+ * semantics, no notification: the host's maps poll finds the object, as
+ * in attach mode); otherwise dlopen_notify() calls it and tells the host.
+ */
+__attribute__((used)) static int dlopen_needs_caller(const char *file, void *ret)
+{
+	struct link_map *lm = NULL;
+	const ElfW(Dyn) * d;
+	Dl_info info;
+
+	if (!real_dlopen_p)
+		interpose_init();
+	if (!file)
+		return 1; /* the main program's handle: nothing is loaded */
+	if (strchr(file, '$'))
+		return 1;
+	if (strchr(file, '/'))
+		return 0;
+	if (!dladdr1(ret, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+		return 1;
+	for (d = lm->l_ld; d && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_RPATH || d->d_tag == DT_RUNPATH)
+			return 1;
+	return 0;
+}
+
+__attribute__((used)) static void *dlopen_notify(const char *file, int mode)
+{
+	void *h = real_dlopen_p ? real_dlopen_p(file, mode) : NULL;
+
+	if (h)
+		agent_image_changed();
+	return h;
+}
+
+/* dlopen(file, mode): the stub (rdi, rsi kept across the check). */
+__asm__(".text\n"
+	".globl dlopen\n"
+	".type dlopen, @function\n"
+	"dlopen:\n"
+	"\t.cfi_startproc\n" /* unwind info: debuggers walk through the stub */
+	"\tpush %rdi\n"
+	"\t.cfi_adjust_cfa_offset 8\n"
+	"\tpush %rsi\n"
+	"\t.cfi_adjust_cfa_offset 8\n"
+	"\tsub $8, %rsp\n" /* 16-byte alignment for the call */
+	"\t.cfi_adjust_cfa_offset 8\n"
+	"\tmov 24(%rsp), %rsi\n" /* the caller's return address */
+	"\tcall dlopen_needs_caller\n"
+	"\tadd $8, %rsp\n"
+	"\t.cfi_adjust_cfa_offset -8\n"
+	"\tpop %rsi\n"
+	"\t.cfi_adjust_cfa_offset -8\n"
+	"\tpop %rdi\n"
+	"\t.cfi_adjust_cfa_offset -8\n"
+	"\ttest %eax, %eax\n"
+	"\tjz dlopen_notify\n"
+	"\tmov real_dlopen_p(%rip), %rax\n"
+	"\ttest %rax, %rax\n"
+	"\tjz 1f\n"
+	"\tjmp *%rax\n"
+	"1:\txor %eax, %eax\n"
+	"\tret\n"
+	"\t.cfi_endproc\n"
+	".size dlopen, .-dlopen\n");
+
+AGENT_API int dlclose(void *handle)
+{
+	int r;
+
+	if (!real_dlclose_p)
+		interpose_init();
+	if (!real_dlclose_p)
+		return -1;
+	r = real_dlclose_p(handle);
+	if (!r)
+		agent_image_changed();
+	return r;
 }
 
 /*

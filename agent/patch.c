@@ -82,6 +82,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <signal.h>
@@ -447,11 +448,14 @@ static bool trap_blocked_somewhere(void)
  *
  * Control thread (or the constructor). Return: 0 or a negative errno.
  */
+static int find_self(struct dl_phdr_info *info, size_t size, void *data);
+
 int patch_init(void)
 {
 	struct sigaction sa, cur;
 	int s;
 
+	dl_iterate_phdr(find_self, NULL);
 	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	have_membarrier = syscall(SYS_membarrier,
 				  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
@@ -473,10 +477,43 @@ int patch_init(void)
 
 /* ---- the transaction ---------------------------------------------------- */
 
+/*
+ * Sites inside the agent are refused. Its range is found once, at init:
+ * the control thread must not take the loader's lock during a SYNC (dladdr
+ * does), because a thread that waits for the host in our dlopen()
+ * interposer may hold it (a dlopen() nested in a library's constructor).
+ */
+static uint64_t self_lo, self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+{
+	uint64_t self = (uint64_t)(uintptr_t)patch_init, lo = UINT64_MAX, hi = 0;
+	int i;
+
+	(void)size;
+	(void)data;
+	for (i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t a = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	if (self < lo || self >= hi)
+		return 0;
+	self_lo = lo;
+	self_hi = hi;
+	return 1;
+}
+
 static bool in_agent(uint64_t addr)
 {
 	Dl_info a, b;
 
+	if (self_hi)
+		return addr >= self_lo && addr < self_hi;
 	return dladdr((void *)addr, &a) && dladdr((void *)patch_init, &b) &&
 	       a.dli_fbase == b.dli_fbase;
 }
@@ -668,6 +705,21 @@ int patch_sync(void)
 		struct utrace_probe *p = &agent_probes[i];
 		uint32_t want = __atomic_load_n(&a->want, __ATOMIC_ACQUIRE);
 
+		if (p->abi && p->slot && want == UTRACE_PS_GONE && agent_active) {
+			/*
+			 * The object is unmapped (dlclose): no byte to restore,
+			 * and the range may belong to another object by now.
+			 * No late trap can come from it (the code is gone):
+			 * an int3 that a new object has at this address is
+			 * not ours (slot 0: the trap handler chains it).
+			 */
+			if (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP) {
+				set_state(p, UTRACE_PS_DISARMED, 0);
+				changed++;
+			}
+			__atomic_store_n(&p->slot, 0, __ATOMIC_RELEASE);
+			continue;
+		}
 		if (!p->abi || (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP))
 			continue;
 		if (want == UTRACE_PS_DISARMED || want == UTRACE_PS_UNUSED || !agent_active)

@@ -45,7 +45,17 @@
  *    and traces the child as one more process, until it exits or Ctrl-C /
  *    -d takes its probes out (kids_wait()).
  *
- * Not here (yet): libraries loaded later with dlopen, exec'ed images.
+ * Image changes (agent_image_events()): a SPEC on a library not loaded yet
+ * stays pending; when the preloaded agent sees a dlopen()/dlclose() return
+ * it waits while we resolve, plan and arm (or forget the unloaded points),
+ * so the library's first call is probed. An injected agent cannot see
+ * those calls: the target's maps are polled every 20 ms instead. After an
+ * execve() in launch mode, the new image's agent (preloaded again, same
+ * arena) waits before main() while the SPECs are armed anew. In attach
+ * mode an exec drops the probes (the agent went with the old image).
+ *
+ * Not here (yet): -F with exec'ed or vfork()ed children, image changes in
+ * -F children and with several pids (-p A,B).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -94,6 +104,7 @@ struct apoint {
 	bool shown; /* a -f/-u of this point prints the entry of an injected call */
 	uint64_t inj_value, inj_every;
 	const char *inj_spec;
+	bool gone; /* its object was unloaded, or replaced by an exec */
 };
 
 struct atracer {
@@ -126,6 +137,17 @@ struct atracer {
 	size_t nr_kids;
 	uint32_t forks_seen, forks_lost;
 	bool detached; /* a child whose probes were taken out */
+	/* Libraries loaded later and exec (agent_image_events()). */
+	const struct cli_probe *probes;
+	int nr_probes;
+	bool rescan; /* add_points(): a re-resolution, quiet, skip known sites */
+	bool pending; /* a SPEC waits for a library */
+	uint32_t dl_seen, exec_seen;
+	uint64_t maps_sig, next_poll;
+	uint64_t image; /* image_id() of the image the points belong to */
+	uint64_t exec_since; /* when image_id() was first seen to differ */
+	bool attached;
+	bool agent_gone; /* exec'ed into an image without the agent */
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -587,6 +609,16 @@ static void drain(struct atracer *t)
 		emit_lost(t, drops - t->lost);
 }
 
+static bool known_site(struct atracer *t, uint64_t addr)
+{
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++)
+		if (!t->pts[i].gone && t->pts[i].addr == addr)
+			return true;
+	return false;
+}
+
 /*
  * --inject on point @p (probe @id), before its first SYNC (the agent reads
  * the inject fields once). A -f or -u of the point shows the call's entry
@@ -625,7 +657,7 @@ static int inject_merge(struct atracer *t, const struct utrace_match *m, const s
 		return -EXIT_USAGE;
 	}
 	for (i = 0; i < t->nr_pts; i++) {
-		if (t->pts[i].addr != m->addr || !t->pts[i].at_entry)
+		if (t->pts[i].gone || t->pts[i].addr != m->addr || !t->pts[i].at_entry)
 			continue;
 		if (!t->pts[i].inject)
 			inject_set(t, &t->pts[i], t->pts[i].id, cp);
@@ -650,6 +682,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 	err = utrace_image__resolve(img, &spec, &m, &nr, &pending);
 	utrace_spec__clear(&spec);
 	if (err) {
+		if (t->rescan)
+			return 0; /* e.g. -ESRCH: it exited while we re-read it; quiet */
 		cli_error("probe '%s': %s", cp->spec, strerror(-err));
 		return -EXIT_USAGE;
 	}
@@ -662,6 +696,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		int id;
 
 		if (m[k].sym_flags & UTRACE_SYM_ALIAS)
+			continue;
+		if (t->rescan && known_site(t, m[k].addr))
 			continue;
 		if (cp->kind == CLI_PROBE_INJECT) {
 			err = inject_merge(t, &m[k], cp);
@@ -715,7 +751,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		}
 		id = ahost_probe_match(&t->h, img, &m[k], p->name, flags, false);
 		if (id < 0) {
-			if (t->opts->verbose >= 0)
+			if (t->opts->verbose >= 0 && !t->rescan)
 				cli_error("warning: probe '%s': %s cannot be probed: %s", cp->spec,
 					  p->name, t->h.why[0] ? t->h.why : strerror(-id));
 			free(p->name);
@@ -736,17 +772,21 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 									     UTRACE_PS_INT3);
 	}
 	free(m);
-	if (added)
+	t->pending |= pending;
+	if (added || t->rescan)
 		return added;
 	if (nr)
 		return -EXIT_TRACE; /* warned above */
-	if (pending) {
+	if (pending && t->opts->nr_pids > 1) {
+		/* trace_agent_pids() does not watch image changes (yet) */
 		if (t->opts->verbose >= 0)
-			cli_error("warning: probe '%s': the agent backend does not arm libraries "
-				  "loaded later yet (-b ptrace does)",
+			cli_error("warning: probe '%s': with several processes the agent backend "
+				  "does not arm libraries loaded later yet (-b ptrace does)",
 				  cp->spec);
 		return 0;
 	}
+	if (pending)
+		return 0; /* cmd-trace.c's check_specs() said so already */
 	if (t->opts->nr_pids > 1)
 		return 0; /* -p A,B: cmd-trace.c checked that some process has it */
 	if (!t->opts->argv) {
@@ -969,6 +1009,8 @@ static int check_restored(struct atracer *t)
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
 		uint8_t now[16];
 
+		if (t->pts[i].gone)
+			continue; /* unloaded: nothing of ours there */
 		if (ab->len > sizeof(now) ||
 		    utrace_mem__read(t->pid, ab->addr, now, ab->len) != (ssize_t)ab->len)
 			continue; /* gone */
@@ -980,6 +1022,238 @@ static int check_restored(struct atracer *t)
 		}
 	}
 	return bad;
+}
+
+/*
+ * A cheap signature of the target's file mappings: it changes when an
+ * object is mapped or unmapped (dlopen, dlclose). 0 when unreadable.
+ */
+static uint64_t maps_signature(pid_t pid)
+{
+	struct utrace_maps *maps = utrace_maps__read(pid);
+	uint64_t sig = 0;
+	size_t i;
+
+	if (!maps)
+		return 0;
+	for (i = 0; i < maps->nr; i++)
+		if (maps->maps[i].path && (maps->maps[i].prot & UTRACE_MAP_EXEC))
+			sig = (sig ^ maps->maps[i].start ^ maps->maps[i].inode) * 0x100000001b3ULL;
+	utrace_maps__free(maps);
+	return sig ^ i;
+}
+
+/*
+ * Which image @pid runs: its start_code (/proc/PID/stat field 26), moved by
+ * every exec of a PIE or ASLR'ed program; 0 if unknown.
+ */
+static uint64_t image_id(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd, f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	for (f = 2; p && f < 26; f++) /* ')' ends field 2 */
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Is @p's site still mapped from its object (not unloaded, not replaced)? */
+static bool point_mapped(const struct utrace_maps *maps, const struct apoint *p)
+{
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, p->addr) : NULL;
+
+	return m && m->path && !strcmp(m->path, p->object);
+}
+
+/*
+ * The target's image changed: forget the points whose object is gone
+ * (want GONE: the agent writes nothing there, the range may hold another
+ * object), resolve every SPEC again and arm the new matches (dlopen, or
+ * the whole new image after an exec). Tracer; the agent's control thread
+ * applies it in one SYNC. Returns the number of points armed or dropped.
+ */
+static int rescan(struct atracer *t, bool all_gone)
+{
+	struct utrace_maps *maps = all_gone ? NULL : utrace_maps__read(t->pid);
+	struct utrace_image *img = utrace_image__open_pid(t->pid);
+	int i, first = t->nr_pts, changed = 0, err;
+
+	/*
+	 * Both read from the image the points belong to? An exec between
+	 * the caller's check and here would have us plan the new image
+	 * before its agent serves the mailbox: leave it to the exec event.
+	 */
+	if (image_id(t->pid) != t->image) {
+		utrace_maps__free(maps);
+		if (img)
+			utrace_image__close(img);
+		return 0;
+	}
+	for (i = 0; i < t->nr_pts; i++) {
+		struct apoint *p = &t->pts[i];
+
+		if (p->gone || point_mapped(maps, p))
+			continue;
+		p->gone = true;
+		ahost_set_want(&t->h, p->id, UTRACE_PS_GONE);
+		changed++;
+		if (t->opts->verbose > 1)
+			cli_error("%s: its object was unloaded", p->name);
+	}
+	utrace_maps__free(maps);
+	if (img) {
+		t->rescan = true;
+		t->pending = false;
+		for (i = 0; i < t->nr_probes && t->nr_pts < AGENT_MAX_PROBES; i++)
+			add_points(t, img, &t->probes[i]);
+		t->rescan = false;
+		utrace_image__close(img);
+	}
+	changed += t->nr_pts - first;
+	if (!changed)
+		return 0;
+	err = ahost_sync(&t->h);
+	if (err < 0) {
+		/*
+		 * -ESRCH: it exited meanwhile (its maps emptied as it went);
+		 * -ECANCELED: it exec'ed, the exec event re-plans.
+		 */
+		if (t->opts->verbose >= 0 && err != -ESRCH && err != -ECANCELED)
+			cli_error("warning: cannot arm the probes of a newly loaded object: %s",
+				  t->h.why[0] ? t->h.why : "no answer from the agent");
+		return changed;
+	}
+	for (i = first; i < t->nr_pts; i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
+
+		if (ab->state == UTRACE_PS_FAILED && t->opts->verbose >= 0)
+			cli_error("warning: %s could not be armed: %s", t->pts[i].name,
+				  strerror(-ab->err));
+		else if (t->opts->verbose > 1)
+			cli_error("%s armed (%s)", t->pts[i].name,
+				  ab->state == UTRACE_PS_JMP ? "jmp" : "int3");
+	}
+	return changed;
+}
+
+/*
+ * Has the target exec'ed into an image where no agent will answer? Attach
+ * mode: always (the injected agent went with the old image; the design's
+ * lifecycle: probes dropped). Launch mode: when the new image's agent has
+ * not said so within 2 s (a static program, LD_PRELOAD dropped). The probes
+ * are gone then, and no DETACH is sent (nothing would acknowledge it).
+ */
+static bool exec_without_agent(struct atracer *t, uint64_t now)
+{
+	uint64_t img = image_id(t->pid);
+	int i;
+
+	if (img == t->image)
+		return false;
+	if (!img)
+		return true; /* a new mm without its code yet (exec), or a zombie */
+	if (!t->exec_since)
+		t->exec_since = now;
+	if (t->agent_gone || (!t->attached && now - t->exec_since < 2000000000ULL))
+		return true;
+	t->agent_gone = true;
+	for (i = 0; i < t->nr_pts; i++)
+		t->pts[i].gone = true;
+	if (t->opts->verbose >= 0)
+		cli_error("warning: pid %d ran execve(): its probes went with the old image and "
+			  "the agent is not in the new one (%s)",
+			  (int)t->pid,
+			  t->attached ? "attach again to trace it" :
+					"a static program, or LD_PRELOAD was dropped");
+	return true;
+}
+
+/*
+ * Attach mode, before the DETACH: forget the points of objects unloaded
+ * since the last poll, so that the disarm writes nothing where another
+ * object may have been mapped.
+ */
+static void before_detach(struct atracer *t)
+{
+	if (!t->agent_gone && image_id(t->pid) == t->image)
+		rescan(t, false);
+}
+
+/*
+ * Called from the main loop (tracer): react to the target's image changes.
+ *  - exec (launch mode): the new image's agent bumped exec_seq and waits in
+ *    its constructor; every old point is gone, the XOL areas too; the SPECs
+ *    are armed in the new image, then START lets its main() run.
+ *  - dlopen/dlclose seen by the preloaded agent: dl_seq; the calling
+ *    thread waits for dl_ack.
+ *  - otherwise (injected agent, or a dlopen the agent passes straight to
+ *    libc): the file mappings' signature, every 20 ms.
+ */
+static void agent_image_events(struct atracer *t)
+{
+	struct utrace_arena_hdr *hd = t->h.hdr;
+	uint32_t ex = __atomic_load_n(&hd->exec_seq, __ATOMIC_ACQUIRE);
+	uint32_t dl = __atomic_load_n(&hd->dl_seq, __ATOMIC_ACQUIRE);
+	uint64_t now = now_mono_ns();
+
+	if (ex != t->exec_seen) {
+		t->exec_seen = ex;
+		t->exec_since = 0;
+		t->agent_gone = false;
+		t->h.xol_base = t->h.xol_next = t->h.xol_end = 0; /* gone with the image */
+		if (t->maps)
+			utrace_maps__free(t->maps);
+		t->maps = utrace_maps__read(t->pid);
+		t->image = image_id(t->pid);
+		rescan(t, true);
+		t->maps_sig = maps_signature(t->pid);
+		if (ahost_start(&t->h) < 0 && t->opts->verbose >= 0)
+			cli_error("warning: the program's new image did not answer: %s", t->h.why);
+		return;
+	}
+	if (dl != t->dl_seen) {
+		uint64_t sig = maps_signature(t->pid);
+
+		t->dl_seen = dl;
+		/*
+		 * Nothing mapped or unmapped (an object loaded already, a
+		 * dlclose that only dropped a reference): answer at once,
+		 * without re-reading every object's symbols.
+		 */
+		if (sig != t->maps_sig && image_id(t->pid) == t->image) /* else: an exec */
+			rescan(t, false);
+		t->maps_sig = sig;
+		__atomic_store_n(&hd->dl_ack, dl, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &hd->dl_ack, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		return;
+	}
+	if (now >= t->next_poll) {
+		uint64_t sig = maps_signature(t->pid);
+
+		t->next_poll = now + 20000000;
+		/*
+		 * Not while an exec is under way: the new image's agent says
+		 * so (exec_seq) once it serves the mailbox; the old image's
+		 * probes must not be forgotten as "unloaded" meanwhile.
+		 */
+		if (exec_without_agent(t, now))
+			return;
+		if (sig && sig != t->maps_sig) {
+			t->maps_sig = sig;
+			rescan(t, false);
+		}
+	}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1530,6 +1804,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 			goto out;
 		}
 		attached = true;
+		t->attached = true;
 		goto armed;
 	}
 	if (!find_exe(opts->argv[0], path, sizeof(path))) {
@@ -1576,6 +1851,12 @@ armed:
 		goto out;
 	}
 	t->img = img;
+	t->probes = probes;
+	t->nr_probes = nr_probes;
+	t->exec_seen = __atomic_load_n(&t->h.hdr->exec_seq, __ATOMIC_ACQUIRE);
+	t->dl_seen = __atomic_load_n(&t->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
+	t->maps_sig = maps_signature(t->h.pid);
+	t->image = image_id(t->h.pid);
 	for (i = 0; i < nr_probes; i++) {
 		err = add_points(t, img, &probes[i]);
 		if (err < 0) {
@@ -1583,8 +1864,8 @@ armed:
 			goto out;
 		}
 	}
-	if (!t->nr_pts) {
-		cli_error("no probe point to arm in %s (use -b ptrace for libraries loaded later)",
+	if (!t->nr_pts && !t->pending) {
+		cli_error("no probe point to arm in %s (every match was refused, see above)",
 			  attached ? "the process" : opts->argv[0]);
 		goto out;
 	}
@@ -1639,10 +1920,15 @@ armed:
 		struct timespec ts = { 0, 1000000 };
 		pid_t w = attached ? 0 : waitpid(t->h.pid, &st, WNOHANG);
 
-		if (w == t->h.pid || (attached && kill(t->pid, 0) && errno == ESRCH))
+		if (w == t->h.pid || (attached && proc_gone(t->pid)))
 			break;
+		if (!attached && t->h.reaped) {
+			st = t->h.status; /* exited during a command (a re-arm) */
+			break;
+		}
 		if (attached && (agent_signal || (deadline && now_mono_ns() >= deadline))) {
-			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+			before_detach(t);
+			err = t->agent_gone ? 0 : ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err < 0)
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
@@ -1652,11 +1938,12 @@ armed:
 			st = err < 0 ? EXIT_TRACE << 8 : 0;
 			break;
 		}
+		agent_image_events(t);
 		drain(t);
 		kids_poll(t); /* -F */
 		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
-			err = ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+			err = t->agent_gone ? 0 : ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err && err != -ESRCH)
 				cli_error("detach failed: %s", t->h.why);
 			detached = true;
@@ -1718,7 +2005,7 @@ armed:
 		kids_stats(t);
 	}
 out:
-	if (attached && !detached && t->h.pid > 0) {
+	if (attached && !detached && t->h.pid > 0 && !t->agent_gone) {
 		/* a failure after the injection: take every probe out before leaving */
 		ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 		t->h.pid = 0;

@@ -123,7 +123,7 @@ struct tracer {
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
 	bool nomatch; /* a SPEC matched nothing after exec */
-	bool pending; /* a SPEC waits for a library (the agent does not do dlopen yet) */
+	bool pending; /* a SPEC waits for a library (the agent arms it for one process) */
 	/*
 	 * The session always follows forks (see cmd_trace()); without -F,
 	 * only the roots (the command, the -p pids) are shown, and tracing
@@ -1164,11 +1164,13 @@ int cmd_trace(struct cli_opts *opts)
 		goto out_free;
 	/*
 	 * The agent: every option supported, and (auto) specs that could be
-	 * checked before anything runs and that wait for no library.
+	 * checked before anything runs; a SPEC waiting for a library is armed
+	 * by the agent in one process, not (yet) with several pids.
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !t->pending &&
-	     !trace_agent_unsupported(opts) && trace_agent_path())) {
+	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec &&
+	     !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
+	     trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
 		if (!cp) {
@@ -1201,8 +1203,10 @@ int cmd_trace(struct cli_opts *opts)
 		if (t->check_after_exec)
 			auto_why =
 				" (auto: the command's SPECs can only be checked after its exec)";
-		else if (t->pending)
-			auto_why = " (auto: a SPEC waits for a library the agent does not arm yet)";
+		else if (t->pending && opts->nr_pids > 1)
+			auto_why =
+				" (auto: a SPEC waits for a library; the agent arms those in one "
+				"process only, yet)";
 		else if (trace_agent_unsupported(opts))
 			snprintf(why, sizeof(why),
 				 " (auto: %s is not available with the agent yet)",

@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 3
+#define UTRACE_ABI_VERSION 4
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -129,6 +129,12 @@ enum utrace_probe_state {
 	UTRACE_PS_INT3, /* armed, int3 at the site */
 	UTRACE_PS_JMP, /* armed, 5-byte jmp at the site */
 	UTRACE_PS_FAILED, /* refused or failed: @err says why; never retried */
+	/*
+	 * @want only: the site's object was unmapped (dlclose) or replaced
+	 * (exec). Forget the probe without writing a byte (the address may
+	 * hold another object by now); its state becomes DISARMED.
+	 */
+	UTRACE_PS_GONE,
 };
 
 enum utrace_event_kind {
@@ -265,7 +271,21 @@ struct utrace_arena_hdr {
 		int32_t fd;
 		uint32_t acked;
 	} forks[UTRACE_ABI_FORKS];
-	uint64_t __reserved[(4096 - 256 - UTRACE_ABI_FORKS * 16) / 8];
+	/*
+	 * Image changes (launch/preload mode), agent -> host. A thread that
+	 * returns from dlopen()/dlclose() bumps @dl_seq (futex word) and waits,
+	 * bounded, until the host has re-resolved its pending SPECs, armed the
+	 * new sites and stored @dl_ack = @dl_seq: the library's first calls
+	 * are probed. After an execve() the new image's agent (the same pid,
+	 * the same inherited arena fd) bumps @exec_seq once its control thread
+	 * serves the mailbox: the host forgets every old probe (want GONE),
+	 * re-plans the SPECs in the new image and sends START again.
+	 */
+	uint32_t dl_seq;
+	uint32_t dl_ack;
+	uint32_t exec_seq;
+	uint32_t __pad3;
+	uint64_t __reserved[(4096 - 272 - UTRACE_ABI_FORKS * 16) / 8];
 };
 _Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");
 _Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset");

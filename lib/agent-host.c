@@ -133,6 +133,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 {
 	uint32_t seq = h->hdr->cmd_seq + 1;
+	uint32_t exec_seq = __atomic_load_n(&h->hdr->exec_seq, __ATOMIC_ACQUIRE);
 	struct timespec ts = { 0, 50000000 };
 	int i;
 
@@ -148,10 +149,18 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 
 		if (a == seq)
 			return h->hdr->cmd_result;
+		if (__atomic_load_n(&h->hdr->exec_seq, __ATOMIC_ACQUIRE) != exec_seq) {
+			/* the agent that had the command is gone with its image */
+			snprintf(h->why, sizeof(h->why), "command %u: the program ran execve()",
+				 cmd);
+			return -ECANCELED;
+		}
 		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
 			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)",
 				 cmd, st);
 			h->pid = 0;
+			h->reaped = true;
+			h->status = st;
 			return -ESRCH;
 		}
 		futex(&h->hdr->ack_seq, FUTEX_WAIT, a, &ts);

@@ -28,6 +28,8 @@ struct ahost {
 	int stdout_fd; /* read end of the target's stdout, or -1 */
 	uint32_t nr_probes;
 	uint64_t xol_base, xol_next, xol_end; /* current XOL area */
+	bool reaped; /* a command found the target dead and reaped it ... */
+	int status; /* ... with this wait status */
 	char why[256]; /* last failure, for test messages */
 };
 

@@ -9,9 +9,18 @@
  *   longjmp N           jumper(i) for i < N: odd i longjmp out of it
  *   signal N            N x work() in main, N x SIGUSR1 whose handler calls work()
  *   dlopen LIB N        dlopen(LIB) after start, N x lib_func()
+ *   dlcycle LIB N K     K x (dlopen(LIB), N x lib_func(), dlclose): the
+ *                       object is unmapped and mapped again each time
+ *   dlnest NEST LIB N   dlopen(NEST), whose constructor dlopen()s LIB (nested,
+ *                       the loader's lock held), then N x lib_func()
+ *   dlwait LIB N        "ready"; after a stdin line dlopen(LIB), "loaded";
+ *                       after another one N x lib_func() (a tracer attached
+ *                       meanwhile arms the library in between), the counts,
+ *                       and dlclose once stdin closes
  *   fork N M            N x work(), fork: the child M x work() and prints the
  *                       first 8 code bytes of work(); the parent waits for it
  *   exec N M            N x work(), then execs "mt M 1"
+ *   execwait            "ready"; after a stdin line execs "loop 1"
  *   loop THREADS        THREADS threads call work() until stdin closes
  *   tail N              N x tail_a(), which tail-calls tail_b()
  *   sigtrap N           N x work(), raise(SIGTRAP) and int3 with a handler
@@ -24,6 +33,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,6 +297,60 @@ int main(int argc, char **argv)
 			if (fn(i) != i + 1000)
 				return 1;
 		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "dlnest")) {
+		long n = atol(argv[4]);
+		long (*fn)(long);
+		void *nest, *h;
+
+		setenv("UPROBE_NEST_LIB", argv[3], 1);
+		nest = dlopen(argv[2], RTLD_NOW);
+		h = nest ? dlopen(argv[3], RTLD_NOW | RTLD_NOLOAD) : NULL;
+		if (!h) {
+			fprintf(stderr, "%s\n", dlerror());
+			return 3;
+		}
+		fn = (long (*)(long))dlsym(h, "lib_func");
+		for (i = 0; i < n; i++)
+			if (fn(i) != i + 1000)
+				return 1;
+		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "dlcycle") || !strcmp(mode, "dlwait")) {
+		long n = atol(argv[3]), k = argc > 4 ? atol(argv[4]) : 1, j;
+		bool wait = !strcmp(mode, "dlwait");
+		char buf[16];
+
+		if (wait) {
+			printf("ready\n");
+			if (read(0, buf, sizeof(buf)) <= 0)
+				return 1;
+		}
+		for (j = 0; j < k; j++) {
+			long (*fn)(long);
+			void *h = dlopen(argv[2], RTLD_NOW);
+
+			if (!h) {
+				fprintf(stderr, "%s\n", dlerror());
+				return 3;
+			}
+			if (wait) {
+				printf("loaded\n");
+				if (read(0, buf, sizeof(buf)) <= 0)
+					return 1;
+			}
+			fn = (long (*)(long))dlsym(h, "lib_func");
+			for (i = 0; i < n; i++)
+				if (fn(i) != i + 1000)
+					return 1;
+			if (wait) {
+				printf("expect entries=%ld returns=%ld\n", n, n);
+				while (read(0, buf, sizeof(buf)) > 0)
+					;
+			}
+			if (dlclose(h))
+				return 1;
+		}
+		if (!wait)
+			printf("expect entries=%ld returns=%ld\n", n * k, n * k);
 	} else if (!strcmp(mode, "fork")) {
 		long n = atol(argv[2]), m = atol(argv[3]);
 		int status;
@@ -322,6 +386,14 @@ int main(int argc, char **argv)
 			work(i);
 		printf("expect before_exec=%ld\n", n);
 		execl("/proc/self/exe", argv[0], "mt", argv[3], "1", (char *)NULL);
+		return 4;
+	} else if (!strcmp(mode, "execwait")) {
+		char buf[16];
+
+		printf("ready\n");
+		if (read(0, buf, sizeof(buf)) <= 0)
+			return 1;
+		execl("/proc/self/exe", argv[0], "loop", "1", (char *)NULL);
 		return 4;
 	} else if (!strcmp(mode, "loop")) {
 		long nt = atol(argv[2]);

@@ -1,0 +1,1115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-agent-behaviour.c - the uprobes behaviour scenarios of
+ * tests/ptrace/test-uprobes.c, run against the in-process agent: through
+ * the CLI (`utrace -b agent`, launch and -p attach modes) and, for what the
+ * CLI does not expose (depth limit, foreign trap counter, arm/disarm cycles
+ * on one process), through the host API (lib/agent-host.c). Same target
+ * (tests/targets/s-uprobes, which prints the counts it expects and checks
+ * its own results), same independently computed expectations.
+ *
+ * test-uprobes.c scenario              here
+ * ------------------------------------ -----------------------------------
+ * mt_exact_counts                      mt_exact_counts (CLI -c -v, 3 runs)
+ * mt_bpftrace_agrees                   mt_bpftrace_agrees (bpftrace's count
+ *                                      of the same workload = the agent's)
+ * fib_recursion_and_order              fib_recursion_and_order (CLI text:
+ *                                      the exact entry/return sequence of
+ *                                      the recursion; exact counts of fib 20).
+ *                                      Two handlers on one point: n/a (the
+ *                                      CLI has one built-in handler per site)
+ * longjmp_unwinds_return_instances     longjmp_unwinds_return_instances
+ * signal_handler_calls_probed_function signal_handler_calls_probed_function
+ * dlopen_pending_spec                  dlopen_pending_spec (launch),
+ *                                      dlclose_drops_and_reload_rearms,
+ *                                      dlopen_bare_name_keeps_runpath,
+ *                                      dlopen_nested_in_constructor,
+ *                                      attach_dlopen_pending_spec (-p)
+ * fork_child_runs_without_probes       fork_child_runs_without_probes
+ * exec_drops_and_rearms_spec           exec_drops_and_rearms_spec (launch:
+ *                                      re-armed in the new image),
+ *                                      attach_exec_drops_probes (-p: the
+ *                                      injected agent goes with the image)
+ * set_return_skips_function            n/a here: --inject is another part
+ *                                      of issue 6 (the agent side is
+ *                                      test-agent.c handler_forces_return_*)
+ * deferred_registration_from_handler   n/a: handlers that (un)register
+ *                                      probes are tracer-side API; the
+ *                                      agent's handlers are built in
+ * example_retval                       example_retval (utrace -r work)
+ * example_count_hits                   attach_probe_detach_restores_code
+ *                                      (-p PID -c -d: hits counted)
+ * attach_probe_detach_restores_code    attach_probe_detach_restores_code
+ *                                      (the agent's XOL area stays mapped
+ *                                      by design, docs/agent.md: not checked)
+ * fork_followed_child_is_probed        fork_followed_child_is_probed (-F:
+ *                                      the child's own arena)
+ * depth_overflow_is_counted            depth_overflow_is_counted (host API:
+ *                                      the CLI has no depth option)
+ * tail_call_chains_return_instances    tail_call_chains_return_instances
+ * foreign_sigtraps_pass_through        foreign_sigtraps_pass_through (host
+ *                                      API: the counter) + the CLI run
+ * refused_site_fails_registration      refused_site_fails_with_reason
+ *                                      (launch and -p)
+ * unregister_while_running             unregister_while_running (host API)
+ * register_before_attach_then_sync     n/a: the CLI resolves the SPECs after
+ *                                      the injection; attach is covered by
+ *                                      the attach_* tests
+ * riprel_slot_near_code                riprel_slot_near_code (host API)
+ * vfork_exec_keeps_parent_probes       vfork_exec_keeps_parent_probes
+ *                                      (the follow variant: -F, not yet)
+ * coroutine_stack_switch_survives      coroutine_stack_switch_survives
+ * attach_detach_cycles                 arm_disarm_cycles (host API, one
+ *                                      process: a second injection into the
+ *                                      same process is another part of
+ *                                      issue 6)
+ * deferred_registration_multithreaded  n/a (as deferred_registration_*)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "utrace/elf.h"
+#include "utrace/proc.h"
+#include "utrace/spec.h"
+#include "agent-host.h"
+#include "../ptrace/ptrace-util.h"
+
+static const char *utrace(void)
+{
+	const char *u = getenv("UTRACE");
+
+	return u && *u ? u : harness_build_path("cli/utrace");
+}
+
+static const char *s_uprobes(void)
+{
+	static char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", target_path("s-uprobes"));
+	return buf;
+}
+
+static const char *dl_lib(void)
+{
+	static char buf[4096];
+
+	snprintf(buf, sizeof(buf), "%s", target_path("libuprobe-dl.so"));
+	return buf;
+}
+
+/* Newline-terminated lines in @s. */
+static int count_lines_of(const char *s)
+{
+	int n = 0;
+
+	while (s && (s = strchr(s, '\n'))) {
+		n++;
+		s++;
+	}
+	return n;
+}
+
+/* Parse "KEY=N" from the target's output. */
+static long expect(const char *out, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "%s=", key);
+	p = out ? strstr(out, pat) : NULL;
+	return p ? atol(p + strlen(pat)) : -1;
+}
+
+/* utrace ARGS (NULL-terminated); both streams captured. */
+static int run_utrace(const char *const *args, char **out, char **err)
+{
+	char *argv[64];
+	int i = 0;
+
+	argv[i++] = (char *)utrace();
+	while (*args && i < 63)
+		argv[i++] = (char *)*args++;
+	argv[i] = NULL;
+	return harness_run(argv, out, err, 240);
+}
+
+struct vline {
+	long hits, returns, missed, points;
+};
+
+/* utrace -v's last line: "N entry hits, N returns, N returns missed, N probe points". */
+static struct vline vline(const char *err)
+{
+	struct vline v = { -1, -1, -1, -1 };
+	const char *p = err ? strstr(err, " entry hits, ") : NULL;
+
+	CHECK_MSG(p, "no -v totals in:\n%s", err ? err : "");
+	while (p > err && p[-1] != ' ')
+		p--;
+	CHECK_EQ(sscanf(p, "%ld entry hits, %ld returns, %ld returns missed, %ld probe points",
+			&v.hits, &v.returns, &v.missed, &v.points),
+		 4);
+	return v;
+}
+
+/* Run utrace --format json with @args after the options; the events file's text. */
+static char *run_json(const char *const *args, char **out, char **err)
+{
+	char file[] = "/tmp/utrace-behaviour-XXXXXX";
+	const char *argv[40] = { "-b", "agent", "--format", "json", "-o", file };
+	int fd = mkstemp(file), i = 6, rc;
+	char *text = calloc(1, 1 << 20);
+	ssize_t n;
+
+	CHECK(fd >= 0 && text);
+	while (*args && i < 39)
+		argv[i++] = *args++;
+	argv[i] = NULL;
+	rc = run_utrace(argv, out, err);
+	CHECK_MSG(rc == 0, "utrace exit %d:\n%s", rc, *err ? *err : "");
+	n = read(fd, text, (1 << 20) - 1);
+	CHECK(n >= 0);
+	close(fd);
+	unlink(file);
+	return text;
+}
+
+/* JSON events of @type ("entry", "return") for function @name. */
+static long events(const char *text, const char *type, const char *name)
+{
+	char t[64], nm[128];
+	const char *line = text;
+	long n = 0;
+
+	snprintf(t, sizeof(t), "\"type\": \"%s\"", type);
+	snprintf(nm, sizeof(nm), "\"name\": \"%s\"", name);
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[1024];
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1),
+			 line);
+		if (strstr(buf, t) && strstr(buf, nm))
+			n++;
+		line = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+/* Runtime address of @spec in live process @pid. */
+static uint64_t sym_addr(pid_t pid, const char *text)
+{
+	struct utrace_image *img = utrace_image__open_pid(pid);
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	size_t nr = 0;
+	uint64_t addr;
+
+	CHECK(img);
+	CHECK_EQ(utrace_spec__parse(text, &spec, NULL, 0), 0);
+	CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+	CHECK(nr >= 1);
+	addr = m[0].addr;
+	free(m);
+	utrace_spec__clear(&spec);
+	utrace_image__close(img);
+	return addr;
+}
+
+/* The first @n code bytes of @sym in the file @path, as hex. */
+static void file_bytes_hex(const char *path, const char *sym, char *hex, size_t n)
+{
+	struct utrace_elf *elf = utrace_elf__open(path);
+	uint8_t b[32];
+	size_t i, k;
+
+	CHECK(elf);
+	for (i = 0; i < utrace_elf__sym_count(elf); i++) {
+		const struct utrace_sym *s = utrace_elf__sym(elf, i);
+
+		if (!strcmp(s->name, sym) && !(s->flags & UTRACE_SYM_PLT)) {
+			CHECK_EQ(utrace_elf__read(elf, s->addr, b, n), (long)n);
+			for (k = 0; k < n; k++)
+				sprintf(hex + 2 * k, "%02x", b[k]);
+			utrace_elf__close(elf);
+			return;
+		}
+	}
+	CHECK(!"symbol not found");
+}
+
+/* The 16 code bytes of @spec (symbol @sym of file @path) in @pid equal the file's. */
+static void check_code_restored(pid_t pid, const char *path, const char *spec, const char *sym)
+{
+	char hex[40], mem[40];
+	uint8_t b[16];
+	size_t i;
+
+	CHECK_EQ(utrace_mem__read(pid, sym_addr(pid, spec), b, 16), 16);
+	for (i = 0; i < 16; i++)
+		sprintf(mem + 2 * i, "%02x", b[i]);
+	file_bytes_hex(path, sym, hex, 16);
+	CHECK_STREQ(mem, hex);
+}
+
+/* utrace in the background, stderr to @errfile (attach mode). */
+static pid_t spawn_utrace(const char *const *args, const char *errfile)
+{
+	char *argv[64];
+	pid_t pid;
+	int i = 0;
+
+	argv[i++] = (char *)utrace();
+	while (*args && i < 63)
+		argv[i++] = (char *)*args++;
+	argv[i] = NULL;
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		int fd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int null = open("/dev/null", O_RDWR);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(null, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Exit status of @pid within @sec seconds (killed and failed after). */
+static int wait_exit(pid_t pid, int sec)
+{
+	int st, i;
+
+	for (i = 0; i < sec * 100; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		msleep(10);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	CHECK_MSG(0, "pid %d still running after %d s", (int)pid, sec);
+	return -1;
+}
+
+static char *slurp(const char *file)
+{
+	char *buf = calloc(1, 65536);
+	int fd = open(file, O_RDONLY);
+	ssize_t n;
+
+	CHECK(buf && fd >= 0);
+	n = read(fd, buf, 65535);
+	CHECK(n >= 0);
+	close(fd);
+	return buf;
+}
+
+/* Wait until a probe is in at @addr of @pid: int3 or jmp as the first byte. */
+static void wait_armed(pid_t pid, uint64_t addr, int sec)
+{
+	uint8_t b = 0;
+	int i;
+
+	for (i = 0; i < sec * 100; i++) {
+		if (utrace_mem__read(pid, addr, &b, 1) == 1 && (b == 0xcc || b == 0xe9))
+			return;
+		msleep(10);
+	}
+	CHECK_MSG(0, "no probe at 0x%llx after %d s (byte %02x)", (unsigned long long)addr, sec, b);
+}
+
+/* ---- the CLI, launch mode ------------------------------------------------- */
+
+TEST_TIMEOUT(mt_exact_counts, 400)
+{
+	const char *args[] = { "-b", "agent",	  "-c", "-v",	  "-f", "work",
+			       "--", s_uprobes(), "mt", "100000", "8",	NULL };
+	int run;
+
+	for (run = 0; run < 3; run++) {
+		char *out = NULL, *err = NULL;
+		struct vline v;
+
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		CHECK_EQ(expect(out, "entries"), 800000);
+		v = vline(err);
+		CHECK_EQ(v.hits, 800000);
+		CHECK_EQ(v.returns, 800000);
+		CHECK_EQ(v.missed, 0);
+		CHECK_MSG(strstr(err, " 800000 ") && strstr(err, " work\n"), "%s", err);
+		CHECK(!strstr(err, "lost"));
+		harness_note("run %d: %ld entries, %ld returns", run, v.hits, v.returns);
+		free(out);
+		free(err);
+	}
+}
+
+/*
+ * bpftrace's count of calls of work() for the same workload, or -1 if
+ * bpftrace is missing or does not work here (as test-uprobes.c).
+ */
+static long bpftrace_count(void)
+{
+	char prog[4096], cmd[4096], *out = NULL, *at;
+	char *argv[] = { "/usr/bin/bpftrace", "-q", "-e", prog, "-c", cmd, NULL };
+	long count = -1;
+
+	if (access("/usr/bin/bpftrace", X_OK) || geteuid() != 0)
+		return -1;
+	snprintf(prog, sizeof(prog), "uprobe:%s:work { @ = count(); }", s_uprobes());
+	snprintf(cmd, sizeof(cmd), "%s mt 100000 8", s_uprobes());
+	if (harness_run(argv, &out, NULL, 90) == 0 && out && (at = strstr(out, "@: ")))
+		count = atol(at + 3);
+	free(out);
+	return count;
+}
+
+TEST_TIMEOUT(mt_bpftrace_agrees, 200)
+{
+	const char *args[] = { "-b", "agent",	  "-c", "-v",	  "-f", "work",
+			       "--", s_uprobes(), "mt", "100000", "8",	NULL };
+	char *out = NULL, *err = NULL;
+	long bt = bpftrace_count();
+
+	if (bt < 0)
+		SKIP("bpftrace is not usable here (needs root and kernel uprobes)");
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(bt, vline(err).hits);
+	CHECK_EQ(bt, 800000);
+	free(out);
+	free(err);
+}
+
+/* The lines utrace prints for fib(n), computed from the recursion. */
+static long fib_lines(long n, char *buf, size_t size, size_t *len)
+{
+	long r;
+
+	*len += (size_t)snprintf(buf + *len, size - *len, "fib(%ld)\n", n);
+	r = n < 2 ? n : fib_lines(n - 1, buf, size, len) + fib_lines(n - 2, buf, size, len);
+	*len += (size_t)snprintf(buf + *len, size - *len, "fib() = %ld\n", r);
+	return r;
+}
+
+/* The event lines of @err without their "[tid] " prefixes. */
+static char *event_lines(const char *err)
+{
+	char *r = calloc(1, strlen(err) + 1), *w = r;
+	const char *line = err;
+
+	while (r && line && *line) {
+		const char *nl = strchr(line, '\n'), *e = strstr(line, "] ");
+		size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+
+		if (*line == '[' && e && (!nl || e < nl)) {
+			memcpy(w, e + 2, len - (size_t)(e + 2 - line));
+			w += len - (size_t)(e + 2 - line);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return r;
+}
+
+TEST_TIMEOUT(fib_recursion_and_order, 120)
+{
+	const char *seq[] = { "-b", "agent", "-f", "fib", "--", s_uprobes(), "fib", "6", NULL };
+	const char *big[] = { "-b", "agent",	 "-c",	"-v", "-f", "fib",
+			      "--", s_uprobes(), "fib", "20", NULL };
+	char *out = NULL, *err = NULL, *got, want[8192];
+	size_t len = 0;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(seq, &out, &err), 0);
+	CHECK_EQ(expect(out, "result"), 8);
+	fib_lines(6, want, sizeof(want), &len);
+	got = event_lines(err);
+	CHECK_MSG(!strcmp(got, want), "got:\n%s\nwant:\n%s", got, want);
+	free(got);
+	free(out);
+	free(err);
+
+	CHECK_EQ(run_utrace(big, &out, &err), 0);
+	CHECK_EQ(expect(out, "result"), 6765);
+	v = vline(err);
+	CHECK_EQ(v.hits, expect(out, "entries"));
+	CHECK_EQ(v.returns, expect(out, "returns"));
+	CHECK_EQ(v.missed, 0);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(longjmp_unwinds_return_instances, 120)
+{
+	const char *args[] = { "-v", "-f",	  "jumper",  "-f", "work",
+			       "--", s_uprobes(), "longjmp", "10", NULL };
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
+
+	CHECK_EQ(events(ev, "entry", "jumper"), expect(out, "entries"));
+	CHECK_EQ(events(ev, "return", "jumper"), expect(out, "returns"));
+	CHECK_EQ(vline(err).missed, expect(out, "missed"));
+	CHECK_EQ(events(ev, "entry", "work"), 1);
+	CHECK_EQ(events(ev, "return", "work"), 1);
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(signal_handler_calls_probed_function, 120)
+{
+	const char *args[] = { "-f", "work", "--", s_uprobes(), "signal", "200", NULL };
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
+
+	CHECK_EQ(expect(out, "entries"), 400);
+	CHECK_EQ(events(ev, "entry", "work"), expect(out, "entries"));
+	CHECK_EQ(events(ev, "return", "work"), expect(out, "returns"));
+	CHECK(!strstr(ev, "\"lost\""));
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(dlopen_pending_spec, 120)
+{
+	const char *args[] = { "-v",	    "-f",     "libuprobe-dl:lib_func",
+			       "-f",	    "work",   "--",
+			       s_uprobes(), "dlopen", dl_lib(),
+			       "300",	    NULL };
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
+
+	CHECK_MSG(strstr(err, "'libuprobe-dl:lib_func'") && strstr(err, "not loaded yet"), "%s",
+		  err);
+	CHECK_EQ(expect(out, "entries"), 300);
+	CHECK_EQ(events(ev, "entry", "lib_func"), expect(out, "entries"));
+	CHECK_EQ(events(ev, "return", "lib_func"), expect(out, "returns"));
+	/* work(1) ran before the library existed, with the library SPEC pending */
+	CHECK_EQ(events(ev, "entry", "work"), 1);
+	CHECK(strstr(ev, "\"probe\": \"libuprobe-dl.so:lib_func\""));
+	free(ev);
+	free(out);
+	free(err);
+}
+
+/*
+ * dlopen("libuprobe-dl.so"), a bare name found through s-uprobes's RUNPATH
+ * ($ORIGIN): glibc takes the search path from dlopen's caller, so the
+ * agent's interposer passes such calls to libc untouched (the library is
+ * then armed by the maps poll, a few ms late: counts are a lower bound).
+ * It must load, and the program's own checks pass.
+ */
+TEST_TIMEOUT(dlopen_bare_name_keeps_runpath, 120)
+{
+	const char *args[] = { "-b",	 "agent",
+			       "-c",	 "-v",
+			       "-f",	 "libuprobe-dl:lib_func",
+			       "--",	 s_uprobes(),
+			       "dlopen", "libuprobe-dl.so",
+			       "300",	 NULL };
+	char *out = NULL, *err = NULL;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(expect(out, "entries") == 300, "%s\n%s", out, err);
+	v = vline(err);
+	CHECK(v.hits <= 300 && v.returns <= v.hits);
+	harness_note("lib_func hits seen: %ld of 300", v.hits);
+	free(out);
+	free(err);
+}
+
+/*
+ * A dlopen() inside a library constructor: the loader's lock is held while
+ * the thread waits for the host in the agent's interposer, so the agent's
+ * SYNC must not need that lock (it did: each such load stalled 2 s, the
+ * interposer's time limit, before the probes went in). Exact counts, and
+ * well under those 2 s.
+ */
+TEST_TIMEOUT(dlopen_nested_in_constructor, 120)
+{
+	char nest[4096];
+	const char *args[] = { "-b", "agent",	  "-c",	    "-v", "-f",	    "libuprobe-dl:lib_func",
+			       "--", s_uprobes(), "dlnest", nest, dl_lib(), "300",
+			       NULL };
+	char *out = NULL, *err = NULL;
+	struct timespec t0, t1;
+	struct vline v;
+	double secs;
+
+	snprintf(nest, sizeof(nest), "%s", target_path("libuprobe-nest.so"));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK_EQ(expect(out, "entries"), 300);
+	v = vline(err);
+	CHECK_EQ(v.hits, 300);
+	CHECK_EQ(v.returns, 300);
+	harness_note("nested dlopen run: %.3f s", secs);
+	CHECK_MSG(secs < 1.5, "%.3f s: a dlopen() waited for the host to time out", secs);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(dlclose_drops_and_reload_rearms, 120)
+{
+	const char *args[] = {
+		"-b",	   "agent",  "-c",  "-v", "-f", "libuprobe-dl:lib_func", "--", s_uprobes(),
+		"dlcycle", dl_lib(), "100", "5",  NULL
+	};
+	char *out = NULL, *err = NULL;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(expect(out, "entries"), 500);
+	v = vline(err);
+	/* one point per load: each dlclose dropped it, each dlopen armed a new one */
+	CHECK_EQ(v.points, 5);
+	CHECK_EQ(v.hits, expect(out, "entries"));
+	CHECK_EQ(v.returns, expect(out, "returns"));
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(fork_child_runs_without_probes, 120)
+{
+	const char *args[] = { "-f", "work", "--", s_uprobes(), "fork", "50", "30", NULL };
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err), hex[40], *p;
+
+	CHECK_EQ(expect(out, "entries"), 100);
+	CHECK_EQ(events(ev, "entry", "work"), expect(out, "entries"));
+	CHECK_EQ(events(ev, "return", "work"), expect(out, "returns"));
+	file_bytes_hex(s_uprobes(), "work", hex, 8);
+	p = strstr(out, "child bytes=");
+	CHECK(p);
+	CHECK_MSG(!strncmp(p + 12, hex, 16), "child %.16s file %s", p + 12, hex);
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(exec_drops_and_rearms_spec, 120)
+{
+	const char *args[] = { "-b", "agent",	  "-c",	  "-v", "-f", "work",
+			       "--", s_uprobes(), "exec", "20", "30", NULL };
+	const char *json[] = { "-f", "work", "--", s_uprobes(), "exec", "20", "30", NULL };
+	char *out = NULL, *err = NULL, *ev;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(expect(out, "before_exec"), 20);
+	CHECK_EQ(expect(out, "entries"), 30); /* the new image's own count */
+	v = vline(err);
+	CHECK_EQ(v.hits, 20 + 30);
+	CHECK_EQ(v.returns, 20 + 30);
+	CHECK_EQ(v.points, 2); /* dropped with the old image, armed again in the new */
+	free(out);
+	free(err);
+
+	ev = run_json(json, &out, &err);
+	CHECK_EQ(events(ev, "entry", "work"), 50);
+	CHECK_EQ(events(ev, "return", "work"), 50);
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(example_retval, 60)
+{
+	const char *args[] = {
+		"-b", "agent", "-r", "work", "--", s_uprobes(), "mt", "5", "1", NULL
+	};
+	char *out = NULL, *err = NULL;
+	long v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	for (v = 1; v <= 9; v += 2) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "] work() = %ld\n", v);
+		CHECK_MSG(strstr(err, line), "no '%s' in:\n%s", line, err);
+	}
+	CHECK(!strstr(err, "] work(0)"));
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(fork_followed_child_is_probed, 60)
+{
+	const char *args[] = { "-F", "-f", "work", "--", s_uprobes(), "fork", "50", "30", NULL };
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
+
+	/* parent 2 x 50, child 30: with -F the child keeps its probes (own arena) */
+	CHECK_EQ(events(ev, "entry", "work"), 2 * 50 + 30);
+	CHECK_EQ(events(ev, "return", "work"), 2 * 50 + 30);
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(tail_call_chains_return_instances, 60)
+{
+	const char *args[] = { "-f",	    "tail_a", "-f",  "tail_b", "--",
+			       s_uprobes(), "tail",   "100", NULL };
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
+
+	CHECK_EQ(expect(out, "entries"), 100);
+	CHECK_EQ(events(ev, "entry", "tail_a"), 100);
+	CHECK_EQ(events(ev, "entry", "tail_b"), 100);
+	CHECK_EQ(events(ev, "return", "tail_a"), 100);
+	CHECK_EQ(events(ev, "return", "tail_b"), 100);
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(vfork_exec_keeps_parent_probes, 60)
+{
+	const char *args[] = { "-b", "agent",	  "-c",	   "-v", "-f", "work",
+			       "--", s_uprobes(), "vfork", "40", NULL };
+	char *out = NULL, *err = NULL;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(expect(out, "entries"), 80);
+	v = vline(err);
+	CHECK_EQ(v.hits, 80);
+	CHECK_EQ(v.returns, 80);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(coroutine_stack_switch_survives, 60)
+{
+	const char *args[] = {
+		"-v", "-f", "co_func", "-f", "work", "--", s_uprobes(), "coro", NULL
+	};
+	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
+
+	CHECK_MSG(strstr(out, "coro result=15"), "%s", out);
+	CHECK_EQ(events(ev, "entry", "co_func"), 1);
+	CHECK_EQ(events(ev, "entry", "work"), 1);
+	CHECK_EQ(events(ev, "return", "work"), 1);
+	harness_note("co_func returns reported: %ld", events(ev, "return", "co_func"));
+	free(ev);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(foreign_sigtraps_pass_through_cli, 60)
+{
+	const char *args[] = { "-b", "agent",	  "-c",	     "-v", "-f", "work",
+			       "--", s_uprobes(), "sigtrap", "50", NULL };
+	char *out = NULL, *err = NULL;
+	struct vline v;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(expect(out, "traps"), 100);
+	v = vline(err);
+	CHECK_EQ(v.hits, 50);
+	CHECK_EQ(v.returns, 50);
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(refused_site_fails_with_reason, 60)
+{
+	const char *args[] = {
+		"-b", "agent", "-f", "trap_fn", "--", s_uprobes(), "fib", "3", NULL
+	};
+	char *out = NULL, *err = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 1);
+	/* the planner's reason, in one line; the command never ran */
+	CHECK_MSG(strstr(err, "trap_fn") && strstr(err, "'ud2' cannot run out of line"), "%s", err);
+	CHECK_EQ(count_lines_of(err), 1);
+	CHECK(!strstr(out, "expect"));
+	free(out);
+	free(err);
+}
+
+/* ---- the CLI, attach mode (-p) --------------------------------------------- */
+
+TEST_TIMEOUT(attach_probe_detach_restores_code, 120)
+{
+	const char *args[] = { "loop", "4", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
+	const char *uargs[] = {
+		"-b", "agent", "-c", "-v", "-f", "work", "-p", pid, "-d", "1", NULL
+	};
+	int fd = mkstemp(errfile);
+	struct vline v;
+	pid_t u;
+
+	CHECK(fd >= 0);
+	close(fd);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u = spawn_utrace(uargs, errfile);
+	CHECK_EQ(wait_exit(u, 60), 0);
+	err = slurp(errfile);
+	unlink(errfile);
+	v = vline(err);
+	CHECK_MSG(v.hits > 0 && v.points == 1, "%s", err);
+	CHECK(strstr(err, " work\n"));
+	harness_note("attach: %ld entries, %ld returns while attached", v.hits, v.returns);
+	check_code_restored(t.pid, s_uprobes(), "work", "work");
+	CHECK(write(t.in, "x\n", 2) == 2);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	/* every hit was a real call of the program's */
+	CHECK(v.hits <= atol(strstr(line, "calls=") + 6));
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(err);
+}
+
+TEST_TIMEOUT(attach_dlopen_pending_spec, 120)
+{
+	const char *args[] = { "dlwait", dl_lib(), "100", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
+	const char *uargs[] = { "-b", "agent", "-c", "-v", "-f", "libuprobe-dl:lib_func",
+				"-p", pid,     NULL };
+	int fd = mkstemp(errfile), i, rc;
+	struct vline v;
+	pid_t u;
+
+	CHECK(fd >= 0);
+	close(fd);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u = spawn_utrace(uargs, errfile);
+	/* the agent is in and the SPEC pending: its warning is out */
+	for (i = 0; i < 1000; i++) {
+		err = slurp(errfile);
+		if (strstr(err, "not loaded yet"))
+			break;
+		free(err);
+		err = NULL;
+		msleep(10);
+	}
+	CHECK_MSG(err, "no pending warning from utrace -p");
+	free(err);
+	CHECK(write(t.in, "x\n", 2) == 2);
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, "loaded"), "%s", line);
+	/* an injected agent does not see dlopen(): utrace polls the maps */
+	wait_armed(t.pid, sym_addr(t.pid, "libuprobe-dl:lib_func"), 10);
+	CHECK(write(t.in, "y\n", 2) == 2);
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_EQ(expect(line, "entries"), 100);
+	kill(u, SIGINT);
+	rc = wait_exit(u, 60);
+	err = slurp(errfile);
+	unlink(errfile);
+	CHECK_MSG(rc == 0, "utrace exit %d:\n%s", rc, err);
+	/* the library's bytes are the file's again */
+	check_code_restored(t.pid, dl_lib(), "libuprobe-dl:lib_func", "lib_func");
+	v = vline(err);
+	CHECK_EQ(v.hits, 100);
+	CHECK_EQ(v.returns, 100);
+	close(t.in);
+	t.in = -1;
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(err);
+}
+
+/*
+ * exec in attach mode: the injected agent goes with the old image (the
+ * design's lifecycle: probes dropped). utrace says so in one line, does
+ * not wait for an agent that is gone, and exits 0 when the program does;
+ * the new image runs unprobed and correct (its own check: exit 0).
+ */
+TEST_TIMEOUT(attach_exec_drops_probes, 120)
+{
+	const char *args[] = { "execwait", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err = NULL;
+	const char *uargs[] = { "-b", "agent", "-c", "-v", "-f", "work", "-p", pid, NULL };
+	int fd = mkstemp(errfile), rc, i;
+	struct vline v;
+	pid_t u;
+
+	CHECK(fd >= 0);
+	close(fd);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u = spawn_utrace(uargs, errfile);
+	wait_armed(t.pid, sym_addr(t.pid, "work"), 10);
+	CHECK(write(t.in, "x\n", 2) == 2);
+	target_wait_ready(&t); /* the new image's "ready": it calls work() now */
+	for (i = 0; i < 1000; i++) {
+		err = slurp(errfile);
+		if (strstr(err, "ran execve()"))
+			break;
+		free(err);
+		err = NULL;
+		msleep(10);
+	}
+	CHECK_MSG(err && strstr(err, "attach again"), "no exec line from utrace -p");
+	free(err);
+	/* no probe leaked into the new image */
+	check_code_restored(t.pid, s_uprobes(), "work", "work");
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	rc = wait_exit(u, 30);
+	err = slurp(errfile);
+	unlink(errfile);
+	CHECK_MSG(rc == 0, "utrace exit %d:\n%s", rc, err);
+	v = vline(err);
+	CHECK_EQ(v.hits, 0); /* the old image never called work() while attached */
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(err);
+}
+
+TEST_TIMEOUT(refused_site_fails_with_reason_attached, 120)
+{
+	const char *args[] = { "loop", "1", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], *out = NULL, *err = NULL, line[128];
+	const char *uargs[] = { "-b", "agent", "-f", "trap_fn", "-p", pid, NULL };
+
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	CHECK_EQ(run_utrace(uargs, &out, &err), 1);
+	CHECK_MSG(strstr(err, "trap_fn") && strstr(err, "'ud2' cannot run out of line"), "%s", err);
+	check_code_restored(t.pid, s_uprobes(), "trap_fn", "trap_fn");
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	free(out);
+	free(err);
+}
+
+/* ---- the host API (what the CLI does not expose) --------------------------- */
+
+#define ENTRY_RET (UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE)
+
+static void launch(struct ahost *h, const struct ahost_opts *o, const char *a, const char *b,
+		   const char *c)
+{
+	char *argv[] = { (char *)s_uprobes(), (char *)a, (char *)b, (char *)c, NULL };
+	int err = ahost_launch(h, o, argv);
+
+	CHECK_MSG(err == 0, "launch: %d %s", err, h->why);
+}
+
+static int probe(struct ahost *h, const char *spec, uint32_t flags)
+{
+	int id = ahost_probe(h, spec, flags, false);
+
+	CHECK_MSG(id >= 0, "probe %s: %d %s", spec, id, h->why);
+	ahost_set_want(h, id,
+		       ahost_abi(h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP : UTRACE_PS_INT3);
+	return id;
+}
+
+static void sync_ok(struct ahost *h)
+{
+	int r = ahost_sync(h);
+
+	CHECK_MSG(r >= 0, "sync: %d %s", r, h->why);
+}
+
+/* The target's whole stdout (after it exited). */
+static char *read_all(int fd)
+{
+	char *buf = calloc(1, 65536);
+	size_t n = 0;
+	ssize_t k;
+
+	while (n < 65535 && (k = read(fd, buf + n, 65535 - n)) > 0)
+		n += (size_t)k;
+	return buf;
+}
+
+TEST_TIMEOUT(depth_overflow_is_counted, 60)
+{
+	struct ahost h;
+	struct ahost_opts o = { .max_depth = 4, .pipe_stdout = true };
+	struct utrace_abi_probe *a;
+	char *out;
+	int id;
+
+	launch(&h, &o, "fib", "12", NULL);
+	id = probe(&h, "fib", ENTRY_RET);
+	sync_ok(&h);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	out = read_all(h.stdout_fd);
+	a = ahost_abi(&h, id);
+	CHECK_EQ(ahost_hits(&h, id), expect(out, "entries"));
+	CHECK(a->missed_ret > 0);
+	CHECK_EQ(a->returns + a->missed_ret, ahost_hits(&h, id));
+	harness_note("fib 12, depth 4: %llu hits, %llu returns, %llu missed",
+		     (unsigned long long)ahost_hits(&h, id), (unsigned long long)a->returns,
+		     (unsigned long long)a->missed_ret);
+	free(out);
+	ahost_close(&h);
+}
+
+TEST_TIMEOUT(foreign_sigtraps_pass_through, 60)
+{
+	struct ahost h;
+	struct ahost_opts o = { .pipe_stdout = true };
+	char *out;
+	int id;
+
+	launch(&h, &o, "sigtrap", "50", NULL);
+	id = probe(&h, "work", ENTRY_RET);
+	sync_ok(&h);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	out = read_all(h.stdout_fd);
+	CHECK_EQ(expect(out, "traps"), 100);
+	CHECK_EQ(ahost_hits(&h, id), 50);
+	CHECK_EQ(ahost_abi(&h, id)->returns, 50);
+	CHECK_EQ(h.hdr->foreign_traps, 100);
+	free(out);
+	ahost_close(&h);
+}
+
+TEST_TIMEOUT(riprel_slot_near_code, 60)
+{
+	struct ahost h;
+	struct ahost_opts o = { .pipe_stdout = true };
+	struct utrace_abi_probe *a;
+	int64_t d;
+	char *out;
+	int id;
+
+	launch(&h, &o, "riprel", "100", NULL);
+	id = probe(&h, "rip_push", ENTRY_RET);
+	sync_ok(&h);
+	a = ahost_abi(&h, id);
+	CHECK_MSG(a->state == UTRACE_PS_JMP || a->state == UTRACE_PS_INT3, "state %u err %d",
+		  a->state, a->err);
+	/* push [rip + sink] runs out of line only within rel32 reach of sink */
+	d = (int64_t)(a->slot - a->addr);
+	CHECK(d == (int32_t)d);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	out = read_all(h.stdout_fd);
+	CHECK_EQ(expect(out, "entries"), 100);
+	CHECK_EQ(ahost_hits(&h, id), 100);
+	CHECK_EQ(a->returns, 100);
+	free(out);
+	ahost_close(&h);
+}
+
+/* Read the target's lines until one contains @what. */
+static void wait_line(struct ahost *h, const char *what, char *line, size_t size)
+{
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		CHECK(read_line(h->stdout_fd, line, size, 10000) > 0);
+		if (strstr(line, what))
+			return;
+	}
+	CHECK_MSG(0, "no '%s' from the target", what);
+}
+
+/* Wait (10 s at most) until probe @id counted @n more hits than @from. */
+static uint64_t wait_hits(struct ahost *h, int id, uint64_t from, uint64_t n)
+{
+	uint64_t v = 0;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		v = ahost_hits(h, id);
+		if (v >= from + n)
+			return v;
+		msleep(10);
+	}
+	CHECK_MSG(0, "%llu hits, wanted %llu", (unsigned long long)v,
+		  (unsigned long long)(from + n));
+	return v;
+}
+
+/*
+ * Arm, let 4 threads hit, disarm while they run, @cycles times: no hit
+ * after a disarm, the code bytes equal the file's each time; the last
+ * round is left armed for DETACH to remove.
+ *
+ * The agent never stops threads: a hit whose handler had passed its
+ * "armed?" test when the disarm was acknowledged still adds its count a
+ * moment later (seen once in ~20 disarms on 2 busy cores). Unlike
+ * ptrace's, the guarantee is "no new hit": counted from SETTLE_MS after
+ * the acknowledgement.
+ */
+#define SETTLE_MS 20
+
+static void arm_disarm(int cycles)
+{
+	struct ahost h;
+	struct ahost_opts o = { .pipe_stdin = true, .pipe_stdout = true };
+	char line[128];
+	uint64_t before;
+	int id, k;
+
+	launch(&h, &o, "loop", "4", NULL);
+	id = probe(&h, "work", ENTRY_RET);
+	ahost_set_want(&h, id, UTRACE_PS_DISARMED);
+	CHECK_EQ(ahost_start(&h), 0);
+	wait_line(&h, "ready", line, sizeof(line));
+	for (k = 0; k < cycles; k++) {
+		ahost_set_want(&h, id, UTRACE_PS_JMP);
+		sync_ok(&h);
+		before = wait_hits(&h, id, ahost_hits(&h, id), 1000);
+		ahost_set_want(&h, id, UTRACE_PS_DISARMED);
+		sync_ok(&h);
+		CHECK_EQ(ahost_abi(&h, id)->state, UTRACE_PS_DISARMED);
+		msleep(SETTLE_MS);
+		before = ahost_hits(&h, id);
+		msleep(100);
+		CHECK_EQ(ahost_hits(&h, id), before);
+		check_code_restored(h.pid, s_uprobes(), "work", "work");
+	}
+	ahost_set_want(&h, id, UTRACE_PS_JMP);
+	sync_ok(&h);
+	wait_hits(&h, id, ahost_hits(&h, id), 1000);
+	CHECK_EQ(ahost_cmd(&h, UTRACE_CMD_DETACH, 0, 0), 0);
+	CHECK_EQ(h.hdr->agent_state, UTRACE_AGENT_DORMANT);
+	msleep(SETTLE_MS);
+	before = ahost_hits(&h, id);
+	check_code_restored(h.pid, s_uprobes(), "work", "work");
+	msleep(100);
+	CHECK_EQ(ahost_hits(&h, id), before);
+	close(h.stdin_fd);
+	h.stdin_fd = -1;
+	wait_line(&h, " ok", line, sizeof(line));
+	CHECK_EQ(ahost_wait(&h), 0);
+	harness_note("%d arm/disarm cycles, %llu hits in all", cycles,
+		     (unsigned long long)ahost_hits(&h, id));
+	ahost_close(&h);
+}
+
+TEST_TIMEOUT(unregister_while_running, 120)
+{
+	arm_disarm(3);
+}
+
+TEST_TIMEOUT(arm_disarm_cycles, 200)
+{
+	arm_disarm(10);
+}
