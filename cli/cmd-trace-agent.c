@@ -28,7 +28,6 @@
  * Not here (yet): several pids, -k, --inject, -F, Chrome output, libraries
  * loaded later with dlopen.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <inttypes.h>
@@ -38,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -480,44 +478,6 @@ static int prepare_arena(void *arena, size_t size, void *ctx)
 }
 
 /*
- * Threads of @pid still attached to us. The agent's control thread is
- * created by the init call while the injection session traces the process;
- * the session can detach before the new thread's first stop is reported,
- * leaving that thread in a ptrace stop with us as its tracer (seen about
- * once in ten attaches): let it go.
- */
-static void release_stray_threads(pid_t pid)
-{
-	char path[64], line[128];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
-		FILE *f;
-
-		if (tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "TracerPid:", 10) || atoi(line + 10) != getpid())
-				continue;
-			waitpid(tid, NULL, __WALL | WNOHANG);
-			ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		}
-		fclose(f);
-	}
-	closedir(d);
-}
-
-/*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
  * becomes @h's; @h->pid is the target, which is not our child.
@@ -564,8 +524,6 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 			return 0;
 		if (st != UTRACE_AGENT_NONE)
 			break;
-		if (i % 10 == 9)
-			release_stray_threads(pid);
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}

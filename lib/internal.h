@@ -182,6 +182,14 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status);
  */
 int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms);
 
+/**
+ * session_note_clone - @th, busy in a remote call, reported a clone, fork
+ * or vfork event (@event): make the new task known to the session without
+ * resuming @th, so that a later detach waits for the task's first stop and
+ * detaches it too (session.c). Engines see the event as usual.
+ */
+void session_note_clone(struct utrace_session *s, struct utrace_thread *th, int event);
+
 /** session_now_ms - CLOCK_MONOTONIC in milliseconds (session.c). */
 long session_now_ms(void);
 

@@ -270,8 +270,20 @@ static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, lo
 			session_handle_status(th->s, tid, status);
 			return -EINTR;
 		}
+		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+		    event == PTRACE_EVENT_VFORK) {
+			/*
+			 * The callee made a task (agent init: its control thread).
+			 * Auto-attached through PTRACE_O_TRACECLONE, it must be known
+			 * to the session before anybody detaches, or its first stop,
+			 * if it comes after the detach, leaves it stopped and traced
+			 * by nobody who will ever resume it.
+			 */
+			session_note_clone(th->s, th, event);
+			continue;
+		}
 		if (event != 0 || WSTOPSIG(status) == (SIGTRAP | 0x80))
-			continue; /* clone/fork/seccomp/group-stop/syscall: let it run on */
+			continue; /* seccomp/group-stop/syscall: let it run on */
 		/* A signal-delivery stop. */
 		if (ptrace_getsiginfo(tid, &si) < 0 || ptrace_getregs(tid, &regs) < 0)
 			return -ESRCH;

@@ -124,6 +124,26 @@ EXPORT int inject_test_init_thread(int arena_fd, unsigned int flags, uint64_t ar
 	return m->thread_tid ? r : -ETIMEDOUT;
 }
 
+/*
+ * The same, but returning at once, as the agent's init does: the thread's
+ * clone event and first stop may come while the tracer is still inside the
+ * remote call, or after it returned, or as it detaches. Either way the
+ * tracer must see both before it detaches, or the thread is left stopped.
+ */
+EXPORT int inject_test_init_thread_nowait(int arena_fd, unsigned int flags, uint64_t arg)
+{
+	pthread_t th;
+	int r;
+
+	r = inject_test_init(arena_fd, flags, arg);
+	if (r < 0)
+		return r;
+	if (pthread_create(&th, NULL, agent_thread, last_arena))
+		return -EAGAIN;
+	pthread_detach(th);
+	return r;
+}
+
 /* An init that fails: the injection must undo everything. */
 EXPORT int inject_test_init_fail(int arena_fd, unsigned int flags, uint64_t arg)
 {
