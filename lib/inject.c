@@ -90,6 +90,7 @@
 #include "utrace/inject.h"
 #include "utrace/proc.h"
 #include "utrace/spec.h"
+#include "arch.h"
 #include "internal.h"
 
 #ifndef MFD_CLOEXEC
@@ -458,8 +459,24 @@ static bool syscall_maybe_in_libc_internals(long nr)
 }
 
 /*
+ * Sleeps that the kernel restarts through the thread's restart_block
+ * (-ERESTART_RESTARTBLOCK): nanosleep, clock_nanosleep, poll, and
+ * restart_syscall itself (such a sleep interrupted once). If we died during
+ * the scratch page's mmap or munmap, the thread's way back (remote.c,
+ * an rt_sigreturn frame) would lose that block and the sleep would fail
+ * with EINTR; other threads come first.
+ */
+static bool syscall_uses_restart_block(long nr)
+{
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_poll ||
+	       nr == SYS_restart_syscall;
+}
+
+/*
  * Rank of a thread from /proc alone: 0 blocked in a harmless syscall,
- * 1 running, 2 blocked in futex or a memory syscall, 3 anything else.
+ * 1 running, 2 blocked in futex or a memory syscall, 3 anything else;
+ * a sleep restarted through the restart_block ranks after the others of
+ * its group (0 -> 0.5, shown as 1 with running threads first).
  */
 static int thread_rank(pid_t pid, pid_t tid)
 {
@@ -485,8 +502,11 @@ static int thread_rank(pid_t pid, pid_t tid)
 			nr = strncmp(buf, "running", 7) ? strtol(buf, NULL, 10) : -2;
 		fclose(f);
 	}
-	if (state == 'S' && nr >= 0)
-		return syscall_maybe_in_libc_internals(nr) ? 2 : 0;
+	if (state == 'S' && nr >= 0) {
+		if (syscall_maybe_in_libc_internals(nr))
+			return 2;
+		return syscall_uses_restart_block(nr) ? 1 : 0;
+	}
 	if (state == 'R')
 		return 1;
 	return 3;
@@ -632,11 +652,30 @@ out:
 /* Remote helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * A remote syscall. Once the stub page is there, as a remote call of its
+ * sys() (arch/x86_64/call-stub.S), whose way back if we die leaves the
+ * thread's restart_block intact; before it (the scratch mmap) and for the
+ * munmap of the page itself, through remote.c, whose way back is an
+ * rt_sigreturn frame (which resets the restart_block: a thread interrupted
+ * in nanosleep would see EINTR if we died right then; choose_thread()
+ * prefers other threads for that reason).
+ */
 static int rsys(struct inject_ctx *c, long nr, uint64_t a0, uint64_t a1, uint64_t a2, long *ret)
 {
-	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+	uint64_t args[6] = { (uint64_t)nr, a0, a1, a2, 0, 0 }, sargs[6] = { a0, a1, a2, 0, 0, 0 };
+	uint64_t v = 0;
 	long t0 = now_us();
-	int r = utrace_thread__remote_syscall(c->th, nr, args, ret);
+	int r;
+
+	if (c->th->proc->call_stub && !(nr == SYS_munmap && a0 == c->scratch)) {
+		r = utrace_thread__remote_call(c->th, c->th->proc->call_stub + ARCH_STUB_SYS, args,
+					       &c->call_opts, &v);
+		if (r == 0)
+			*ret = (long)v;
+	} else {
+		r = utrace_thread__remote_syscall(c->th, nr, sargs, ret);
+	}
 
 	pr_debug("pid %d: remote syscall %ld: %d, %ld us\n", c->pid, nr, r, now_us() - t0);
 	return r;
@@ -719,7 +758,7 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	{
 		uint64_t args[6] = { 0,
 				     SCRATCH_SIZE,
-				     PROT_READ | PROT_WRITE,
+				     PROT_READ | PROT_EXEC,
 				     MAP_PRIVATE | MAP_ANONYMOUS,
 				     (uint64_t)-1,
 				     0 };
@@ -731,6 +770,15 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	if (sret < 0 && sret > -4096)
 		return fail(c, (int)sret, "remote mmap failed: %s", strerror((int)-sret));
 	c->scratch = (uint64_t)sret;
+	/*
+	 * The remote calls' kill-safe return stub (arch/x86_64/call.c) at the
+	 * start of the page, the strings after it. The target only reads and
+	 * runs the page: it stays read-only, written through /proc/PID/mem.
+	 */
+	if (utrace_mem__write(c->pid, c->scratch, arch_call_stub_start, ARCH_STUB_LEN) ==
+	    (ssize_t)ARCH_STUB_LEN)
+		c->th->proc->call_stub = c->scratch;
+	off = (ARCH_STUB_LEN + 63) & ~(size_t)63;
 	path_addr = scratch_put(c, &off, real);
 	if (arena_size)
 		name_addr = scratch_put(c, &off, ARENA_NAME);
@@ -826,6 +874,7 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	}
 
 	/* 9. Done in the target. */
+	c->th->proc->call_stub = 0;
 	rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
 	c->scratch = 0;
 	out->pid = c->pid;
@@ -849,6 +898,7 @@ out_fd:
 	if (tfd >= 0)
 		rsys(c, SYS_close, (uint64_t)tfd, 0, 0, &sret);
 out_scratch:
+	c->th->proc->call_stub = 0;
 	if (c->scratch)
 		rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
 	c->scratch = 0;

@@ -1102,6 +1102,8 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 		}
 	}
 	th->proc->gadget = 0;
+	th->proc->sysret = th->proc->restore_rt = th->proc->call_stub = 0;
+	th->proc->safe_searched = false;
 	th->group_stopped = false;
 	th->proc->hide_pre_exec = false;
 	a.former = former;

@@ -1036,6 +1036,65 @@ TEST_TIMEOUT(inject_50_times_no_thread_left_traced, 300)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+/*
+ * The tracer is SIGKILLed while the target runs the (slow) init of the
+ * injected object: the kernel detaches the thread with the call's
+ * registers. It must return through the stub and the sigreturn frame by
+ * itself (lib/arch/x86_64/call.c) and carry on exactly as if nothing had
+ * happened: s-blocked checks its read (restarted, gets our bytes), its
+ * nanosleep (run again: no EINTR, at least the full length) or its
+ * vector registers (spin: the init clobbers xmm0-5). Nobody traces it
+ * afterwards and its code is unchanged.
+ */
+static void kill_tracer_during_init(const char *mode)
+{
+	const char *args[] = { mode, "1500", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct code_snap snap;
+	pid_t tracer, tid = 0;
+	int st;
+
+	target_wait_ready(&t);
+	code_snap_take(t.pid, &snap);
+	tracer = fork();
+	CHECK(tracer >= 0);
+	if (tracer == 0) {
+		struct utrace_injection inj;
+		UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+			    .init_symbol = "inject_test_init_slow", .init_arg = 9,
+			    .arena_size = 4096);
+
+		_exit(utrace_inject(t.pid, so_path(), &o, &inj) == 0 ? 0 : 3);
+	}
+	/* dlopen takes a few ms; the init 400 ms: this lands inside the init. */
+	msleep(200);
+	CHECK(maps_contain(t.pid, "libinject-test.so"));
+	CHECK_EQ(kill(tracer, SIGKILL), 0);
+	CHECK_EQ(waitpid(tracer, &st, 0), tracer);
+	CHECK(WIFSIGNALED(st)); /* it was still injecting */
+	msleep(400); /* the init ends, the thread finds its way back */
+	CHECK_EQ(traced_threads(t.pid, &tid), 0);
+	code_snap_compare(t.pid, &snap);
+	if (!strcmp(mode, "read"))
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 20000), 0);
+}
+
+TEST(tracer_killed_during_call_read)
+{
+	kill_tracer_during_init("read");
+}
+
+TEST(tracer_killed_during_call_nanosleep)
+{
+	kill_tracer_during_init("sleep");
+}
+
+TEST(tracer_killed_during_call_vector_state)
+{
+	kill_tracer_during_init("spin");
+}
+
 /* Twice into the same process: one copy of the object, init called twice. */
 TEST(inject_twice_same_target)
 {
