@@ -36,8 +36,10 @@
  *     else. The chosen thread is stopped (PTRACE_INTERRUPT) and checked:
  *     a rip inside ld.so is never used. Only that thread stops; the others
  *     keep running, so a lock held by one of them is released as usual.
- *  4. Remote mmap of a scratch page (remote syscall at a syscall
- *     instruction of the vdso, remote.c) for the strings we pass.
+ *  4. Remote mmap of a scratch page (remote syscall, remote.c), read and
+ *     execute only, written through /proc/PID/mem: the kill-safe return
+ *     stub of the remote calls (arch/x86_64/call-stub.S) and the strings
+ *     we pass. Every later syscall runs as a call of the stub's sys().
  *  5. The arena: remote memfd_create("utrace-arena", MFD_CLOEXEC |
  *     MFD_ALLOW_SEALING), fchmod 0600, ftruncate, then F_SEAL_SHRINK |
  *     F_SEAL_GROW | F_SEAL_SEAL so the target cannot make the tracer's
@@ -47,8 +49,8 @@
  *  6. dlopen(path, RTLD_NOW) as a remote function call
  *     (utrace_thread__remote_call(): registers, xstate and mask saved,
  *     signals blocked, orig_rax = -1, stack below the red zone, return to
- *     an unmapped address, timeout). NULL: remote dlerror(), its text read
- *     from the target, reported as "dlopen failed: <text>".
+ *     the stub, timeout). NULL: remote dlerror(), its text read from the
+ *     target, reported as "dlopen failed: <text>".
  *  7. dlsym(handle, init_symbol); NULL: dlerror() again, dlclose(handle).
  *  8. init(arena_fd, flags, arg), after the caller's prepare_arena() has
  *     filled the arena. A negative int: dlclose(handle), the arena fd
@@ -65,6 +67,27 @@
  * 'PATH': WHAT". A remote call that times out cannot be unwound in full:
  * the callee's partial work (e.g. the loader lock taken by dlopen) stays.
  * Choosing the thread is what keeps that from happening.
+ *
+ * The tracer may die at any moment (SIGKILL, OOM): "Never harm the
+ * target" must hold then too. The kernel detaches a dying tracer's
+ * tracees as they are, so a thread in the middle of a remote syscall or
+ * call would run on with our registers. Each one therefore carries its
+ * own way back, which runs only if we are gone (arch/x86_64/call.c, "KILL-
+ * SAFE RETURNS"): the scratch mmap and munmap return through an
+ * rt_sigreturn frame via libc's "syscall; ret" and __restore_rt; the
+ * calls (and the syscalls between) return to the stub, which restores the
+ * mask, the xstate and the registers and restarts the interrupted syscall.
+ * There is no window left in which a kill crashes the target, as long as
+ * libc has both gadgets (glibc does; without them remote.c falls back to
+ * its plain way, and only the scratch mmap and munmap are exposed). The
+ * remaining effects of a kill mid-injection: the scratch page stays mapped
+ * (4 KiB), a signal the tracer had taken aside to re-send is lost, and a
+ * thread killed out of a restart_block sleep (nanosleep, poll) during the
+ * scratch mmap/munmap sees EINTR (choose_thread() avoids such threads).
+ * The price: calls run under PTRACE_SYSCALL to catch the stub's marker,
+ * about 60 more stops for dlopen and init, 1.6 -> 3.4 ms per injection
+ * (bench/inject.sh, median of 21). tests/e2e/test-agent-kill.c kills
+ * utrace 100 times at random moments.
  *
  * Not done: objects that are not visible in the target's mount namespace
  * (Frida sends them as a memfd and dlopens /proc/PID/fd/N), glibc < 2.34

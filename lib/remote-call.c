@@ -21,7 +21,15 @@
  *     after the restore, like any other signal that stayed pending.
  *  3. orig_rax = -1 (no syscall restart rewinds our rip), arguments in
  *     rdi..r9, rsp below the red zone and aligned, the return address
- *     0x320 written into the new stack slot, TF/DF cleared.
+ *     0x320 written into the new stack slot, TF/DF cleared. When the
+ *     injection has mapped its stub (proc->call_stub), the return address
+ *     is the stub instead, above it a frame from which the stub restores
+ *     the thread by itself if the tracer dies (arch/x86_64/call.c); the
+ *     return is then the entry stop of the stub's marker syscall (run
+ *     with PTRACE_SYSCALL), and the thread is moved to a PTRACE_EVENT_STOP
+ *     before the restore (marker_to_event_stop()). The registers are set
+ *     before the mask and restored after it, so that no moment leaves a
+ *     thread running its own code with every signal blocked.
  *  4. PTRACE_CONT. The callee returns to 0x320, which can never be mapped
  *     (below mmap_min_addr): a SIGSEGV signal-delivery stop with rip =
  *     0x320 and rsp just above our slot is the completion (Frida's
