@@ -43,9 +43,11 @@ struct utrace_arena_hdr *agent_hdr;
 struct utrace_probe *agent_probes;
 uint32_t agent_nr_probes;
 volatile int agent_active;
+volatile uint32_t agent_gen;
 
 static int host_pidfd = -1;
 static uint32_t started; /* futex word: CMD_START seen (or gave up) */
+static volatile int control_running; /* a control thread serves the arena */
 
 static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
@@ -122,6 +124,7 @@ static void *control_main(void *arg)
 			if (cmd == UTRACE_CMD_DETACH) {
 				go_dormant();
 				ack(seq, 0);
+				__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
 				return NULL;
 			}
 			if (cmd == UTRACE_CMD_START) {
@@ -140,6 +143,7 @@ static void *control_main(void *arg)
 		futex(&agent_hdr->cmd_seq, FUTEX_WAIT, last, &ts);
 		if (!host_alive()) {
 			go_dormant();
+			__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
 			return NULL;
 		}
 		ring_calibrate();
@@ -164,7 +168,12 @@ static int agent_start(int fd, unsigned int flags)
 	int err;
 
 	(void)flags;
-	if (agent_arena)
+	/*
+	 * A session is running: this copy of the agent is busy (the host may
+	 * load another copy, lib/inject.c). A dormant agent (its host
+	 * detached or died) serves a new arena: a new session, agent_gen + 1.
+	 */
+	if (agent_arena && (agent_active || __atomic_load_n(&control_running, __ATOMIC_ACQUIRE)))
 		return -EALREADY;
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -189,31 +198,51 @@ static int agent_start(int fd, unsigned int flags)
 	m = mmap(NULL, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
-	agent_probes = utrace_alloc(AGENT_MAX_PROBES * sizeof(struct utrace_probe));
-	if (!agent_probes) {
-		munmap(m, h.arena_size);
-		return -ENOMEM;
+	if (agent_arena) {
+		/*
+		 * Re-attach. The old arena stays mapped: threads of the last
+		 * session may still hold pointers into it (their task's slot,
+		 * a return instance on its way back). Only probes are reset;
+		 * the XOL areas, the signal handlers and the site table (late
+		 * traps must still find old sites) stay.
+		 */
+		patch_reset();
+		if (host_pidfd >= 0)
+			close(host_pidfd);
+		host_pidfd = -1;
+	} else {
+		agent_probes = utrace_alloc(AGENT_MAX_PROBES * sizeof(struct utrace_probe));
+		if (!agent_probes) {
+			munmap(m, h.arena_size);
+			return -ENOMEM;
+		}
 	}
 	agent_layout = h;
 	agent_arena = m;
 	agent_hdr = m;
 	agent_hdr->agent_pid = (uint32_t)getpid();
 	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
-	err = patch_init();
-	if (err) {
-		agent_hdr->agent_err = err;
-		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
-		return err;
+	if (!__atomic_load_n(&agent_gen, __ATOMIC_RELAXED)) {
+		err = patch_init();
+		if (err) {
+			agent_hdr->agent_err = err;
+			agent_hdr->agent_state = UTRACE_AGENT_FAILED;
+			return err;
+		}
+		guard_init();
+		pthread_atfork(NULL, NULL, atfork_child);
 	}
-	guard_init();
+	/* The new arena first, then the session that makes threads use it. */
+	__atomic_store_n(&agent_gen, agent_gen + 1, __ATOMIC_RELEASE);
 	agent_active = 1;
-	pthread_atfork(NULL, NULL, atfork_child);
+	__atomic_store_n(&control_running, 1, __ATOMIC_RELEASE);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	err = pthread_create(&th, &attr, control_main, NULL);
 	pthread_attr_destroy(&attr);
 	if (err) {
 		agent_active = 0;
+		__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
 		agent_hdr->agent_err = -err;
 		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
 		return -err;

@@ -248,7 +248,15 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 	int r;
 
 	p = info->si_code == SI_KERNEL || info->si_code == TRAP_BRKPT ? site_lookup(site) : NULL;
-	if (!p || !p->slot) {
+	if (p && p->addr != site && *(volatile uint8_t *)site != 0xcc) {
+		/*
+		 * A late trap at a site of an earlier session, whose id now
+		 * names another site: its bytes are restored, run them again.
+		 */
+		g[REG_RIP] = (greg_t)site;
+		return 1;
+	}
+	if (!p || !p->slot || p->addr != site) {
 		if (agent_hdr && agent_active)
 			__atomic_fetch_add(&agent_hdr->foreign_traps, 1, __ATOMIC_RELAXED);
 		chain(&old_trap, sig, info, ucv);
@@ -469,6 +477,25 @@ int patch_init(void)
 			upgrade_sig = s;
 	}
 	return install_trap();
+}
+
+/**
+ * patch_reset - forget the probes of a finished session (every one is
+ * disarmed: the agent is dormant), for the next arena's ids
+ *
+ * Control thread of the new session, before it starts. The site table is
+ * kept: a trap that was already raised at an old site when it was
+ * disarmed must still be recognised (patch_trap_handler()).
+ */
+void patch_reset(void)
+{
+	uint32_t i;
+
+	__atomic_store_n(&agent_nr_probes, 0, __ATOMIC_RELEASE);
+	for (i = 0; i < AGENT_MAX_PROBES; i++) {
+		utrace_memset(&agent_probes[i], 0, sizeof(agent_probes[i]));
+		slot_written[i] = false;
+	}
 }
 
 /* ---- the transaction ---------------------------------------------------- */

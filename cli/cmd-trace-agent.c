@@ -489,7 +489,7 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	char errbuf[512] = "";
 	UTRACE_OPTS(utrace_inject_opts, io, .init_symbol = "__utrace_agent_init",
 		    .prepare_arena = prepare_arena, .prepare_ctx = &hd, .errbuf = errbuf,
-		    .errlen = sizeof(errbuf));
+		    .errlen = sizeof(errbuf), .allow_copies = true);
 	struct timespec ts = { 0, 10000000 };
 	int err, i;
 
@@ -503,10 +503,6 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	if (err) {
 		if (err == -ESRCH)
 			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
-		else if (strstr(errbuf, strerror(EALREADY)))
-			cli_error("pid %d already holds the agent of an earlier utrace -b agent; "
-				  "attaching it again is not supported yet (use -b ptrace)",
-				  pid);
 		else
 			cli_error("cannot load the agent into pid %d: %s", pid,
 				  errbuf[0] ? errbuf : strerror(-err));

@@ -153,6 +153,8 @@ struct inject_ctx {
 	uint64_t scratch;
 	char *errbuf;
 	size_t errlen;
+	int copy_scan; /* next target fd to look at for a copy (next_copy()) */
+	bool copy_made;
 };
 
 static long now_us(void)
@@ -764,16 +766,161 @@ static int grab_fd(pid_t pid, int tfd)
 /* The sequence                                                              */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Steps 6 to 8 for the object at @path_addr (a string in the scratch
+ * page): dlopen, dlsym, init. On failure everything is undone (dlclose)
+ * and the failure reported, except an init that returned -EALREADY: the
+ * caller may try a copy (returned as is, nothing reported).
+ * Return: 0 with *@handle and *@iret set; negative errno.
+ */
+static int load_one(struct inject_ctx *c, uint64_t path_addr, uint64_t sym_addr, long tfd,
+		    uint64_t *handle, int *iret)
+{
+	const struct utrace_inject_opts *o = c->opts;
+	uint64_t init = 0, ret = 0;
+	char eb[128], msg[512];
+	int r;
+
+	*iret = 0;
+	/* 6. dlopen. */
+	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, handle);
+	if (r < 0)
+		return fail(c, r, "remote call of dlopen: %s", errstr(r, eb, sizeof(eb)));
+	if (!*handle) {
+		remote_dlerror(c, msg, sizeof(msg));
+		return fail(c, -UTRACE_ERRNO__INJECT, "dlopen failed: %s", msg);
+	}
+	if (!sym_addr)
+		return 0;
+	/* 7, 8. dlsym and init. */
+	r = rcall(c, c->fn_dlsym, *handle, sym_addr, 0, &init);
+	if (r < 0) {
+		r = fail(c, r, "remote call of dlsym: %s", errstr(r, eb, sizeof(eb)));
+		goto out_dlclose;
+	}
+	if (!init) {
+		remote_dlerror(c, msg, sizeof(msg));
+		r = fail(c, -UTRACE_ERRNO__INJECT, "dlsym failed: %s", msg);
+		goto out_dlclose;
+	}
+	r = rcall(c, init, (uint64_t)(int64_t)tfd, o->init_flags, o->init_arg, &ret);
+	if (r < 0) {
+		r = fail(c, r, "remote call of %s: %s", o->init_symbol, errstr(r, eb, sizeof(eb)));
+		goto out_dlclose;
+	}
+	/* An int: only eax is defined (mov $-1, %eax zero-extends). */
+	*iret = (int)(uint32_t)ret;
+	if (*iret == -EALREADY && o->allow_copies) {
+		r = -EALREADY;
+		goto out_dlclose;
+	}
+	if (*iret < 0) {
+		r = fail(c, -UTRACE_ERRNO__INJECT, "%s() failed: %s", o->init_symbol,
+			 errstr(*iret, eb, sizeof(eb)));
+		goto out_dlclose;
+	}
+	return 0;
+
+out_dlclose:
+	if (rcall(c, c->fn_dlclose, *handle, 0, 0, &ret) < 0)
+		pr_warn("pid %d: dlclose of '%s' failed; the object stays loaded\n", c->pid,
+			c->path);
+	*handle = 0;
+	return r;
+}
+
+/*
+ * COPIES. An object whose init refuses a second caller while the first
+ * is still served (the agent: one arena per instance) can be loaded
+ * again as another instance: glibc identifies an object by its inode, so
+ * a memfd holding the same bytes is a new object, with its own data and
+ * TLS (the agent's initial-exec TLS, 16 bytes, comes out of the static
+ * TLS surplus: a few hundred bytes, so a few dozen copies at most; dlopen
+ * then fails with its own message). The copy is made in the target
+ * (memfd_create "utrace-copy:BASENAME", filled by the tracer from the file
+ * it has checked, step 0), dlopened as /proc/PID/fd/N and its fd kept open
+ * (close-on-exec), so that a later injection finds it and reuses it once
+ * its instance is free again, instead of loading yet another copy.
+ * Each call returns the next candidate's path in the scratch page: first
+ * the existing copies (fds of the target named so), then one new copy.
+ * Return: its address, or 0 (none left, or the copy could not be made:
+ * reported).
+ */
+static uint64_t next_copy(struct inject_ctx *c, const char *real, size_t *off)
+{
+	const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	char name[128], want[200], path[64], link[256], eb[128];
+	uint64_t name_addr;
+	long tfd = -1, sret = 0;
+	int fd, src, r;
+
+	snprintf(name, sizeof(name), "utrace-copy:%.100s", base);
+	snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+	while (c->copy_scan >= 0 && c->copy_scan < 1024) {
+		int n = c->copy_scan++;
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", c->pid, n);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (strcmp(link, want))
+			continue;
+		return scratch_put(c, off, path);
+	}
+	if (c->copy_made)
+		return 0;
+	c->copy_made = true;
+	name_addr = scratch_put(c, off, name);
+	if (!name_addr)
+		return 0;
+	r = rsys(c, SYS_memfd_create, name_addr, MFD_CLOEXEC, 0, &tfd);
+	if (r == 0 && tfd < 0)
+		r = (int)tfd;
+	if (r < 0) {
+		fail(c, r, "cannot make a copy: remote memfd_create: %s",
+		     errstr(r, eb, sizeof(eb)));
+		return 0;
+	}
+	fd = grab_fd(c->pid, (int)tfd);
+	src = open(real, O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? fd : src < 0 ? -errno : 0;
+	while (r == 0) {
+		char buf[65536];
+		ssize_t n = read(src, buf, sizeof(buf));
+
+		if (n < 0)
+			r = -errno;
+		if (n <= 0)
+			break;
+		if (write(fd, buf, (size_t)n) != n)
+			r = -EIO;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (src >= 0)
+		close(src);
+	if (r < 0) {
+		rsys(c, SYS_close, (uint64_t)tfd, 0, 0, &sret);
+		fail(c, r, "cannot make a copy: %s", errstr(r, eb, sizeof(eb)));
+		return 0;
+	}
+	pr_debug("pid %d: copy of '%s' as fd %ld\n", c->pid, real, tfd);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", c->pid, tfd);
+	return scratch_put(c, off, path);
+}
+
 static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrace_injection *out)
 {
 	const struct utrace_inject_opts *o = c->opts;
 	size_t arena_size = o ? o->arena_size : 0, off = 0;
-	uint64_t path_addr, sym_addr = 0, name_addr = 0, handle = 0, init = 0, ret = 0;
+	uint64_t path_addr, sym_addr = 0, name_addr = 0, handle = 0;
 	int iret = 0;
 	long sret = 0, tfd = -1;
 	int fd = -1, r;
 	void *arena = NULL;
-	char eb[128], msg[512];
+	char eb[128];
 
 	arena_size = (arena_size + 4095) & ~(size_t)4095;
 
@@ -857,44 +1004,25 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 		}
 	}
 
-	/* 6. dlopen. */
-	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, &handle);
-	if (r < 0) {
-		r = fail(c, r, "remote call of dlopen: %s", errstr(r, eb, sizeof(eb)));
-		goto out_fd;
-	}
-	if (!handle) {
-		remote_dlerror(c, msg, sizeof(msg));
-		r = fail(c, -UTRACE_ERRNO__INJECT, "dlopen failed: %s", msg);
-		goto out_fd;
-	}
+	/*
+	 * 6-8. The object; with allow_copies, while its init says -EALREADY
+	 * (this instance is busy with another session), a private copy.
+	 */
+	r = load_one(c, path_addr, sym_addr, tfd, &handle, &iret);
+	while (r == -EALREADY && o && o->allow_copies) {
+		uint64_t copy_addr = next_copy(c, real, &off);
 
-	/* 7, 8. dlsym and init. */
-	if (sym_addr) {
-		r = rcall(c, c->fn_dlsym, handle, sym_addr, 0, &init);
-		if (r < 0) {
-			r = fail(c, r, "remote call of dlsym: %s", errstr(r, eb, sizeof(eb)));
-			goto out_dlclose;
+		if (!copy_addr) {
+			r = -EALREADY;
+			break;
 		}
-		if (!init) {
-			remote_dlerror(c, msg, sizeof(msg));
-			r = fail(c, -UTRACE_ERRNO__INJECT, "dlsym failed: %s", msg);
-			goto out_dlclose;
-		}
-		r = rcall(c, init, (uint64_t)(int64_t)tfd, o->init_flags, o->init_arg, &ret);
-		if (r < 0) {
-			r = fail(c, r, "remote call of %s: %s", o->init_symbol,
-				 errstr(r, eb, sizeof(eb)));
-			goto out_dlclose;
-		}
-		/* An int: only eax is defined (mov $-1, %eax zero-extends). */
-		iret = (int)(uint32_t)ret;
-		if (iret < 0) {
-			r = fail(c, -UTRACE_ERRNO__INJECT, "%s() failed: %s", o->init_symbol,
-				 errstr(iret, eb, sizeof(eb)));
-			goto out_dlclose;
-		}
+		r = load_one(c, copy_addr, sym_addr, tfd, &handle, &iret);
 	}
+	if (r == -EALREADY)
+		r = fail(c, -EALREADY, "%s() failed: %s", o->init_symbol,
+			 errstr(-EALREADY, eb, sizeof(eb)));
+	if (r < 0)
+		goto out_fd;
 
 	/* 9. Done in the target. */
 	c->th->proc->call_stub = 0;
@@ -910,9 +1038,6 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	out->target_arena_fd = (int)tfd;
 	return 0;
 
-out_dlclose:
-	if (rcall(c, c->fn_dlclose, handle, 0, 0, &ret) < 0)
-		pr_warn("pid %d: dlclose of '%s' failed; the object stays loaded\n", c->pid, real);
 out_fd:
 	if (arena)
 		munmap(arena, arena_size);
