@@ -329,6 +329,29 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 
 static bool trap_installed;
 
+/*
+ * Is @fn the SIGTRAP handler of another instance of the agent (a private
+ * copy loaded for a second session, lib/inject.c "COPIES")? Such a handler
+ * chains what is not its own to the handler it replaced, ours: taking the
+ * signal back would make the two chain to each other forever. Control
+ * thread (dlopen with RTLD_NOLOAD finds the loaded object by its name).
+ */
+static bool handler_is_agent(void *fn)
+{
+	Dl_info a;
+	void *h;
+	bool yes = false;
+
+	if (!fn || !dladdr(fn, &a) || !a.dli_fname)
+		return false;
+	h = dlopen(a.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (h) {
+		yes = dlsym(h, "__utrace_agent_init") != NULL;
+		dlclose(h);
+	}
+	return yes;
+}
+
 static int install_trap(void)
 {
 	struct sigaction sa, cur;
@@ -337,6 +360,9 @@ static int install_trap(void)
 		return -errno;
 	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap_action)
 		return 0;
+	if (trap_installed && (cur.sa_flags & SA_SIGINFO) &&
+	    handler_is_agent((void *)cur.sa_sigaction))
+		return 0; /* a newer instance's: it chains to us */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = trap_action;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
