@@ -18,8 +18,10 @@
  *  - every executable mapping of its program holds the file's bytes
  *    (read from the live process: it waits on stdin before exiting): the
  *    agent saw its host die and took every probe out.
- * The rounds' kill times are printed (as notes) so a failure can be replayed
- * with UTRACE_KILL_SEED.
+ * The seed of the kill times is printed (as a note) so a failure can be
+ * replayed with UTRACE_KILL_SEED. A third test kills 20 sessions in a row
+ * on one long-lived target (s-life serve): each new session re-attaches
+ * to the agent the killed one left (dormant, or still busy: then a copy).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -334,4 +336,93 @@ TEST_TIMEOUT(tracer_killed_50_times_launch, 300)
 	}
 	harness_note("%d of 50 kills came after the command started", ran);
 	CHECK(ran >= 20);
+}
+
+/* Read one line of @fd into @buf (without the newline); false on EOF/timeout. */
+static bool read_line(int fd, char *buf, size_t size, char *acc, size_t *len)
+{
+	char *nl;
+
+	while (!(nl = memchr(acc, '\n', *len))) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (*len + 1 >= 512 || poll(&p, 1, 30000) <= 0)
+			return false;
+		n = read(fd, acc + *len, 511 - *len);
+		if (n <= 0)
+			return false;
+		*len += (size_t)n;
+	}
+	*nl = 0;
+	snprintf(buf, size, "%.*s", (int)(size - 1), acc);
+	*len -= (size_t)(nl + 1 - acc);
+	memmove(acc, nl + 1, *len);
+	return true;
+}
+
+/* What s-life serve prints for "run T B". */
+static uint64_t expected_run(uint64_t threads, uint64_t batches)
+{
+	uint64_t sum = 0, t, x;
+
+	for (t = 0; t < threads; t++)
+		for (x = 0; x < batches * BATCH; x++) {
+			uint64_t a = t * 1000003ULL + x;
+
+			sum += ((a * 2654435761ULL) * 31 + 7) ^ (a >> 3);
+		}
+	return sum;
+}
+
+TEST_TIMEOUT(tracer_killed_20_times_same_target, 300)
+{
+	unsigned int s = seed();
+	const char *targv[] = { life(), "serve", NULL };
+	char acc[512] = "", line[128], want[64], pidarg[16];
+	size_t len = 0;
+	int pin[2], pout[2], st, i, k;
+	pid_t t;
+
+	signal(SIGPIPE, SIG_IGN);
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	t = spawn(targv, pin[0], pout[1]);
+	close(pin[0]);
+	close(pout[1]);
+	CHECK(read_line(pout[0], line, sizeof(line), acc, &len));
+	CHECK_EQ(atoi(line + 4), (int)t);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)t);
+	snprintf(want, sizeof(want), "done sum=%llx", (unsigned long long)expected_run(4, 60));
+	for (i = 0; i < 20; i++) {
+		const char *uargv[] = { utrace(),    "-b",
+					"agent",     "-f",
+					"life_work", "-f",
+					"life_leaf", "-p",
+					pidarg,	     "-d",
+					"0.25",	     "-o",
+					"/dev/null", i & 2 ? "-c" : "-q",
+					NULL };
+		long us = kill_delay(&s, i);
+		pid_t u = spawn(uargv, -1, -1);
+		int code = -1;
+
+		/* Calls all through the session's life (and its death). */
+		CHECK_EQ(write(pin[1], "run 4 60 4\n", 11), 11);
+		kill_after(u, us);
+		CHECK_MSG(read_line(pout[0], line, sizeof(line), acc, &len), "round %d: no answer",
+			  i);
+		CHECK_MSG(!strcmp(line, want), "round %d: '%s', want '%s'", i, line, want);
+		CHECK_MSG(traced_threads(t) == 0, "round %d: a thread is still traced", i);
+		for (k = 0; k < 300 && code <= 0; k++) {
+			code = code_matches_file(t);
+			if (code <= 0)
+				msleep_us(10000);
+		}
+		CHECK_MSG(code > 0, "round %d: the code still differs from the file", i);
+	}
+	CHECK_EQ(write(pin[1], "quit\n", 5), 5);
+	CHECK_EQ(waitpid(t, &st, 0), t);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x", st);
+	close(pin[1]);
+	close(pout[0]);
 }

@@ -12,9 +12,9 @@
  * EOF) on stdin before exiting 0, so that its code can be read while it
  * lives. Probing must never change a result.
  *
- * serve: prints "pid=N", then obeys lines on stdin: "run T B" runs T new
- * threads of B batches each (no pauses) and prints "done sum=HEX"; "quit"
- * (or EOF) exits 0. The exact number of calls is the test's to know.
+ * serve: prints "pid=N", then obeys lines on stdin: "run T B [P]" runs T
+ * new threads of B batches each (a pause of P ms after each batch, none by
+ * default) and prints "done sum=HEX"; "quit" (or EOF) exits 0. The exact number of calls is the test's to know.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -81,10 +81,12 @@ static int serve(void)
 	printf("pid=%d\n", (int)getpid());
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
-		long n = 0, b = 0;
+		long n = 0, b = 0, p = 0;
 
-		if (sscanf(line, "run %ld %ld", &n, &b) == 2 && n >= 1 && n <= 64 && b >= 1) {
+		if (sscanf(line, "run %ld %ld %ld", &n, &b, &p) >= 2 && n >= 1 && n <= 64 &&
+		    b >= 1) {
 			batches = b;
+			pause_ms = p > 0 && p < 100 ? (int)p : 0;
 			printf("done sum=%llx\n", (unsigned long long)run(n));
 			fflush(stdout);
 		} else if (!strncmp(line, "quit", 4)) {
