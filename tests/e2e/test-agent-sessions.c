@@ -355,3 +355,65 @@ TEST_TIMEOUT(two_sessions_independent, 180)
 	check_clean(&s);
 	srv_stop(&s);
 }
+
+/*
+ * A process launched with the agent preloaded, and a second session
+ * attached to it: the copy of the agent must use its own trampolines,
+ * although the preloaded instance exports the same names first in the
+ * global scope (agent/meson.build: -Bsymbolic; before, the copy's return
+ * probes returned to address 0).
+ */
+TEST_TIMEOUT(launched_then_attached_session, 120)
+{
+	int pin[2], pout[2], st;
+	struct srv s = { 0 };
+	struct sess b, l;
+	char line[64];
+	long n;
+
+	snprintf(l.out, sizeof(l.out), "/tmp/utrace-sess-%d-l.out", (int)getpid());
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	l.pid = fork();
+	CHECK(l.pid >= 0);
+	if (l.pid == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		execl(utrace(), "utrace", "-c", "-b", "agent", "-f", "life_work", "-o", l.out, "--",
+		      life(), "serve", (char *)NULL);
+		_exit(127);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	s.in = pin[1];
+	s.out = pout[0];
+	srv_line(&s, line, sizeof(line));
+	s.pid = (pid_t)atoi(line + 4);
+	CHECK(s.pid > 0);
+	b = sess_start(&s, "life_leaf", 0);
+	n = srv_run(&s, 4, 5);
+	CHECK_EQ(sess_stop(&b, "life_leaf"), n);
+	n += srv_run(&s, 2, 3); /* the launch session counts on alone */
+	CHECK_EQ(write(s.in, "quit\n", 5), 5);
+	CHECK_EQ(waitpid(l.pid, &st, 0), l.pid);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "utrace status %#x", st);
+	snprintf(l.err, sizeof(l.err), "/dev/null");
+	{
+		char *text = slurp(l.out), *p = strstr(text, " life_work");
+		long calls = -1;
+
+		/* the line before " life_work": "% secs usecs calls [errors] min max" */
+		while (p && p > text && p[-1] != '\n')
+			p--;
+		if (p) {
+			double pct, secs;
+			long usecs;
+
+			if (sscanf(p, "%lf %lf %ld %ld", &pct, &secs, &usecs, &calls) != 4)
+				calls = -1;
+		}
+		CHECK_MSG(calls == n, "launch session: %ld calls, want %ld: %s", calls, n, text);
+	}
+	unlink(l.out);
+	close(s.in);
+	close(s.out);
+}
