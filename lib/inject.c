@@ -85,9 +85,9 @@
  * thread killed out of a restart_block sleep (nanosleep, poll) during the
  * scratch mmap/munmap sees EINTR (choose_thread() avoids such threads).
  * The price: calls run under PTRACE_SYSCALL to catch the stub's marker,
- * about 60 more stops for dlopen and init, 1.6 -> 3.4 ms per injection
- * (bench/inject.sh, median of 21). tests/e2e/test-agent-kill.c kills
- * utrace 100 times at random moments.
+ * so every syscall of dlopen and init stops twice: 1.6 -> 3.4 ms per
+ * injection (bench/inject.sh read, median of 21 on the 2-core dev VM).
+ * tests/e2e/test-agent-kill.c kills utrace 120 times at random moments.
  *
  * Not done: objects that are not visible in the target's mount namespace
  * (Frida sends them as a memfd and dlopens /proc/PID/fd/N), glibc < 2.34
