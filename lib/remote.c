@@ -56,6 +56,17 @@
  *    kernel's as before. (An engine that suppressed the signal gets the
  *    get_signal() stop of the first case instead.)
  *
+ * If the tracer dies in the middle, the kernel detaches the thread with
+ * our registers. So, when libc has the two gadgets
+ * (remote_find_safe_gadgets()), the syscall runs at a "syscall; ret" of
+ * libc with rsp at an rt_sigreturn frame below the red zone whose first
+ * slot is glibc's __restore_rt: a thread left alone returns through it
+ * with its own registers, mask and xstate (arch/x86_64/call.c, "KILL-SAFE
+ * RETURNS"). The tracer restores mask, xstate, then registers: every
+ * prefix of that sequence still ends well if it dies there (after the
+ * registers, the detach wakes the thread with TIF_SIGPENDING, so the
+ * kernel's restart logic runs on them).
+ *
  * Signals: PTRACE_SETSIGMASK blocks everything but SIGTRAP for the
  * duration (CRIU compel's parasite_run(); a blocked forced SIGTRAP would
  * reset its handler), so signals arriving meanwhile stay pending and are
