@@ -201,6 +201,7 @@ bool tramp_in_xol(uint64_t addr);
 /* patch.c */
 int patch_init(void);
 void patch_reset(void);
+void patch_agent_signals(sigset_t *set);
 int patch_sync(void);
 void patch_disarm_all(void);
 void patch_atfork_child(void);

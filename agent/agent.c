@@ -106,9 +106,10 @@ static void *control_main(void *arg)
 	sigset_t all;
 
 	(void)arg;
+	/* SIGTRAP stays open (interpose.c: a thread blocking it dies of an int3). */
 	sigfillset(&all);
-	sigdelset(&all, SIGTRAP); /* see interpose.c: a thread blocking it dies of an int3 */
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	patch_agent_signals(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	guard_cloak_self();
 	ring_calibrate();
 	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_READY, __ATOMIC_RELEASE);
@@ -141,6 +142,10 @@ static void *control_main(void *arg)
 			continue;
 		}
 		futex(&agent_hdr->cmd_seq, FUTEX_WAIT, last, &ts);
+		/* Another instance may have come meanwhile: answer its broadcasts. */
+		sigfillset(&all);
+		patch_agent_signals(&all);
+		pthread_sigmask(SIG_SETMASK, &all, NULL);
 		if (!host_alive()) {
 			go_dormant();
 			__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);

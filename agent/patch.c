@@ -373,6 +373,31 @@ static int install_trap(void)
 	return 0;
 }
 
+/**
+ * patch_agent_signals - remove from @set the signals agents handle (our
+ * upgrade signal and those of the other instances, SIGTRAP)
+ *
+ * Control thread, before it blocks the rest: an instance loaded later for
+ * another session broadcasts its own upgrade signal to every thread, and a
+ * control thread that blocked it would make each of its upgrades wait for
+ * the timeout and stay int3. The application does not use these signals:
+ * each was SIG_DFL when an agent took it.
+ */
+void patch_agent_signals(sigset_t *set)
+{
+	struct sigaction cur;
+	int s;
+
+	sigdelset(set, SIGTRAP);
+	for (s = SIGRTMIN; s <= SIGRTMAX; s++) {
+		if (agent_sigaction(s, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO))
+			continue;
+		if (cur.sa_sigaction == upgrade_action ||
+		    handler_is_agent((void *)cur.sa_sigaction))
+			sigdelset(set, s);
+	}
+}
+
 /** patch_trap_owned - true once our SIGTRAP handler is installed. */
 bool patch_trap_owned(void)
 {

@@ -190,7 +190,8 @@ static struct sess sess_start(const struct srv *s, const char *fn, int k)
 			  slurp(u.err));
 		msleep_(10);
 	}
-	CHECK_MSG(strstr(slurp(u.err), "armed ("), "utrace -f %s: %s", fn, slurp(u.err));
+	/* jmp: an upgrade that timed out (a thread not answering) would leave int3 */
+	CHECK_MSG(strstr(slurp(u.err), "armed (jmp)"), "utrace -f %s: %s", fn, slurp(u.err));
 	return u;
 }
 
