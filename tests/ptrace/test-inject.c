@@ -1095,6 +1095,61 @@ TEST(tracer_killed_during_call_vector_state)
 	kill_tracer_during_init("spin");
 }
 
+/*
+ * The same for a remote syscall (poll(NULL, 0, 300): 300 ms, no memory
+ * needed): the thread is left at libc's "syscall; ret" with our registers,
+ * returns into __restore_rt and our rt_sigreturn frame (lib/remote.c), and
+ * carries on with its own registers, mask and vector state: the read
+ * restarts and gets our bytes, the spin's doubles are intact.
+ */
+static void kill_tracer_during_syscall(const char *mode)
+{
+	const char *args[] = { mode, "1500", NULL };
+	struct target t = target_start("s-blocked", args, -1);
+	struct code_snap snap;
+	pid_t tracer, tid = 0;
+	int st;
+
+	target_wait_ready(&t);
+	code_snap_take(t.pid, &snap);
+	tracer = fork();
+	CHECK(tracer >= 0);
+	if (tracer == 0) {
+		struct utrace_session *s = utrace_session__new(NULL);
+		struct utrace_thread *th;
+		uint64_t a[6] = { 0, 0, 300, 0, 0, 0 };
+		long ret = 0;
+
+		if (!s || utrace_session__attach(s, t.pid) < 0)
+			_exit(3);
+		th = utrace_session__find_thread(s, t.pid);
+		if (!th || utrace_thread__quiesce(th, true) < 0)
+			_exit(4);
+		utrace_thread__remote_syscall(th, SYS_poll, a, &ret);
+		_exit(5);
+	}
+	msleep(150);
+	CHECK_EQ(kill(tracer, SIGKILL), 0);
+	CHECK_EQ(waitpid(tracer, &st, 0), tracer);
+	CHECK_MSG(WIFSIGNALED(st), "the tracer ended first: status %#x", st);
+	msleep(300); /* the poll ends, the thread finds its way back */
+	CHECK_EQ(traced_threads(t.pid, &tid), 0);
+	code_snap_compare(t.pid, &snap);
+	if (!strcmp(mode, "read"))
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	CHECK_EQ(target_reap(&t, 20000), 0);
+}
+
+TEST(tracer_killed_during_syscall_read)
+{
+	kill_tracer_during_syscall("read");
+}
+
+TEST(tracer_killed_during_syscall_vector_state)
+{
+	kill_tracer_during_syscall("spin");
+}
+
 /* Twice into the same process: one copy of the object, init called twice. */
 TEST(inject_twice_same_target)
 {
