@@ -46,6 +46,7 @@ volatile int agent_active;
 volatile uint32_t agent_gen;
 
 static int host_pidfd = -1;
+static bool host_gone; /* the host had exited before we could watch it */
 static uint32_t started; /* futex word: CMD_START seen (or gave up) */
 static volatile int control_running; /* a control thread serves the arena */
 
@@ -95,6 +96,8 @@ static bool host_alive(void)
 
 	if (host_pidfd >= 0)
 		return poll(&pfd, 1, 0) == 0;
+	if (host_gone)
+		return false;
 	if (pid <= 0)
 		return true;
 	return kill(pid, 0) == 0 || errno != ESRCH;
@@ -227,6 +230,11 @@ static int agent_start(int fd, unsigned int flags)
 	agent_hdr = m;
 	agent_hdr->agent_pid = (uint32_t)getpid();
 	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
+	/*
+	 * Killed while it injected us: do not watch its pid with kill(), which
+	 * a new process may get meanwhile (the probes would stay forever).
+	 */
+	host_gone = h.host_pid && host_pidfd < 0 && errno == ESRCH;
 	if (!__atomic_load_n(&agent_gen, __ATOMIC_RELAXED)) {
 		err = patch_init();
 		if (err) {
