@@ -92,7 +92,7 @@ struct utrace_task {
 	uint32_t guard; /* reentrancy depth (guard.c) */
 	uint32_t depth; /* return instances in use */
 	uint32_t max_depth;
-	uint32_t __pad;
+	uint32_t gen; /* agent_gen when @slot was claimed (a new session claims anew) */
 	struct utrace_abi_thread *slot; /* NULL: no slot free; counters go to hits_shared */
 	uint64_t *hits;
 	struct utrace_abi_event *ring;
@@ -114,6 +114,26 @@ extern struct utrace_arena_hdr *agent_hdr;
 extern struct utrace_probe *agent_probes; /* [max_probes] */
 extern uint32_t agent_nr_probes; /* ids < this may be in use */
 extern volatile int agent_active; /* 0: dormant, hits run no handler */
+/*
+ * The session: 1 for the first arena, + 1 for each re-attach to the
+ * dormant agent (agent.c). Thread slots and return instances belong to the
+ * session that made them: those of an earlier one count nowhere.
+ */
+extern volatile uint32_t agent_gen;
+
+/* A return instance's @func: the probe id tagged with the session. */
+static inline uint64_t agent_ri_func(uint32_t id)
+{
+	return ((uint64_t)agent_gen << 32) | id;
+}
+
+/* The probe id of a return instance's @func, or UINT32_MAX if another session's. */
+static inline uint32_t agent_ri_probe(uint64_t func, uint32_t nr_probes)
+{
+	if ((uint32_t)(func >> 32) != agent_gen || (uint32_t)func >= nr_probes)
+		return UINT32_MAX;
+	return (uint32_t)func;
+}
 extern int agent_trap_sig; /* SIGTRAP */
 
 static inline struct utrace_abi_probe *agent_abi_probe(uint32_t i)
@@ -193,6 +213,8 @@ bool tramp_in_xol(uint64_t addr);
 
 /* patch.c */
 int patch_init(void);
+void patch_reset(void);
+void patch_agent_signals(sigset_t *set);
 int patch_sync(void);
 void patch_disarm_all(void);
 void patch_atfork_child(void);

@@ -23,6 +23,7 @@
  * The control thread blocks every signal and is cloaked (its own calls of
  * probed functions run no handler).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
 #include <poll.h>
@@ -43,11 +44,14 @@ struct utrace_arena_hdr *agent_hdr;
 struct utrace_probe *agent_probes;
 uint32_t agent_nr_probes;
 volatile int agent_active;
+volatile uint32_t agent_gen;
 
 static int host_pidfd = -1;
+static bool host_gone; /* the host had exited before we could watch it */
 static uint32_t started; /* futex word: CMD_START seen (or gave up) */
 static bool after_exec; /* this image replaced a traced one (execve) */
 static pid_t self_pid; /* the traced process; a fork child differs */
+static volatile int control_running; /* a control thread serves the arena */
 
 #define DL_WAIT_NS 2000000000ull /* a dlopen() waits this long at most for the host */
 
@@ -97,6 +101,8 @@ static bool host_alive(void)
 
 	if (host_pidfd >= 0)
 		return poll(&pfd, 1, 0) == 0;
+	if (host_gone)
+		return false;
 	if (pid <= 0)
 		return true;
 	return kill(pid, 0) == 0 || errno != ESRCH;
@@ -108,9 +114,10 @@ static void *control_main(void *arg)
 	sigset_t all;
 
 	(void)arg;
+	/* SIGTRAP stays open (interpose.c: a thread blocking it dies of an int3). */
 	sigfillset(&all);
-	sigdelset(&all, SIGTRAP); /* see interpose.c: a thread blocking it dies of an int3 */
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	patch_agent_signals(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	if (after_exec)
 		guard_release_all(); /* before any hit of the new image claims one */
 	guard_cloak_self();
@@ -133,6 +140,7 @@ static void *control_main(void *arg)
 			if (cmd == UTRACE_CMD_DETACH) {
 				go_dormant();
 				ack(seq, 0);
+				__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
 				return NULL;
 			}
 			if (cmd == UTRACE_CMD_START) {
@@ -149,8 +157,13 @@ static void *control_main(void *arg)
 			continue;
 		}
 		futex(&agent_hdr->cmd_seq, FUTEX_WAIT, last, &ts);
+		/* Another instance may have come meanwhile: answer its broadcasts. */
+		sigfillset(&all);
+		patch_agent_signals(&all);
+		pthread_sigmask(SIG_SETMASK, &all, NULL);
 		if (!host_alive()) {
 			go_dormant();
+			__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
 			return NULL;
 		}
 		ring_calibrate();
@@ -313,7 +326,12 @@ static int agent_start(int fd, unsigned int flags)
 	int err;
 
 	(void)flags;
-	if (agent_arena)
+	/*
+	 * A session is running: this copy of the agent is busy (the host may
+	 * load another copy, lib/inject.c). A dormant agent (its host
+	 * detached or died) serves a new arena: a new session, agent_gen + 1.
+	 */
+	if (agent_arena && (agent_active || __atomic_load_n(&control_running, __ATOMIC_ACQUIRE)))
 		return -EALREADY;
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -350,10 +368,24 @@ static int agent_start(int fd, unsigned int flags)
 	m = mmap(NULL, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
-	agent_probes = utrace_alloc(AGENT_MAX_PROBES * sizeof(struct utrace_probe));
-	if (!agent_probes) {
-		munmap(m, h.arena_size);
-		return -ENOMEM;
+	if (agent_arena) {
+		/*
+		 * Re-attach. The old arena stays mapped: threads of the last
+		 * session may still hold pointers into it (their task's slot,
+		 * a return instance on its way back). Only probes are reset;
+		 * the XOL areas, the signal handlers and the site table (late
+		 * traps must still find old sites) stay.
+		 */
+		patch_reset();
+		if (host_pidfd >= 0)
+			close(host_pidfd);
+		host_pidfd = -1;
+	} else {
+		agent_probes = utrace_alloc(AGENT_MAX_PROBES * sizeof(struct utrace_probe));
+		if (!agent_probes) {
+			munmap(m, h.arena_size);
+			return -ENOMEM;
+		}
 	}
 	agent_layout = h;
 	agent_arena = m;
@@ -361,21 +393,32 @@ static int agent_start(int fd, unsigned int flags)
 	self_pid = getpid();
 	agent_hdr->agent_pid = (uint32_t)self_pid;
 	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
-	err = patch_init();
-	if (err) {
-		agent_hdr->agent_err = err;
-		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
-		return err;
+	/*
+	 * Killed while it injected us: do not watch its pid with kill(), which
+	 * a new process may get meanwhile (the probes would stay forever).
+	 */
+	host_gone = h.host_pid && host_pidfd < 0 && errno == ESRCH;
+	if (!__atomic_load_n(&agent_gen, __ATOMIC_RELAXED)) {
+		err = patch_init();
+		if (err) {
+			agent_hdr->agent_err = err;
+			agent_hdr->agent_state = UTRACE_AGENT_FAILED;
+			return err;
+		}
+		guard_init();
+		pthread_atfork(NULL, NULL, atfork_child);
 	}
-	guard_init();
+	/* The new arena first, then the session that makes threads use it. */
+	__atomic_store_n(&agent_gen, agent_gen + 1, __ATOMIC_RELEASE);
 	agent_active = 1;
-	pthread_atfork(NULL, NULL, atfork_child);
+	__atomic_store_n(&control_running, 1, __ATOMIC_RELEASE);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	err = pthread_create(&th, &attr, control_main, NULL);
 	pthread_attr_destroy(&attr);
 	if (err) {
 		agent_active = 0;
+		__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
 		agent_hdr->agent_err = -err;
 		agent_hdr->agent_state = UTRACE_AGENT_FAILED;
 		return -err;
@@ -423,6 +466,33 @@ AGENT_API int __utrace_agent_add_handler(uint32_t id, utrace_agent_handler_t fn,
 	return 0;
 }
 
+/*
+ * Is another instance of the agent loaded in this image already? A private
+ * copy that lib/inject.c loads for a second session (the first instance is
+ * busy) runs this constructor too, in a process that may have been launched
+ * with UTRACE_AGENT_FD (kept for execve): that arena is the first
+ * instance's, the copy gets its own through __utrace_agent_init(). Copies
+ * are dlopen()ed RTLD_LOCAL, so the global scope names the first instance
+ * (the preloaded one).
+ * Runs in the constructor, under the loader's lock (dlsym/dladdr take it
+ * recursively).
+ */
+static bool another_instance(void)
+{
+	/*
+	 * The main program's handle searches the global scope; RTLD_DEFAULT
+	 * would not do: called from a constructor of an object being loaded,
+	 * it finds that object's own definition first (glibc 2.36).
+	 */
+	void *global = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+	void *first = global ? dlsym(global, "__utrace_agent_init") : NULL;
+	Dl_info a, b;
+
+	if (!first || !dladdr(first, &a) || !dladdr((void *)another_instance, &b))
+		return false;
+	return a.dli_fbase != b.dli_fbase;
+}
+
 /* Launch mode. */
 __attribute__((constructor)) static void agent_ctor(void)
 {
@@ -432,7 +502,7 @@ __attribute__((constructor)) static void agent_ctor(void)
 	long fd;
 
 	interpose_init();
-	if (!s || !*s)
+	if (!s || !*s || another_instance())
 		return;
 	fd = strtol(s, &end, 10);
 	if (*end || fd < 0 || fd > INT32_MAX)

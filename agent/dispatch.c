@@ -160,7 +160,7 @@ int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs)
 		struct utrace_task *t = utrace_tls_task;
 
 		if (__builtin_expect(
-			    t && t->hits && !t->guard && agent_active &&
+			    t && t->hits && !t->guard && agent_active && t->gen == agent_gen &&
 				    (p->state == UTRACE_PS_INT3 || p->state == UTRACE_PS_JMP),
 			    1)) {
 			count_inc(&t->hits[id]);
@@ -201,11 +201,13 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 		struct utrace_task *g;
 		uint64_t now, dur;
 		unsigned int i, nr;
+		uint32_t id;
 
 		ret = retprobe_return(t, regs, &ri);
-		if (ri.func >= agent_nr_probes || !agent_active)
+		id = agent_ri_probe(ri.func, agent_nr_probes);
+		if (id == UINT32_MAX || !agent_active)
 			continue;
-		p = &agent_probes[ri.func];
+		p = &agent_probes[id];
 		regs->rip = ret;
 		g = guard_enter();
 		if (!g) {

@@ -95,21 +95,22 @@ static struct utrace_abi_thread *slot_reuse(struct utrace_arena_hdr *h, uint32_t
 	return NULL;
 }
 
-static struct utrace_task *task_new(void)
+/*
+ * Give @t a slot of the current session's arena (none if it is full). A
+ * task made in an earlier session comes here again at its first hit in
+ * this one (guard_enter()): its old slot stays in the old arena, which the
+ * agent never unmaps (a thread may be between reading and writing it).
+ */
+static void task_claim(struct utrace_task *t)
 {
+	uint32_t gen = __atomic_load_n(&agent_gen, __ATOMIC_ACQUIRE);
 	struct utrace_arena_hdr *h = agent_hdr;
-	uint32_t depth = agent_layout.max_depth ?: AGENT_DEF_DEPTH;
-	struct utrace_task *t;
 	uint64_t n;
 
-	if (depth > AGENT_MAX_DEPTH)
-		depth = AGENT_MAX_DEPTH;
-	t = utrace_alloc(sizeof(*t) + depth * sizeof(struct utrace_return_instance));
-	if (!t)
-		return NULL;
-	t->tid = guard_gettid();
-	t->max_depth = depth;
-	t->ri = (struct utrace_return_instance *)(t + 1);
+	t->slot = NULL;
+	t->hits = NULL;
+	t->ring = NULL;
+	t->gen = gen;
 	if (h) {
 		uint32_t i = 0;
 		struct utrace_abi_thread *s = slot_reuse(h, &i);
@@ -131,6 +132,22 @@ static struct utrace_task *task_new(void)
 			__atomic_store_n(&s->state, SLOT_USED, __ATOMIC_RELEASE);
 		}
 	}
+}
+
+static struct utrace_task *task_new(void)
+{
+	uint32_t depth = agent_layout.max_depth ?: AGENT_DEF_DEPTH;
+	struct utrace_task *t;
+
+	if (depth > AGENT_MAX_DEPTH)
+		depth = AGENT_MAX_DEPTH;
+	t = utrace_alloc(sizeof(*t) + depth * sizeof(struct utrace_return_instance));
+	if (!t)
+		return NULL;
+	t->tid = guard_gettid();
+	t->max_depth = depth;
+	t->ri = (struct utrace_return_instance *)(t + 1);
+	task_claim(t);
 	utrace_tls_task = t;
 	/* May allocate (keys >= 32): the caller's guard makes such hits nested. */
 	if (t->slot && have_exit_key)
@@ -176,6 +193,12 @@ struct utrace_task *guard_enter(void)
 		return NULL;
 	t->guard = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(t->gen != __atomic_load_n(&agent_gen, __ATOMIC_ACQUIRE), 0)) {
+		/* First hit in a new session; setspecific may allocate: guard held. */
+		task_claim(t);
+		if (t->slot && have_exit_key)
+			pthread_setspecific(exit_key, t);
+	}
 	return t;
 }
 

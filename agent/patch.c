@@ -249,7 +249,15 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 	int r;
 
 	p = info->si_code == SI_KERNEL || info->si_code == TRAP_BRKPT ? site_lookup(site) : NULL;
-	if (!p || !p->slot) {
+	if (p && p->addr != site && *(volatile uint8_t *)site != 0xcc) {
+		/*
+		 * A late trap at a site of an earlier session, whose id now
+		 * names another site: its bytes are restored, run them again.
+		 */
+		g[REG_RIP] = (greg_t)site;
+		return 1;
+	}
+	if (!p || !p->slot || p->addr != site) {
 		if (agent_hdr && agent_active)
 			__atomic_fetch_add(&agent_hdr->foreign_traps, 1, __ATOMIC_RELAXED);
 		chain(&old_trap, sig, info, ucv);
@@ -322,6 +330,29 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 
 static bool trap_installed;
 
+/*
+ * Is @fn the SIGTRAP handler of another instance of the agent (a private
+ * copy loaded for a second session, lib/inject.c "COPIES")? Such a handler
+ * chains what is not its own to the handler it replaced, ours: taking the
+ * signal back would make the two chain to each other forever. Control
+ * thread (dlopen with RTLD_NOLOAD finds the loaded object by its name).
+ */
+static bool handler_is_agent(void *fn)
+{
+	Dl_info a;
+	void *h;
+	bool yes = false;
+
+	if (!fn || !dladdr(fn, &a) || !a.dli_fname)
+		return false;
+	h = dlopen(a.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (h) {
+		yes = dlsym(h, "__utrace_agent_init") != NULL;
+		dlclose(h);
+	}
+	return yes;
+}
+
 static int install_trap(void)
 {
 	struct sigaction sa, cur;
@@ -330,6 +361,9 @@ static int install_trap(void)
 		return -errno;
 	if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == trap_action)
 		return 0;
+	if (trap_installed && (cur.sa_flags & SA_SIGINFO) &&
+	    handler_is_agent((void *)cur.sa_sigaction))
+		return 0; /* a newer instance's: it chains to us */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = trap_action;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | SA_NODEFER;
@@ -338,6 +372,31 @@ static int install_trap(void)
 		return -errno;
 	__atomic_store_n(&trap_installed, true, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/**
+ * patch_agent_signals - remove from @set the signals agents handle (our
+ * upgrade signal and those of the other instances, SIGTRAP)
+ *
+ * Control thread, before it blocks the rest: an instance loaded later for
+ * another session broadcasts its own upgrade signal to every thread, and a
+ * control thread that blocked it would make each of its upgrades wait for
+ * the timeout and stay int3. The application does not use these signals:
+ * each was SIG_DFL when an agent took it.
+ */
+void patch_agent_signals(sigset_t *set)
+{
+	struct sigaction cur;
+	int s;
+
+	sigdelset(set, SIGTRAP);
+	for (s = SIGRTMIN; s <= SIGRTMAX; s++) {
+		if (agent_sigaction(s, NULL, &cur) < 0 || !(cur.sa_flags & SA_SIGINFO))
+			continue;
+		if (cur.sa_sigaction == upgrade_action ||
+		    handler_is_agent((void *)cur.sa_sigaction))
+			sigdelset(set, s);
+	}
 }
 
 /** patch_trap_owned - true once our SIGTRAP handler is installed. */
@@ -473,6 +532,25 @@ int patch_init(void)
 			upgrade_sig = s;
 	}
 	return install_trap();
+}
+
+/**
+ * patch_reset - forget the probes of a finished session (every one is
+ * disarmed: the agent is dormant), for the next arena's ids
+ *
+ * Control thread of the new session, before it starts. The site table is
+ * kept: a trap that was already raised at an old site when it was
+ * disarmed must still be recognised (patch_trap_handler()).
+ */
+void patch_reset(void)
+{
+	uint32_t i;
+
+	__atomic_store_n(&agent_nr_probes, 0, __ATOMIC_RELEASE);
+	for (i = 0; i < AGENT_MAX_PROBES; i++) {
+		utrace_memset(&agent_probes[i], 0, sizeof(agent_probes[i]));
+		slot_written[i] = false;
+	}
 }
 
 /* ---- the transaction ---------------------------------------------------- */

@@ -55,9 +55,10 @@
 static void drop(struct utrace_task *t)
 {
 	struct utrace_return_instance *ri = &t->ri[--t->depth];
+	uint32_t id = agent_ri_probe(ri->func, agent_nr_probes);
 
-	if (ri->func < agent_nr_probes)
-		__atomic_fetch_add(&agent_probes[ri->func].abi->missed_ret, 1, __ATOMIC_RELAXED);
+	if (id != UINT32_MAX)
+		__atomic_fetch_add(&agent_probes[id].abi->missed_ret, 1, __ATOMIC_RELAXED);
 }
 
 /**
@@ -94,7 +95,7 @@ void retprobe_entry(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t
 		return;
 	}
 	ri = &t->ri[t->depth];
-	ri->func = p->id;
+	ri->func = agent_ri_func(p->id);
 	ri->sp = s;
 	ri->orig_ret = ret;
 	ri->entry_ns = now;

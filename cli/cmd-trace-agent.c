@@ -57,7 +57,6 @@
  * Not here (yet): -F with exec'ed or vfork()ed children, image changes in
  * -F children and with several pids (-p A,B).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -70,7 +69,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -860,44 +858,6 @@ static int prepare_arena(void *arena, size_t size, void *ctx)
 }
 
 /*
- * Threads of @pid still attached to us. The agent's control thread is
- * created by the init call while the injection session traces the process;
- * the session can detach before the new thread's first stop is reported,
- * leaving that thread in a ptrace stop with us as its tracer (seen about
- * once in ten attaches): let it go.
- */
-static void release_stray_threads(pid_t pid)
-{
-	char path[64], line[128];
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		pid_t tid = (pid_t)atoi(de->d_name);
-		FILE *f;
-
-		if (tid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, (int)tid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "TracerPid:", 10) || atoi(line + 10) != getpid())
-				continue;
-			waitpid(tid, NULL, __WALL | WNOHANG);
-			ptrace(PTRACE_DETACH, tid, NULL, NULL);
-		}
-		fclose(f);
-	}
-	closedir(d);
-}
-
-/*
  * -b auto in attach mode: a failure to load the agent is no error, ptrace
  * takes over; the reason is kept for -v instead of printed.
  */
@@ -946,7 +906,7 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	char errbuf[512] = "";
 	UTRACE_OPTS(utrace_inject_opts, io, .init_symbol = "__utrace_agent_init",
 		    .prepare_arena = prepare_arena, .prepare_ctx = &hd, .errbuf = errbuf,
-		    .errlen = sizeof(errbuf));
+		    .errlen = sizeof(errbuf), .allow_copies = true);
 	struct timespec ts = { 0, 10000000 };
 	int err, i;
 
@@ -967,11 +927,6 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 		if (err == -ESRCH)
 			attach_error("cannot attach to pid %d: no such process (it has exited?)",
 				     pid);
-		else if (strstr(errbuf, strerror(EALREADY)))
-			attach_error(
-				"pid %d already holds the agent of an earlier utrace -b agent; "
-				"attaching it again is not supported yet (use -b ptrace)",
-				pid);
 		else
 			attach_error("cannot load the agent into pid %d: %s", pid,
 				     errbuf[0] ? errbuf : strerror(-err));
@@ -989,8 +944,6 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 			return 0;
 		if (st != UTRACE_AGENT_NONE)
 			break;
-		if (i % 10 == 9)
-			release_stray_threads(pid);
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}

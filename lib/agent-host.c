@@ -276,6 +276,34 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 	return err;
 }
 
+/*
+ * Do the @len live bytes at @addr of @pid equal its file's? Return: 1 yes,
+ * 0 no, negative errno when the file cannot be read (then nothing is said).
+ * Tracer process.
+ */
+static int live_equals_file(pid_t pid, uint64_t addr, const uint8_t *live, size_t len)
+{
+	struct utrace_maps *maps = utrace_maps__read(pid);
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
+	uint8_t file[16];
+	int fd, r = -ENOENT;
+
+	if (m && m->path && m->path[0] == '/' && !m->deleted && addr + len <= m->end) {
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		r = fd < 0 ? -errno : 0;
+		if (fd >= 0) {
+			if (pread(fd, file, len, (off_t)(m->offset + (addr - m->start))) ==
+			    (ssize_t)len)
+				r = !memcmp(file, live, len);
+			else
+				r = -EIO;
+			close(fd);
+		}
+	}
+	utrace_maps__free(maps);
+	return r;
+}
+
 int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
 		      const char *text, uint32_t flags, bool force_int3)
 {
@@ -303,6 +331,19 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	}
 	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0)
 		return -EFAULT;
+	/*
+	 * Someone patched the site already: another utrace session (each has
+	 * its own agent instance and puts the bytes back when it ends), or a
+	 * debugger's breakpoint. Relocating their jmp or int3 as if it were
+	 * the program's code would chain us to them and, at our detach, write
+	 * their patch back: refuse.
+	 */
+	if (live_equals_file(h->pid, plan.addr, bytes, plan.len < 16 ? plan.len : 16) == 0) {
+		snprintf(h->why, sizeof(h->why),
+			 "its code is patched already (probed by another utrace session, or a "
+			 "debugger's breakpoint): one session per function");
+		return -EBUSY;
+	}
 	len = (uint8_t)plan.len;
 	if (force_int3 || plan.mode != UTRACE_PLAN_JMP) {
 		/* int3: one instruction; plan.len covers it for int3 plans. */

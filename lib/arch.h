@@ -293,4 +293,57 @@ bool arch_call_returned(const struct user_regs_struct *regs, uint64_t ret_addr, 
 /** arch_call_result - the integer return value register. */
 uint64_t arch_call_result(const struct user_regs_struct *regs);
 
+/*
+ * Kill-safe returns (call.c): an rt_sigreturn frame on the thread's own
+ * stack that puts everything back when the tracer is no longer there to.
+ */
+
+/*
+ * The stub the injection maps for remote calls (call-stub.S): its bytes,
+ * and the offsets of its marker (the entry stop of its getpid at
+ * start + ARCH_STUB_MARKER is the return), of sys() (a remote syscall run
+ * as a remote call) and of the resume address slot.
+ */
+extern const unsigned char arch_call_stub_start[], arch_call_stub_end[];
+extern const unsigned char arch_call_stub_marker[], arch_call_stub_sys[];
+extern const unsigned char arch_call_stub_resume[];
+#define ARCH_STUB_LEN ((size_t)(arch_call_stub_end - arch_call_stub_start))
+#define ARCH_STUB_MARKER ((uint64_t)(arch_call_stub_marker - arch_call_stub_start))
+#define ARCH_STUB_SYS ((uint64_t)(arch_call_stub_sys - arch_call_stub_start))
+#define ARCH_STUB_RESUME ((uint64_t)(arch_call_stub_resume - arch_call_stub_start))
+#define ARCH_STUB_MARKER_NR 39 /* getpid */
+
+/** struct arch_sigframe - an rt_sigreturn frame image built for a thread. */
+struct arch_sigframe {
+	uint64_t lo; /* target address of buf[0]: the return-address slot */
+	uint64_t uc; /* address of the ucontext (rsp when rt_sigreturn runs) */
+	size_t len;
+	unsigned char *buf;
+};
+
+/**
+ * arch_sigframe_build - an rt_sigreturn frame that resumes @saved as the
+ * kernel would have (an interrupted syscall restarted), with signal mask
+ * @mask and the FP/vector state @xstate (NT_X86_XSTATE, @xlen bytes; none
+ * if 0), placed below @saved's red zone. @ret is stored in its first slot
+ * (the return address a callee or a "ret" pops). Return: 0; -ENOMEM.
+ */
+int arch_sigframe_build(struct arch_sigframe *f, const struct user_regs_struct *saved,
+			uint64_t mask, const void *xstate, int xlen, uint64_t ret);
+
+/**
+ * arch_stubframe_build - the same for the stub's own way back (call-stub.S):
+ * the data its dead path pops, below @saved's red zone, @ret in the first
+ * slot; *@resume receives the address it must jump to (the restart
+ * included), to be written at the stub's resume slot. Return: 0; -ENOMEM.
+ */
+int arch_stubframe_build(struct arch_sigframe *f, const struct user_regs_struct *saved,
+			 uint64_t mask, const void *xstate, int xlen, uint64_t ret,
+			 uint64_t *resume);
+void arch_sigframe_free(struct arch_sigframe *f);
+
+/** arch_call_from_frame - like arch_prepare_call(), the return slot being @f's first. */
+void arch_call_from_frame(struct user_regs_struct *regs, uint64_t fn, const uint64_t args[6],
+			  const struct arch_sigframe *f);
+
 #endif /* __UTRACE_ARCH_H */

@@ -36,8 +36,10 @@
  *     else. The chosen thread is stopped (PTRACE_INTERRUPT) and checked:
  *     a rip inside ld.so is never used. Only that thread stops; the others
  *     keep running, so a lock held by one of them is released as usual.
- *  4. Remote mmap of a scratch page (remote syscall at a syscall
- *     instruction of the vdso, remote.c) for the strings we pass.
+ *  4. Remote mmap of a scratch page (remote syscall, remote.c), read and
+ *     execute only, written through /proc/PID/mem: the kill-safe return
+ *     stub of the remote calls (arch/x86_64/call-stub.S) and the strings
+ *     we pass. Every later syscall runs as a call of the stub's sys().
  *  5. The arena: remote memfd_create("utrace-arena", MFD_CLOEXEC |
  *     MFD_ALLOW_SEALING), fchmod 0600, ftruncate, then F_SEAL_SHRINK |
  *     F_SEAL_GROW | F_SEAL_SEAL so the target cannot make the tracer's
@@ -47,8 +49,8 @@
  *  6. dlopen(path, RTLD_NOW) as a remote function call
  *     (utrace_thread__remote_call(): registers, xstate and mask saved,
  *     signals blocked, orig_rax = -1, stack below the red zone, return to
- *     an unmapped address, timeout). NULL: remote dlerror(), its text read
- *     from the target, reported as "dlopen failed: <text>".
+ *     the stub, timeout). NULL: remote dlerror(), its text read from the
+ *     target, reported as "dlopen failed: <text>".
  *  7. dlsym(handle, init_symbol); NULL: dlerror() again, dlclose(handle).
  *  8. init(arena_fd, flags, arg), after the caller's prepare_arena() has
  *     filled the arena. A negative int: dlclose(handle), the arena fd
@@ -65,6 +67,27 @@
  * 'PATH': WHAT". A remote call that times out cannot be unwound in full:
  * the callee's partial work (e.g. the loader lock taken by dlopen) stays.
  * Choosing the thread is what keeps that from happening.
+ *
+ * The tracer may die at any moment (SIGKILL, OOM): "Never harm the
+ * target" must hold then too. The kernel detaches a dying tracer's
+ * tracees as they are, so a thread in the middle of a remote syscall or
+ * call would run on with our registers. Each one therefore carries its
+ * own way back, which runs only if we are gone (arch/x86_64/call.c, "KILL-
+ * SAFE RETURNS"): the scratch mmap and munmap return through an
+ * rt_sigreturn frame via libc's "syscall; ret" and __restore_rt; the
+ * calls (and the syscalls between) return to the stub, which restores the
+ * mask, the xstate and the registers and restarts the interrupted syscall.
+ * There is no window left in which a kill crashes the target, as long as
+ * libc has both gadgets (glibc does; without them remote.c falls back to
+ * its plain way, and only the scratch mmap and munmap are exposed). The
+ * remaining effects of a kill mid-injection: the scratch page stays mapped
+ * (4 KiB), a signal the tracer had taken aside to re-send is lost, and a
+ * thread killed out of a restart_block sleep (nanosleep, poll) during the
+ * scratch mmap/munmap sees EINTR (choose_thread() avoids such threads).
+ * The price: calls run under PTRACE_SYSCALL to catch the stub's marker,
+ * so every syscall of dlopen and init stops twice: 1.6 -> 3.4 ms per
+ * injection (bench/inject.sh read, median of 21 on the 2-core dev VM).
+ * tests/e2e/test-agent-kill.c kills utrace 120 times at random moments.
  *
  * Not done: objects that are not visible in the target's mount namespace
  * (Frida sends them as a memfd and dlopens /proc/PID/fd/N), glibc < 2.34
@@ -90,6 +113,7 @@
 #include "utrace/inject.h"
 #include "utrace/proc.h"
 #include "utrace/spec.h"
+#include "arch.h"
 #include "internal.h"
 
 #ifndef MFD_CLOEXEC
@@ -129,6 +153,8 @@ struct inject_ctx {
 	uint64_t scratch;
 	char *errbuf;
 	size_t errlen;
+	int copy_scan; /* next target fd to look at for a copy (next_copy()) */
+	bool copy_made;
 };
 
 static long now_us(void)
@@ -458,8 +484,24 @@ static bool syscall_maybe_in_libc_internals(long nr)
 }
 
 /*
+ * Sleeps that the kernel restarts through the thread's restart_block
+ * (-ERESTART_RESTARTBLOCK): nanosleep, clock_nanosleep, poll, and
+ * restart_syscall itself (such a sleep interrupted once). If we died during
+ * the scratch page's mmap or munmap, the thread's way back (remote.c,
+ * an rt_sigreturn frame) would lose that block and the sleep would fail
+ * with EINTR; other threads come first.
+ */
+static bool syscall_uses_restart_block(long nr)
+{
+	return nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_poll ||
+	       nr == SYS_restart_syscall;
+}
+
+/*
  * Rank of a thread from /proc alone: 0 blocked in a harmless syscall,
- * 1 running, 2 blocked in futex or a memory syscall, 3 anything else.
+ * 1 running, 2 blocked in futex or a memory syscall, 3 anything else;
+ * a sleep restarted through the restart_block ranks after the others of
+ * its group (0 -> 0.5, shown as 1 with running threads first).
  */
 static int thread_rank(pid_t pid, pid_t tid)
 {
@@ -485,8 +527,11 @@ static int thread_rank(pid_t pid, pid_t tid)
 			nr = strncmp(buf, "running", 7) ? strtol(buf, NULL, 10) : -2;
 		fclose(f);
 	}
-	if (state == 'S' && nr >= 0)
-		return syscall_maybe_in_libc_internals(nr) ? 2 : 0;
+	if (state == 'S' && nr >= 0) {
+		if (syscall_maybe_in_libc_internals(nr))
+			return 2;
+		return syscall_uses_restart_block(nr) ? 1 : 0;
+	}
 	if (state == 'R')
 		return 1;
 	return 3;
@@ -632,11 +677,30 @@ out:
 /* Remote helpers                                                            */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * A remote syscall. Once the stub page is there, as a remote call of its
+ * sys() (arch/x86_64/call-stub.S), whose way back if we die leaves the
+ * thread's restart_block intact; before it (the scratch mmap) and for the
+ * munmap of the page itself, through remote.c, whose way back is an
+ * rt_sigreturn frame (which resets the restart_block: a thread interrupted
+ * in nanosleep would see EINTR if we died right then; choose_thread()
+ * prefers other threads for that reason).
+ */
 static int rsys(struct inject_ctx *c, long nr, uint64_t a0, uint64_t a1, uint64_t a2, long *ret)
 {
-	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+	uint64_t args[6] = { (uint64_t)nr, a0, a1, a2, 0, 0 }, sargs[6] = { a0, a1, a2, 0, 0, 0 };
+	uint64_t v = 0;
 	long t0 = now_us();
-	int r = utrace_thread__remote_syscall(c->th, nr, args, ret);
+	int r;
+
+	if (c->th->proc->call_stub && !(nr == SYS_munmap && a0 == c->scratch)) {
+		r = utrace_thread__remote_call(c->th, c->th->proc->call_stub + ARCH_STUB_SYS, args,
+					       &c->call_opts, &v);
+		if (r == 0)
+			*ret = (long)v;
+	} else {
+		r = utrace_thread__remote_syscall(c->th, nr, sargs, ret);
+	}
 
 	pr_debug("pid %d: remote syscall %ld: %d, %ld us\n", c->pid, nr, r, now_us() - t0);
 	return r;
@@ -702,16 +766,161 @@ static int grab_fd(pid_t pid, int tfd)
 /* The sequence                                                              */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Steps 6 to 8 for the object at @path_addr (a string in the scratch
+ * page): dlopen, dlsym, init. On failure everything is undone (dlclose)
+ * and the failure reported, except an init that returned -EALREADY: the
+ * caller may try a copy (returned as is, nothing reported).
+ * Return: 0 with *@handle and *@iret set; negative errno.
+ */
+static int load_one(struct inject_ctx *c, uint64_t path_addr, uint64_t sym_addr, long tfd,
+		    uint64_t *handle, int *iret)
+{
+	const struct utrace_inject_opts *o = c->opts;
+	uint64_t init = 0, ret = 0;
+	char eb[128], msg[512];
+	int r;
+
+	*iret = 0;
+	/* 6. dlopen. */
+	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, handle);
+	if (r < 0)
+		return fail(c, r, "remote call of dlopen: %s", errstr(r, eb, sizeof(eb)));
+	if (!*handle) {
+		remote_dlerror(c, msg, sizeof(msg));
+		return fail(c, -UTRACE_ERRNO__INJECT, "dlopen failed: %s", msg);
+	}
+	if (!sym_addr)
+		return 0;
+	/* 7, 8. dlsym and init. */
+	r = rcall(c, c->fn_dlsym, *handle, sym_addr, 0, &init);
+	if (r < 0) {
+		r = fail(c, r, "remote call of dlsym: %s", errstr(r, eb, sizeof(eb)));
+		goto out_dlclose;
+	}
+	if (!init) {
+		remote_dlerror(c, msg, sizeof(msg));
+		r = fail(c, -UTRACE_ERRNO__INJECT, "dlsym failed: %s", msg);
+		goto out_dlclose;
+	}
+	r = rcall(c, init, (uint64_t)(int64_t)tfd, o->init_flags, o->init_arg, &ret);
+	if (r < 0) {
+		r = fail(c, r, "remote call of %s: %s", o->init_symbol, errstr(r, eb, sizeof(eb)));
+		goto out_dlclose;
+	}
+	/* An int: only eax is defined (mov $-1, %eax zero-extends). */
+	*iret = (int)(uint32_t)ret;
+	if (*iret == -EALREADY && o->allow_copies) {
+		r = -EALREADY;
+		goto out_dlclose;
+	}
+	if (*iret < 0) {
+		r = fail(c, -UTRACE_ERRNO__INJECT, "%s() failed: %s", o->init_symbol,
+			 errstr(*iret, eb, sizeof(eb)));
+		goto out_dlclose;
+	}
+	return 0;
+
+out_dlclose:
+	if (rcall(c, c->fn_dlclose, *handle, 0, 0, &ret) < 0)
+		pr_warn("pid %d: dlclose of '%s' failed; the object stays loaded\n", c->pid,
+			c->path);
+	*handle = 0;
+	return r;
+}
+
+/*
+ * COPIES. An object whose init refuses a second caller while the first
+ * is still served (the agent: one arena per instance) can be loaded
+ * again as another instance: glibc identifies an object by its inode, so
+ * a memfd holding the same bytes is a new object, with its own data and
+ * TLS (the agent's initial-exec TLS, 16 bytes, comes out of the static
+ * TLS surplus: a few hundred bytes, so a few dozen copies at most; dlopen
+ * then fails with its own message). The copy is made in the target
+ * (memfd_create "utrace-copy:BASENAME", filled by the tracer from the file
+ * it has checked, step 0), dlopened as /proc/PID/fd/N and its fd kept open
+ * (close-on-exec), so that a later injection finds it and reuses it once
+ * its instance is free again, instead of loading yet another copy.
+ * Each call returns the next candidate's path in the scratch page: first
+ * the existing copies (fds of the target named so), then one new copy.
+ * Return: its address, or 0 (none left, or the copy could not be made:
+ * reported).
+ */
+static uint64_t next_copy(struct inject_ctx *c, const char *real, size_t *off)
+{
+	const char *base = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	char name[128], want[200], path[64], link[256], eb[128];
+	uint64_t name_addr;
+	long tfd = -1, sret = 0;
+	int fd, src, r;
+
+	snprintf(name, sizeof(name), "utrace-copy:%.100s", base);
+	snprintf(want, sizeof(want), "/memfd:%s (deleted)", name);
+	while (c->copy_scan >= 0 && c->copy_scan < 1024) {
+		int n = c->copy_scan++;
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", c->pid, n);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len <= 0)
+			continue;
+		link[len] = 0;
+		if (strcmp(link, want))
+			continue;
+		return scratch_put(c, off, path);
+	}
+	if (c->copy_made)
+		return 0;
+	c->copy_made = true;
+	name_addr = scratch_put(c, off, name);
+	if (!name_addr)
+		return 0;
+	r = rsys(c, SYS_memfd_create, name_addr, MFD_CLOEXEC, 0, &tfd);
+	if (r == 0 && tfd < 0)
+		r = (int)tfd;
+	if (r < 0) {
+		fail(c, r, "cannot make a copy: remote memfd_create: %s",
+		     errstr(r, eb, sizeof(eb)));
+		return 0;
+	}
+	fd = grab_fd(c->pid, (int)tfd);
+	src = open(real, O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? fd : src < 0 ? -errno : 0;
+	while (r == 0) {
+		char buf[65536];
+		ssize_t n = read(src, buf, sizeof(buf));
+
+		if (n < 0)
+			r = -errno;
+		if (n <= 0)
+			break;
+		if (write(fd, buf, (size_t)n) != n)
+			r = -EIO;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (src >= 0)
+		close(src);
+	if (r < 0) {
+		rsys(c, SYS_close, (uint64_t)tfd, 0, 0, &sret);
+		fail(c, r, "cannot make a copy: %s", errstr(r, eb, sizeof(eb)));
+		return 0;
+	}
+	pr_debug("pid %d: copy of '%s' as fd %ld\n", c->pid, real, tfd);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", c->pid, tfd);
+	return scratch_put(c, off, path);
+}
+
 static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrace_injection *out)
 {
 	const struct utrace_inject_opts *o = c->opts;
 	size_t arena_size = o ? o->arena_size : 0, off = 0;
-	uint64_t path_addr, sym_addr = 0, name_addr = 0, handle = 0, init = 0, ret = 0;
+	uint64_t path_addr, sym_addr = 0, name_addr = 0, handle = 0;
 	int iret = 0;
 	long sret = 0, tfd = -1;
 	int fd = -1, r;
 	void *arena = NULL;
-	char eb[128], msg[512];
+	char eb[128];
 
 	arena_size = (arena_size + 4095) & ~(size_t)4095;
 
@@ -719,7 +928,7 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	{
 		uint64_t args[6] = { 0,
 				     SCRATCH_SIZE,
-				     PROT_READ | PROT_WRITE,
+				     PROT_READ | PROT_EXEC,
 				     MAP_PRIVATE | MAP_ANONYMOUS,
 				     (uint64_t)-1,
 				     0 };
@@ -731,6 +940,15 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	if (sret < 0 && sret > -4096)
 		return fail(c, (int)sret, "remote mmap failed: %s", strerror((int)-sret));
 	c->scratch = (uint64_t)sret;
+	/*
+	 * The remote calls' kill-safe return stub (arch/x86_64/call.c) at the
+	 * start of the page, the strings after it. The target only reads and
+	 * runs the page: it stays read-only, written through /proc/PID/mem.
+	 */
+	if (utrace_mem__write(c->pid, c->scratch, arch_call_stub_start, ARCH_STUB_LEN) ==
+	    (ssize_t)ARCH_STUB_LEN)
+		c->th->proc->call_stub = c->scratch;
+	off = (ARCH_STUB_LEN + 63) & ~(size_t)63;
 	path_addr = scratch_put(c, &off, real);
 	if (arena_size)
 		name_addr = scratch_put(c, &off, ARENA_NAME);
@@ -786,46 +1004,28 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 		}
 	}
 
-	/* 6. dlopen. */
-	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, &handle);
-	if (r < 0) {
-		r = fail(c, r, "remote call of dlopen: %s", errstr(r, eb, sizeof(eb)));
-		goto out_fd;
-	}
-	if (!handle) {
-		remote_dlerror(c, msg, sizeof(msg));
-		r = fail(c, -UTRACE_ERRNO__INJECT, "dlopen failed: %s", msg);
-		goto out_fd;
-	}
+	/*
+	 * 6-8. The object; with allow_copies, while its init says -EALREADY
+	 * (this instance is busy with another session), a private copy.
+	 */
+	r = load_one(c, path_addr, sym_addr, tfd, &handle, &iret);
+	while (r == -EALREADY && o && o->allow_copies) {
+		uint64_t copy_addr = next_copy(c, real, &off);
 
-	/* 7, 8. dlsym and init. */
-	if (sym_addr) {
-		r = rcall(c, c->fn_dlsym, handle, sym_addr, 0, &init);
-		if (r < 0) {
-			r = fail(c, r, "remote call of dlsym: %s", errstr(r, eb, sizeof(eb)));
-			goto out_dlclose;
+		if (!copy_addr) {
+			r = -EALREADY;
+			break;
 		}
-		if (!init) {
-			remote_dlerror(c, msg, sizeof(msg));
-			r = fail(c, -UTRACE_ERRNO__INJECT, "dlsym failed: %s", msg);
-			goto out_dlclose;
-		}
-		r = rcall(c, init, (uint64_t)(int64_t)tfd, o->init_flags, o->init_arg, &ret);
-		if (r < 0) {
-			r = fail(c, r, "remote call of %s: %s", o->init_symbol,
-				 errstr(r, eb, sizeof(eb)));
-			goto out_dlclose;
-		}
-		/* An int: only eax is defined (mov $-1, %eax zero-extends). */
-		iret = (int)(uint32_t)ret;
-		if (iret < 0) {
-			r = fail(c, -UTRACE_ERRNO__INJECT, "%s() failed: %s", o->init_symbol,
-				 errstr(iret, eb, sizeof(eb)));
-			goto out_dlclose;
-		}
+		r = load_one(c, copy_addr, sym_addr, tfd, &handle, &iret);
 	}
+	if (r == -EALREADY)
+		r = fail(c, -EALREADY, "%s() failed: %s", o->init_symbol,
+			 errstr(-EALREADY, eb, sizeof(eb)));
+	if (r < 0)
+		goto out_fd;
 
 	/* 9. Done in the target. */
+	c->th->proc->call_stub = 0;
 	rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
 	c->scratch = 0;
 	out->pid = c->pid;
@@ -838,9 +1038,6 @@ static int inject_in_thread(struct inject_ctx *c, const char *real, struct utrac
 	out->target_arena_fd = (int)tfd;
 	return 0;
 
-out_dlclose:
-	if (rcall(c, c->fn_dlclose, handle, 0, 0, &ret) < 0)
-		pr_warn("pid %d: dlclose of '%s' failed; the object stays loaded\n", c->pid, real);
 out_fd:
 	if (arena)
 		munmap(arena, arena_size);
@@ -849,6 +1046,7 @@ out_fd:
 	if (tfd >= 0)
 		rsys(c, SYS_close, (uint64_t)tfd, 0, 0, &sret);
 out_scratch:
+	c->th->proc->call_stub = 0;
 	if (c->scratch)
 		rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
 	c->scratch = 0;

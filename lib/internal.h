@@ -131,6 +131,10 @@ struct tproc {
 	bool hide_pre_exec; /* launched, execve not reached yet */
 	bool launched;
 	uint64_t gadget;    /* address of a syscall instruction; 0: not searched */
+	uint64_t sysret;    /* "syscall; ret" in libc (kill-safe remote syscalls, remote.c) */
+	uint64_t restore_rt; /* glibc's __restore_rt ("mov $15, %rax; syscall") */
+	bool safe_searched; /* sysret and restore_rt were looked for */
+	uint64_t call_stub; /* arch_call_stub in the target (remote-call.c); 0: none */
 };
 
 struct utrace_engine {
@@ -182,6 +186,14 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status);
  */
 int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms);
 
+/**
+ * session_note_clone - @th, busy in a remote call, reported a clone, fork
+ * or vfork event (@event): make the new task known to the session without
+ * resuming @th, so that a later detach waits for the task's first stop and
+ * detaches it too (session.c). Engines see the event as usual.
+ */
+void session_note_clone(struct utrace_session *s, struct utrace_thread *th, int event);
+
 /** session_now_ms - CLOCK_MONOTONIC in milliseconds (session.c). */
 long session_now_ms(void);
 
@@ -193,5 +205,12 @@ void thread_invalidate_regs(struct utrace_thread *th);
  * process, searched in the vdso then in libc (cached per process).
  */
 int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr);
+
+/**
+ * remote_find_safe_gadgets - "syscall; ret" and __restore_rt in @th's libc
+ * (cached per process): what kill-safe remote syscalls need (remote.c).
+ * Return: true if both were found.
+ */
+bool remote_find_safe_gadgets(struct utrace_thread *th);
 
 #endif /* __UTRACE_INTERNAL_H */

@@ -21,7 +21,15 @@
  *     after the restore, like any other signal that stayed pending.
  *  3. orig_rax = -1 (no syscall restart rewinds our rip), arguments in
  *     rdi..r9, rsp below the red zone and aligned, the return address
- *     0x320 written into the new stack slot, TF/DF cleared.
+ *     0x320 written into the new stack slot, TF/DF cleared. When the
+ *     injection has mapped its stub (proc->call_stub), the return address
+ *     is the stub instead, above it a frame from which the stub restores
+ *     the thread by itself if the tracer dies (arch/x86_64/call.c); the
+ *     return is then the entry stop of the stub's marker syscall (run
+ *     with PTRACE_SYSCALL), and the thread is moved to a PTRACE_EVENT_STOP
+ *     before the restore (marker_to_event_stop()). The registers are set
+ *     before the mask and restored after it, so that no moment leaves a
+ *     thread running its own code with every signal blocked.
  *  4. PTRACE_CONT. The callee returns to 0x320, which can never be mapped
  *     (below mmap_min_addr): a SIGSEGV signal-delivery stop with rip =
  *     0x320 and rsp just above our slot is the completion (Frida's
@@ -217,6 +225,39 @@ static int call_wait(struct utrace_thread *th, long deadline, int *status)
 	}
 }
 
+/*
+ * @th is at the entry stop of the stub's marker syscall: the call has
+ * returned. Let the harmless getpid run and stop the thread in
+ * get_signal() (PTRACE_EVENT_STOP), right after it: from there the restore
+ * is kill-safe at every step (arch/x86_64/call.c). Restoring here, at a
+ * syscall-entry stop, would not be: a tracer killed after the registers
+ * went back would leave the thread to run the syscall orig_rax says.
+ */
+static int marker_to_event_stop(struct utrace_thread *th, uint64_t *requeue)
+{
+	int r, status;
+
+	r = ptrace_interrupt(th->tid);
+	if (r == 0)
+		r = ptrace_resume(th->tid, PTRACE_CONT, 0);
+	while (r == 0) {
+		int event, sig;
+
+		r = call_wait(th, 0, &status);
+		if (r < 0)
+			break;
+		event = (unsigned int)status >> 16;
+		sig = WSTOPSIG(status);
+		if (event == PTRACE_EVENT_STOP)
+			return 0;
+		/* Only a signal sent meanwhile can come first: re-sent later. */
+		if (event == 0 && sig != (SIGTRAP | 0x80))
+			*requeue |= SIGBIT(sig);
+		r = ptrace_resume(th->tid, PTRACE_CONT, 0);
+	}
+	return r;
+}
+
 /* Print a fault of the callee. */
 static void log_fault(struct utrace_thread *th, uint64_t fn, const siginfo_t *si,
 		      const struct user_regs_struct *regs)
@@ -232,8 +273,8 @@ static void log_fault(struct utrace_thread *th, uint64_t fn, const siginfo_t *si
  * -ESRCH; -EINTR (exec); negative errno. The thread is stopped on return
  * unless -ESRCH/-EINTR.
  */
-static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, long deadline,
-		    uint64_t *ret, uint64_t *requeue)
+static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, uint64_t stub,
+		    long deadline, uint64_t *ret, uint64_t *requeue)
 {
 	pid_t tid = th->tid;
 	int r, status, sig = 0;
@@ -243,7 +284,8 @@ static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, lo
 		siginfo_t si;
 		int event;
 
-		r = ptrace_resume(tid, PTRACE_CONT, sig);
+		/* With a stub, its marker syscall is the return: stop at syscalls. */
+		r = ptrace_resume(tid, stub ? PTRACE_SYSCALL : PTRACE_CONT, sig);
 		if (r < 0)
 			return r;
 		sig = 0;
@@ -270,8 +312,29 @@ static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, lo
 			session_handle_status(th->s, tid, status);
 			return -EINTR;
 		}
+		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+		    event == PTRACE_EVENT_VFORK) {
+			/*
+			 * The callee made a task (agent init: its control thread).
+			 * Auto-attached through PTRACE_O_TRACECLONE, it must be known
+			 * to the session before anybody detaches, or its first stop,
+			 * if it comes after the detach, leaves it stopped and traced
+			 * by nobody who will ever resume it.
+			 */
+			session_note_clone(th->s, th, event);
+			continue;
+		}
+		if (stub && event == 0 && WSTOPSIG(status) == (SIGTRAP | 0x80)) {
+			if (ptrace_getregs(tid, &regs) < 0)
+				return -ESRCH;
+			if (regs.rip != stub + ARCH_STUB_MARKER ||
+			    regs.orig_rax != ARCH_STUB_MARKER_NR)
+				continue; /* a syscall of the callee */
+			*ret = regs.rdi;
+			return marker_to_event_stop(th, requeue);
+		}
 		if (event != 0 || WSTOPSIG(status) == (SIGTRAP | 0x80))
-			continue; /* clone/fork/seccomp/group-stop/syscall: let it run on */
+			continue; /* seccomp/group-stop/syscall: let it run on */
 		/* A signal-delivery stop. */
 		if (ptrace_getsiginfo(tid, &si) < 0 || ptrace_getregs(tid, &regs) < 0)
 			return -ESRCH;
@@ -299,7 +362,9 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 {
 	static const uint64_t ret_addr = CALL_RET_ADDR;
 	struct user_regs_struct saved, call;
+	struct arch_sigframe frame = { 0 };
 	uint64_t mask = 0, requeue = 0, ret_slot = 0, result = 0, rseq_abort, rseq_field = 0;
+	uint64_t stub = 0;
 	int timeout_ms = CALL_DEFAULT_TIMEOUT_MS;
 	enum tstop kind;
 	void *xstate = NULL;
@@ -336,25 +401,52 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 		xlen = 0;
 	rseq_abort = rseq_abort_ip(th->proc->pid, tid, saved.rip, &rseq_field);
 
-	/* 3. The call frame (before touching the mask: a failed write changes nothing). */
+	/*
+	 * 3. The call frame (before touching the mask: a failed write changes
+	 * nothing). With the injection's stub, the return address is the stub
+	 * and a sigreturn frame below the red zone holds the way back, which
+	 * the stub takes if we are gone by then (arch/x86_64/call.c).
+	 */
 	call = saved;
-	arch_prepare_call(&call, addr, args, &ret_slot);
-	if (utrace_mem__write(th->proc->pid, ret_slot, &ret_addr, sizeof(ret_addr)) !=
-	    sizeof(ret_addr)) {
-		r = -EFAULT;
-		goto out_free;
+	if (th->proc->call_stub) {
+		struct user_regs_struct back = saved;
+		uint64_t resume = 0;
+
+		if (rseq_abort)
+			back.rip = rseq_abort;
+		if (arch_stubframe_build(&frame, &back, mask, xstate, xlen, th->proc->call_stub,
+					 &resume) == 0 &&
+		    utrace_mem__write(th->proc->pid, frame.lo, frame.buf, frame.len) ==
+			    (ssize_t)frame.len &&
+		    utrace_mem__write(th->proc->pid, th->proc->call_stub + ARCH_STUB_RESUME,
+				      &resume, sizeof(resume)) == sizeof(resume)) {
+			stub = th->proc->call_stub;
+			arch_call_from_frame(&call, addr, args, &frame);
+			ret_slot = frame.lo;
+		}
+		arch_sigframe_free(&frame);
+	}
+	if (!stub) {
+		arch_prepare_call(&call, addr, args, &ret_slot);
+		if (utrace_mem__write(th->proc->pid, ret_slot, &ret_addr, sizeof(ret_addr)) !=
+		    sizeof(ret_addr)) {
+			r = -EFAULT;
+			goto out_free;
+		}
 	}
 
-	/* 2. Signals. */
-	r = ptrace_setsigmask(tid, ~(FAULT_SIGS | SIGBIT(GLIBC_SIGSETXID)));
-	if (r < 0)
-		goto out_free;
+	/*
+	 * 2. Signals, after the registers: a tracer killed in between leaves
+	 * a thread that runs the call (and, with the stub, its way back).
+	 */
 	thread_invalidate_regs(th);
 	th->stop = TSTOP_RUNNING;
 	r = ptrace_setregs(tid, &call);
 	if (r == 0)
+		r = ptrace_setsigmask(tid, ~(FAULT_SIGS | SIGBIT(GLIBC_SIGSETXID)));
+	if (r == 0)
 		/* 4, 5. */
-		r = call_run(th, addr, ret_slot, now_ms() + timeout_ms, &result, &requeue);
+		r = call_run(th, addr, ret_slot, stub, now_ms() + timeout_ms, &result, &requeue);
 	if (r == -ESRCH || r == -EINTR)
 		goto out_free;
 
@@ -368,10 +460,11 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 		saved.rip = rseq_abort;
 		utrace_mem__write(th->proc->pid, rseq_field, &zero, sizeof(zero));
 	}
-	r2 = ptrace_setregs(tid, &saved);
+	/* Registers last: until then the stub's frame would restore it all too. */
+	ptrace_setsigmask(tid, mask);
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
-	ptrace_setsigmask(tid, mask);
+	r2 = ptrace_setregs(tid, &saved);
 	if (r2 == 0)
 		r2 = ptrace_interrupt(tid);
 	if (r2 == 0)

@@ -56,6 +56,17 @@
  *    kernel's as before. (An engine that suppressed the signal gets the
  *    get_signal() stop of the first case instead.)
  *
+ * If the tracer dies in the middle, the kernel detaches the thread with
+ * our registers. So, when libc has the two gadgets
+ * (remote_find_safe_gadgets()), the syscall runs at a "syscall; ret" of
+ * libc with rsp at an rt_sigreturn frame below the red zone whose first
+ * slot is glibc's __restore_rt: a thread left alone returns through it
+ * with its own registers, mask and xstate (arch/x86_64/call.c, "KILL-SAFE
+ * RETURNS"). The tracer restores mask, xstate, then registers: every
+ * prefix of that sequence still ends well if it dies there (after the
+ * registers, the detach wakes the thread with TIF_SIGPENDING, so the
+ * kernel's restart logic runs on them).
+ *
  * Signals: PTRACE_SETSIGMASK blocks everything but SIGTRAP for the
  * duration (CRIU compel's parasite_run(); a blocked forced SIGTRAP would
  * reset its handler), so signals arriving meanwhile stay pending and are
@@ -86,21 +97,24 @@ struct remote_ctx {
 };
 #define SCAN_CHUNK (64 * 1024)
 
-static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
+/* First address of @pat (or of a syscall instruction, @pat NULL) in @m. */
+static uint64_t scan_mapping_for(pid_t pid, const struct utrace_map *m, const unsigned char *pat,
+				 size_t plen)
 {
-	unsigned char *buf = malloc(SCAN_CHUNK + 1);
+	size_t over = pat ? plen : ARCH_SYSCALL_INSN_LEN;
+	unsigned char *buf = malloc(SCAN_CHUNK + over);
 	uint64_t addr, found = 0;
 
 	if (!buf)
 		return 0;
 	for (addr = m->start; addr < m->end && !found; addr += SCAN_CHUNK) {
-		size_t len = MIN((uint64_t)SCAN_CHUNK + 1, m->end - addr);
+		size_t len = MIN((uint64_t)SCAN_CHUNK + over, m->end - addr);
 		size_t i;
 
 		if (utrace_mem__read(pid, addr, buf, len) != (ssize_t)len)
 			break;
-		for (i = 0; i + ARCH_SYSCALL_INSN_LEN <= len; i++) {
-			if (arch_syscall_insn_at(&buf[i])) {
+		for (i = 0; i + over <= len; i++) {
+			if (pat ? !memcmp(&buf[i], pat, plen) : arch_syscall_insn_at(&buf[i])) {
 				found = addr + i;
 				break;
 			}
@@ -108,6 +122,45 @@ static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
 	}
 	free(buf);
 	return found;
+}
+
+static uint64_t scan_mapping(pid_t pid, const struct utrace_map *m)
+{
+	return scan_mapping_for(pid, m, NULL, 0);
+}
+
+bool remote_find_safe_gadgets(struct utrace_thread *th)
+{
+	static const unsigned char sysret[] = { 0x0f, 0x05, 0xc3 };
+	/* glibc's __restore_rt, the sa_restorer of every handler it installs */
+	static const unsigned char restore_rt[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00,
+						    0x00, 0x00, 0x0f, 0x05 };
+	struct tproc *p = th->proc;
+	struct utrace_maps *maps;
+	size_t i;
+
+	if (p->safe_searched)
+		return p->sysret && p->restore_rt;
+	p->safe_searched = true;
+	maps = utrace_maps__read(p->pid);
+	if (!maps)
+		return false;
+	for (i = 0; i < maps->nr && !(p->sysret && p->restore_rt); i++) {
+		const struct utrace_map *m = &maps->maps[i];
+
+		if (!(m->prot & UTRACE_MAP_EXEC) || !m->path || !strstr(m->path, "/libc"))
+			continue;
+		if (!p->sysret)
+			p->sysret = scan_mapping_for(p->pid, m, sysret, sizeof(sysret));
+		if (!p->restore_rt)
+			p->restore_rt = scan_mapping_for(p->pid, m, restore_rt, sizeof(restore_rt));
+	}
+	utrace_maps__free(maps);
+	if (!(p->sysret && p->restore_rt))
+		pr_debug("pid %d: no 'syscall; ret' or __restore_rt in libc: remote syscalls are "
+			 "not kill-safe\n",
+			 p->pid);
+	return p->sysret && p->restore_rt;
 }
 
 /**
@@ -230,7 +283,13 @@ static bool is_syscall_entry(pid_t tid, int status, const struct user_regs_struc
 	return arch_at_entry_stop(regs);
 }
 
-/* Run the prepared registers @call to our syscall's exit stop; result in @ret. */
+/*
+ * Run the prepared registers @call to our syscall's exit stop; result in
+ * @ret. The registers go in first, then the mask that blocks signals: a
+ * tracer killed in between leaves a thread that runs our syscall and its
+ * way back (the sigreturn frame), not one that runs on with every signal
+ * blocked.
+ */
 static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *call,
 		       bool from_entry, long *ret, uint64_t *requeue, struct remote_ctx *rc)
 {
@@ -239,6 +298,10 @@ static int run_to_exit(struct utrace_thread *th, const struct user_regs_struct *
 	int r, status;
 
 	r = ptrace_setregs(th->tid, call);
+	if (r < 0)
+		return r;
+	/* Block everything but SIGTRAP (SIGKILL/SIGSTOP cannot be blocked). */
+	r = ptrace_setsigmask(th->tid, ~(1ULL << (SIGTRAP - 1)));
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -349,10 +412,6 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 		if (xlen < 0)
 			xlen = 0;
 	}
-	/* Block everything but SIGTRAP (SIGKILL/SIGSTOP cannot be blocked). */
-	r = ptrace_setsigmask(tid, ~(1ULL << (SIGTRAP - 1)));
-	if (r < 0)
-		goto out_free;
 	thread_invalidate_regs(th);
 
 	call = saved;
@@ -361,7 +420,25 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 		arch_set_syscall(&call, nr, args);
 		r = run_to_exit(th, &call, true, &result, &requeue, &rc);
 	} else {
+		struct arch_sigframe f = { 0 };
+
+		/*
+		 * Kill-safe when libc has the gadgets (arch/x86_64/call.c): the
+		 * syscall runs at "syscall; ret", which returns into
+		 * __restore_rt with our sigreturn frame, so the thread gets
+		 * its own state back even if we die before we restore it.
+		 */
 		arch_prepare_remote(&call, gadget, nr, args);
+		if (remote_find_safe_gadgets(th) &&
+		    arch_sigframe_build(&f, &saved, mask, xstate, xlen, th->proc->restore_rt) ==
+			    0) {
+			if (utrace_mem__write(th->proc->pid, f.lo, f.buf, f.len) ==
+			    (ssize_t)f.len) {
+				call.rip = th->proc->sysret;
+				call.rsp = f.lo;
+			}
+			arch_sigframe_free(&f);
+		}
 		r = run_to_exit(th, &call, false, &result, &requeue, &rc);
 	}
 	if (r == 0 && rc.timed_out)
@@ -395,12 +472,16 @@ int utrace_thread__remote_syscall(struct utrace_thread *th, long nr, const uint6
 out_restore:
 	if (r == -ESRCH)
 		goto out_free;
-	/* Registers, FP/vector state and mask back as they were. */
-	if (ptrace_setregs(tid, &saved) < 0 && r == 0)
-		r = -EINTR;
+	/*
+	 * Mask, FP/vector state and registers back as they were, the
+	 * registers last: until then, a tracer killed here leaves the thread
+	 * on its way to the sigreturn frame, which restores all of it again.
+	 */
+	ptrace_setsigmask(tid, mask);
 	if (xlen > 0)
 		ptrace_setregset(tid, NT_X86_XSTATE, xstate, (size_t)xlen);
-	ptrace_setsigmask(tid, mask);
+	if (ptrace_setregs(tid, &saved) < 0 && r == 0)
+		r = -EINTR;
 	if (held_sig) {
 		/* Back to a signal-delivery stop for the same signal and siginfo. */
 		int r2 = redeliver(th, held_sig, &held_info, &requeue);

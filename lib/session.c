@@ -1063,6 +1063,18 @@ static void handle_clone_event(struct utrace_session *s, struct utrace_thread *t
 		fork_release_child(s, child);
 }
 
+void session_note_clone(struct utrace_session *s, struct utrace_thread *th, int event)
+{
+	/* Only the new task matters here: @th's own flags stay as the call left them. */
+	bool engine_stop = th->engine_stop, stepping = th->stepping;
+	enum tstop stop = th->stop;
+
+	handle_clone_event(s, th, event);
+	th->engine_stop = engine_stop;
+	th->stepping = stepping;
+	th->stop = stop;
+}
+
 static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th)
 {
 	unsigned long msg = 0;
@@ -1090,6 +1102,8 @@ static void handle_exec_event(struct utrace_session *s, struct utrace_thread *th
 		}
 	}
 	th->proc->gadget = 0;
+	th->proc->sysret = th->proc->restore_rt = th->proc->call_stub = 0;
+	th->proc->safe_searched = false;
 	th->group_stopped = false;
 	th->proc->hide_pre_exec = false;
 	a.former = former;

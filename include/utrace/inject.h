@@ -123,6 +123,10 @@ typedef int (*utrace_inject_arena_fn_t)(void *arena, size_t size, void *ctx);
  *	'/x/agent.so': dlopen failed: /x/agent.so: cannot open shared object
  *	file: No such file or directory"
  * @errlen: size of @errbuf
+ * @allow_copies: if the init returns -EALREADY (this instance is busy),
+ *	load a private copy of the object (a memfd in the target, a new
+ *	instance for the dynamic loader) or reuse a free earlier copy, and
+ *	call its init (lib/inject.c, "COPIES")
  */
 struct utrace_inject_opts {
 	size_t sz;
@@ -137,6 +141,7 @@ struct utrace_inject_opts {
 	bool allow_unsafe_path;
 	char *errbuf;
 	size_t errlen;
+	bool allow_copies;
 	size_t : 0;
 };
 #define utrace_inject_opts__last_field errlen

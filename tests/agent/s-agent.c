@@ -12,8 +12,10 @@
  *   s-agent longjmp ROUNDS DEPTH     probed_jump() recursion left by longjmp
  *   s-agent malloc THREADS ITERS     malloc+free pairs between two stdin
  *                                    handshakes; prints worker tids
- *   s-agent spin THREADS             probed_add() until stdin closes;
- *                                    pre_calls[]/post_calls[] per thread
+ *   s-agent spin THREADS [block]     probed_add() until stdin closes;
+ *                                    pre_calls[]/post_calls[] per thread;
+ *                                    block: thread 0 blocks every signal
+ *                                    (but SIGTRAP: the interposers)
  *   s-agent inject N                 its own handler forces probed_add() = 42
  *   s-agent churn TOTAL ITERS        TOTAL short-lived threads, 4 at a time
  *   s-agent pexit ROUNDS DEPTH       threads leave probed frames by pthread_exit
@@ -275,10 +277,20 @@ static void *exit_thread(void *arg)
 	return NULL;
 }
 
+static int spin_block;
+
 static void *spin_thread(void *arg)
 {
 	long t = (long)arg;
 	uint64_t i = 0;
+
+	if (spin_block && t == 0) {
+		sigset_t all;
+
+		/* It cannot answer an upgrade broadcast: each one waits for the timeout. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+	}
 
 	while (!stop) {
 		pre_calls[t * 8]++;
@@ -489,6 +501,7 @@ int main(int argc, char **argv)
 		char buf[16];
 		int i, bad = 0;
 
+		spin_block = argc > 3 && !strcmp(argv[3], "block");
 		for (i = 0; i < a1; i++)
 			pthread_create(&th[i], NULL, spin_thread, (void *)(long)i);
 		printf("ready %p %p\n", (void *)pre_calls, (void *)post_calls);

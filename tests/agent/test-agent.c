@@ -766,6 +766,96 @@ TEST(tracer_death_disarms)
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
 }
 
+/*
+ * The tracer dies in the middle of a SYNC: a thread of the target blocks
+ * the upgrade signal, so the jmp upgrade broadcast waits its full timeout
+ * (500 ms), and the host is killed 150 ms into it. The transaction ends
+ * (the batch stays int3), the agent then sees the host gone and disarms
+ * everything: the code equals its file again and the target's threads,
+ * which called the probed function all along, computed right.
+ */
+TEST_TIMEOUT(tracer_death_during_upgrade_broadcast, 60)
+{
+	int p[2], in[2], st, i, same = 0;
+	pid_t tracer, target = 0;
+	uint64_t addr = 0;
+	uint8_t live[16], file[16];
+
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+	CHECK(pipe2(p, O_CLOEXEC) == 0 && pipe(in) == 0);
+	tracer = fork();
+	CHECK(tracer >= 0);
+	if (!tracer) {
+		struct ahost h;
+		struct ahost_opts o = { .pipe_stdout = true };
+		char buf[256];
+		size_t len = 0;
+		uint64_t msg[2];
+		int id;
+
+		dup2(in[0], 0);
+		close(in[0]);
+		close(in[1]);
+		if (ahost_launch(&h, &o, argv_of("spin", "4", "block")) || ahost_start(&h))
+			_exit(1);
+		expect_line(&h, "ready", buf, sizeof(buf), &len);
+		id = ahost_probe(&h, "probed_add", UTRACE_PF_COUNT, false);
+		if (id < 0)
+			_exit(2);
+		ahost_set_want(&h, id, UTRACE_PS_JMP);
+		msg[0] = (uint64_t)h.pid;
+		msg[1] = ahost_abi(&h, id)->addr;
+		if (write(p[1], msg, sizeof(msg)) != sizeof(msg))
+			_exit(4);
+		ahost_sync(&h); /* killed in here */
+		_exit(0);
+	}
+	close(p[1]);
+	close(in[0]);
+	{
+		uint64_t msg[2];
+
+		CHECK(read(p[0], msg, sizeof(msg)) == sizeof(msg));
+		target = (pid_t)msg[0];
+		addr = msg[1];
+	}
+	{
+		struct timespec ts = { 0, 150000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	CHECK_EQ(kill(tracer, SIGKILL), 0);
+	CHECK(waitpid(tracer, &st, 0) == tracer);
+	CHECK_MSG(WIFSIGNALED(st), "the host was not in its SYNC any more: status %#x", st);
+	/* The file's bytes at the site, through the mapping that holds it. */
+	{
+		struct utrace_maps *maps = utrace_maps__read(target);
+		const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
+		int fd;
+
+		CHECK(m && m->path);
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		CHECK(fd >= 0);
+		CHECK(pread(fd, file, 8, (off_t)(m->offset + (addr - m->start))) == 8);
+		close(fd);
+		utrace_maps__free(maps);
+	}
+	for (i = 0; i < 300 && same < 3; i++) { /* the SYNC ends, then ~100 ms */
+		struct timespec ts = { 0, 10000000 };
+
+		CHECK(utrace_mem__read(target, addr, live, 8) == 8);
+		same = !memcmp(live, file, 8) ? same + 1 : 0;
+		nanosleep(&ts, NULL);
+	}
+	CHECK_MSG(same >= 3, "code bytes at 0x%llx not the file's 3 s after the tracer died",
+		  (unsigned long long)addr);
+	harness_note("restored after ~%d ms", i * 10);
+	CHECK(kill(target, 0) == 0);
+	close(in[1]);
+	CHECK(waitpid(target, &st, 0) == target);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+}
+
 TEST(fork_child_has_no_probes)
 {
 	struct ahost h;

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject-test.h"
@@ -122,6 +123,54 @@ EXPORT int inject_test_init_thread(int arena_fd, unsigned int flags, uint64_t ar
 		nanosleep(&ts, NULL);
 	}
 	return m->thread_tid ? r : -ETIMEDOUT;
+}
+
+/*
+ * The same, but returning at once, as the agent's init does: the thread's
+ * clone event and first stop may come while the tracer is still inside the
+ * remote call, or after it returned, or as it detaches. Either way the
+ * tracer must see both before it detaches, or the thread is left stopped.
+ */
+EXPORT int inject_test_init_thread_nowait(int arena_fd, unsigned int flags, uint64_t arg)
+{
+	pthread_t th;
+	int r;
+
+	r = inject_test_init(arena_fd, flags, arg);
+	if (r < 0)
+		return r;
+	if (pthread_create(&th, NULL, agent_thread, last_arena))
+		return -EAGAIN;
+	pthread_detach(th);
+	return r;
+}
+
+/*
+ * A slow init (about 400 ms of work, no syscalls: clock_gettime is the
+ * vdso's) that uses the vector registers all along: the tracer is killed
+ * while it runs, and the thread must come back by itself with its own
+ * registers, xstate and mask, its interrupted syscall restarted.
+ */
+EXPORT int inject_test_init_slow(int arena_fd, unsigned int flags, uint64_t arg)
+{
+	volatile double d = 1.0;
+	struct timespec a, b;
+	int r;
+
+	r = inject_test_init(arena_fd, flags, arg);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do {
+		int i;
+
+		for (i = 0; i < 1000; i++)
+			d = d * 1.0000001 + 0.5;
+		__asm__ volatile("pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1\n\t"
+				 "pcmpeqd %%xmm2, %%xmm2\n\tpcmpeqd %%xmm3, %%xmm3\n\t"
+				 "pcmpeqd %%xmm4, %%xmm4\n\tpcmpeqd %%xmm5, %%xmm5" ::
+					 : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5");
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	} while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < 400);
+	return r;
 }
 
 /* An init that fails: the injection must undo everything. */
