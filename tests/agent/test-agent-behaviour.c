@@ -30,8 +30,9 @@
  *                                      re-armed in the new image),
  *                                      attach_exec_drops_probes (-p: the
  *                                      injected agent goes with the image)
- * set_return_skips_function            n/a here: --inject is another part
- *                                      of issue 6 (the agent side is
+ * set_return_skips_function            set_return_skips_function (utrace
+ *                                      --inject, decided in the target; the
+ *                                      in-process handler API is
  *                                      test-agent.c handler_forces_return_*)
  * deferred_registration_from_handler   n/a: handlers that (un)register
  *                                      probes are tracer-side API; the
@@ -59,10 +60,10 @@
  * vfork_exec_keeps_parent_probes       vfork_exec_keeps_parent_probes
  *                                      (the follow variant: -F, not yet)
  * coroutine_stack_switch_survives      coroutine_stack_switch_survives
- * attach_detach_cycles                 arm_disarm_cycles (host API, one
- *                                      process: a second injection into the
- *                                      same process is another part of
- *                                      issue 6)
+ * attach_detach_cycles                 attach_detach_cycles (utrace -p, 5
+ *                                      sessions on one process: the dormant
+ *                                      agent is reused) + arm_disarm_cycles
+ *                                      (host API)
  * deferred_registration_multithreaded  n/a (as deferred_registration_*)
  */
 #include <errno.h>
@@ -776,6 +777,71 @@ TEST_TIMEOUT(attach_probe_detach_restores_code, 120)
 	CHECK(v.hits <= atol(strstr(line, "calls=") + 6));
 	CHECK_EQ(target_reap(&t, 10000), 0);
 	free(err);
+}
+
+/*
+ * set_return: get_value() returns 42 unless injected; --inject 'get_value=7'
+ * makes every call return 7 without running it, @3 every third call.
+ */
+TEST_TIMEOUT(set_return_skips_function, 60)
+{
+	const char *all[] = { "-b", "agent",	 "-c",	  "--inject", "get_value=7",
+			      "--", s_uprobes(), "value", "10",	      NULL };
+	const char *third[] = { "-b", "agent",	   "-c",    "--inject", "get_value=7@3",
+				"--", s_uprobes(), "value", "10",	NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_EQ(run_utrace(all, &out, &err), 0);
+	CHECK_MSG(strstr(out, "sum=70\n"), "%s%s", out, err);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(third, &out, &err), 0);
+	/* calls 3, 6, 9 injected: 3 x 7 + 7 x 42 */
+	CHECK_MSG(strstr(out, "sum=315\n"), "%s%s", out, err);
+	free(out);
+	free(err);
+}
+
+/*
+ * Five utrace -p sessions one after the other on one process: each counts
+ * calls, detaches with the code bytes equal to the file's; the target's own
+ * check says ok at the end (the agent stays, dormant between sessions).
+ */
+TEST_TIMEOUT(attach_detach_cycles, 180)
+{
+	const char *args[] = { "loop", "8", NULL };
+	struct target t = target_start("s-uprobes", args, -1);
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
+	const char *uargs[] = { "-b", "agent", "-c", "-v",  "-f", "work",
+				"-p", pid,     "-d", "0.5", NULL };
+	int fd = mkstemp(errfile), cycle;
+	long total = 0;
+
+	CHECK(fd >= 0);
+	close(fd);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	for (cycle = 0; cycle < 5; cycle++) {
+		struct vline v;
+		pid_t u = spawn_utrace(uargs, errfile);
+
+		CHECK_EQ(wait_exit(u, 60), 0);
+		err = slurp(errfile);
+		v = vline(err);
+		CHECK_MSG(v.hits > 0 && v.points == 1, "cycle %d: %s", cycle, err);
+		total += v.hits;
+		check_code_restored(t.pid, s_uprobes(), "work", "work");
+		free(err);
+	}
+	unlink(errfile);
+	harness_note("5 sessions: %ld entries", total);
+	CHECK(write(t.in, "x\n", 2) == 2);
+	close(t.in);
+	t.in = -1;
+	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok"), "%s", line);
+	CHECK(total <= atol(strstr(line, "calls=") + 6));
+	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
 TEST_TIMEOUT(attach_dlopen_pending_spec, 120)
