@@ -64,9 +64,25 @@
  * Every failure after step 2 unwinds what was done in the target, in
  * reverse (dlclose, close the arena fd, munmap), and leaves the thread as
  * it was; the one error message has the shape "pid N: cannot inject
- * 'PATH': WHAT". A remote call that times out cannot be unwound in full:
- * the callee's partial work (e.g. the loader lock taken by dlopen) stays.
- * Choosing the thread is what keeps that from happening.
+ * 'PATH': WHAT".
+ *
+ * Except a remote call that times out (a dlopen whose constructor blocks,
+ * a slow init): it cannot be unwound, since the callee holds what it took
+ * (dlopen: the loader lock) until it returns. So it is left to finish on
+ * its own (remote-call.c, call_abandon()): the thread is resumed mid-call
+ * and detached with the rest, runs the callee to its end and returns
+ * through the stub, which restores its mask, xstate and registers and
+ * restarts its syscall, as if we had died. Nothing more is done in the
+ * target: the scratch page stays mapped (the stub and the strings the
+ * callee may still read are there), the arena's fd stays open in it, a
+ * loaded object stays loaded. -ETIMEDOUT, "the remote call of X did not
+ * return in N s; left to finish on its own, the process was not stopped".
+ * If a dlopen of the agent finishes later, its constructor does nothing
+ * in a process not launched by utrace (agent.c, agent_ctor()): no init,
+ * no arena, nothing armed, like a dormant agent. An init of the agent
+ * that finishes later maps the arena and watches the host's pid like any
+ * init; the host arms nothing in it, and it goes dormant when the host
+ * exits (utrace does, after the failure).
  *
  * The tracer may die at any moment (SIGKILL, OOM): "Never harm the
  * target" must hold then too. The kernel detaches a dying tracer's

@@ -39,9 +39,16 @@
  *  5. Wait with a deadline. Other tracees' events (e.g. the first stop of
  *     a thread the callee created) go to the session meanwhile, so that
  *     such a thread runs: an agent init that waits for its new thread
- *     would otherwise deadlock against us. On timeout the thread is
- *     interrupted (PTRACE_INTERRUPT) wherever it is - typically in a
- *     futex wait for a lock it will never get - and restored.
+ *     would otherwise deadlock against us. On timeout with the stub
+ *     (call_abandon()) the call is not taken back: restoring the
+ *     registers mid-call would leave whatever the callee holds (dlopen's
+ *     loader lock, a malloc lock) held forever, and the process would
+ *     deadlock at its next dlopen(). The thread is stopped once and left
+ *     at that stop with the callee's registers; resumed or detached, it
+ *     finishes the call and the stub restores it by itself, exactly as
+ *     if we had died. Without the stub (no way back but ours) the thread
+ *     is interrupted wherever it is - typically in a futex wait for a
+ *     lock it will never get - and restored, as before.
  *  6. Restore registers, xstate and mask, and send the thread back into
  *     get_signal() (PTRACE_INTERRUPT + PTRACE_CONT) so that it sits in
  *     the same kind of stop as before, with the kernel's restart logic
