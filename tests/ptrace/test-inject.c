@@ -1281,3 +1281,45 @@ TEST(inject_init_timeout_read)
 	inject_times_out("read", so_path(), "inject_test_init_sleep", 500, "inject_test_init_sleep",
 			 1200);
 }
+
+/*
+ * The same in a session that traces the process already (and wants its
+ * syscall stops): the thread stays traced, left running mid-call; the
+ * session handles its stops (the stub's marker among them) while the
+ * constructor ends, and the thread comes back by itself all the same.
+ */
+TEST(inject_dlopen_timeout_in_session)
+{
+	char foo[4096], err[1024] = "", line[128] = "";
+	const char *args[] = { "read", "0", foo, NULL };
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .syscall_entry = cb_count_entry };
+	struct utrace_injection inj;
+	struct utrace_session *s;
+	struct target t;
+	long entries = 0;
+	int i;
+	UTRACE_OPTS(utrace_inject_opts, o, .timeout_ms = 300, .errbuf = err, .errlen = sizeof(err));
+
+	CHECK(realpath(target_path("libfoo.so"), foo));
+	t = target_start("s-blocked", args, -1);
+	target_wait_ready(&t);
+	msleep(100);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_ENTRY, &entries));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__inject(s, t.pid, slowctor_path(), &o, &inj), -ETIMEDOUT);
+	CHECK_MSG(strstr(err, "left to finish on its own"), "message: '%s'", err);
+	CHECK(utrace_proc__tracer(t.pid) > 0); /* still ours */
+	CHECK_EQ(utrace_session__run(s, 1200), UTRACE_RUN_TIMEOUT); /* the constructor ends */
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	for (i = 0; i < 200 && !line[0]; i++) {
+		CHECK_EQ(utrace_session__run(s, 25), UTRACE_RUN_TIMEOUT);
+		if (read_line(t.out, line, sizeof(line), 25) < 0)
+			line[0] = 0;
+	}
+	CHECK_MSG(!strcmp(line, "dlopen ok"), "target said '%s'", line);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
