@@ -493,7 +493,13 @@ static bool another_instance(void)
 	return a.dli_fbase != b.dli_fbase;
 }
 
-/* Launch mode. */
+/*
+ * Launch mode. Injected (lib/inject.c's remote dlopen), there is no
+ * UTRACE_AGENT_FD and this does nothing but look up the real functions:
+ * the agent starts only in __utrace_agent_init(). So a dlopen that the
+ * host gave up on (it outlasted the remote-call timeout) and that ends
+ * later leaves an agent that has no arena and arms nothing.
+ */
 __attribute__((constructor)) static void agent_ctor(void)
 {
 	const char *s = getenv("UTRACE_AGENT_FD");
