@@ -153,7 +153,7 @@ struct utrace_inject_opts {
 	bool allow_copies;
 	size_t : 0;
 };
-#define utrace_inject_opts__last_field errlen
+#define utrace_inject_opts__last_field allow_copies
 
 /**
  * struct utrace_injection - what utrace_session__inject() produced. Owned
