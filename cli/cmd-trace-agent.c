@@ -146,6 +146,9 @@ struct atracer {
 	uint64_t exec_since; /* when image_id() was first seen to differ */
 	bool attached;
 	bool agent_gone; /* exec'ed into an image without the agent */
+	/* injected: internal probes on the unwinder's entry points (arm_unwind_guards()) */
+	int guards[4];
+	int nr_guards;
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -453,6 +456,22 @@ static void show_injected_return(struct atracer *t, const struct apoint *p,
 	proto_val_clear(&v);
 }
 
+/*
+ * The point of probe @id: ids and indexes agree unless internal probes
+ * (arm_unwind_guards()) took ids in between.
+ */
+static const struct apoint *point_of(const struct atracer *t, uint32_t id)
+{
+	int i;
+
+	if (id < (uint32_t)t->nr_pts && t->pts[id].id == (int)id)
+		return &t->pts[id];
+	for (i = 0; i < t->nr_pts; i++)
+		if (t->pts[i].id == (int)id)
+			return &t->pts[i];
+	return NULL;
+}
+
 /* One event (with its stack in t->pcs[0, t->npcs) for -k). */
 static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 {
@@ -462,9 +481,9 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 	bool inj = ev->kind == UTRACE_EV_INJECT;
 	int i;
 
-	if (ev->probe >= (uint32_t)t->nr_pts)
+	p = point_of(t, ev->probe);
+	if (!p)
 		return;
-	p = &t->pts[ev->probe];
 	for (i = 0; i < 6; i++)
 		r.args[i] = ev->args[i];
 	if (t->chrome_on)
@@ -800,6 +819,71 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 	return -EXIT_USAGE;
 }
 
+/*
+ * Return probes with an injected agent. A C++ exception (or pthread_exit(),
+ * which unwinds) passing through a frame whose return address a return
+ * probe hijacked would make the unwinder look up the trampoline, which has
+ * no unwind info: std::terminate(), the process dies. A preloaded agent
+ * interposes the unwinder's entry points and puts the addresses back first
+ * (agent/interpose.c); an injected one cannot: the application's
+ * references were bound before it came. So the entry points get internal
+ * probes whose hit does the same (UTRACE_PF_UNWIND). They are not points:
+ * no output, no counts; their ids are kept in t->guards. If the C++
+ * unwinder is loaded and cannot be guarded (e.g. another session patched
+ * it), return probes are refused rather than risk the process.
+ * Return: 0, or -EXIT_TRACE after one line.
+ */
+static int arm_unwind_guards(struct atracer *t, struct utrace_image *img)
+{
+	static const char *const specs[] = { "libgcc_s:_Unwind_RaiseException",
+					     "libgcc_s:_Unwind_ForcedUnwind", "libc:pthread_exit" };
+	bool ret = false;
+	size_t s, k;
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++)
+		ret |= !!(ahost_abi(&t->h, t->pts[i].id)->flags & UTRACE_PF_RETPROBE);
+	if (!ret)
+		return 0;
+	for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		struct utrace_match *m = NULL;
+		struct utrace_spec spec;
+		size_t nr = 0;
+		int id = -ENOENT;
+
+		if (utrace_spec__parse(specs[s], &spec, NULL, 0))
+			continue;
+		if (utrace_image__resolve(img, &spec, &m, &nr, NULL))
+			nr = 0;
+		utrace_spec__clear(&spec);
+		for (k = 0; k < nr && id < 0; k++) {
+			if (m[k].sym_flags & UTRACE_SYM_ALIAS)
+				continue;
+			if ((size_t)t->nr_guards >= sizeof(t->guards) / sizeof(t->guards[0]))
+				break;
+			id = ahost_probe_match(&t->h, img, &m[k], specs[s],
+					       UTRACE_PF_UNWIND | UTRACE_PF_ENTRY, false);
+			if (id >= 0) {
+				t->guards[t->nr_guards++] = id;
+				ahost_set_want(&t->h, id,
+					       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ?
+						       UTRACE_PS_JMP :
+						       UTRACE_PS_INT3);
+			}
+		}
+		free(m);
+		if (nr && id < 0) {
+			cli_error("pid %d: cannot guard %s (%s): a C++ exception or pthread_exit() "
+				  "through a probed frame would end the process; return probes "
+				  "refused (use -u for entry probes only)",
+				  (int)t->pid, specs[s],
+				  t->h.why[0] ? t->h.why : strerror(id == -ENOENT ? ENOENT : -id));
+			return -EXIT_TRACE;
+		}
+	}
+	return 0;
+}
+
 /* Upper edge of agent bucket @b: [0]=0, [b]=[2^(b-1), 2^b). */
 static void agent_bucket(unsigned int b, uint64_t *lo, uint64_t *hi)
 {
@@ -957,6 +1041,20 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 static int check_restored(struct atracer *t)
 {
 	int i, bad = 0;
+
+	for (i = 0; i < t->nr_guards; i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->guards[i]);
+		uint8_t now[16];
+
+		if (ab->len <= sizeof(now) &&
+		    utrace_mem__read(t->pid, ab->addr, now, ab->len) == (ssize_t)ab->len &&
+		    memcmp(now, ab->orig, ab->len)) {
+			cli_error("the unwinder guard at 0x%" PRIx64 " still differs from its "
+				  "original bytes after the detach",
+				  ab->addr);
+			bad++;
+		}
+	}
 
 	for (i = 0; i < t->nr_pts; i++) {
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
@@ -1538,6 +1636,8 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 				  t->pid);
 			goto out;
 		}
+		if (arm_unwind_guards(t, t->img))
+			goto out;
 		err = ahost_sync(&t->h);
 		if (err < 0) {
 			cli_error("cannot arm the probes in pid %d: %s", t->pid,
@@ -1822,6 +1922,8 @@ armed:
 			  attached ? "the process" : opts->argv[0]);
 		goto out;
 	}
+	if (attached && arm_unwind_guards(t, img))
+		goto out;
 	err = ahost_sync(&t->h); /* the number of probes changed */
 	if (err < 0) {
 		cli_error("cannot arm the probes: %s", t->h.why[0] ? t->h.why : strerror(-err));

@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 4
+#define UTRACE_ABI_VERSION 5
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -115,6 +115,14 @@ enum utrace_probe_flags {
 	 * same ring, published together (one group is never split nor half lost).
 	 */
 	UTRACE_PF_STACK = 1U << 7,
+	/*
+	 * An unwinder is about to walk the thread's stack (a probe on
+	 * _Unwind_RaiseException, _Unwind_ForcedUnwind or pthread_exit):
+	 * put its hijacked return addresses back first. The host arms these
+	 * for an injected agent, whose interposers of the same functions are
+	 * not bound (docs/agent.md); a preloaded agent interposes them.
+	 */
+	UTRACE_PF_UNWIND = 1U << 8,
 };
 
 enum utrace_probe_mode {

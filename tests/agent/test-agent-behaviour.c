@@ -844,6 +844,55 @@ TEST_TIMEOUT(attach_detach_cycles, 180)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+/*
+ * C++ exceptions through frames hijacked by return probes of an INJECTED
+ * agent (not preloaded: its interposers of the unwinder are not bound): the
+ * host guards the unwinder's entry points with internal probes. Without
+ * them std::terminate() ends the target at its first throw.
+ */
+TEST_TIMEOUT(cxx_exceptions_through_hijacked_frames_attached, 120)
+{
+	const char *args[] = { "200", "10", "wait", NULL };
+	struct target t;
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
+	const char *uargs[] = { "-b", "agent",	    "-c", "-v", "-v", "-f", "probed_throw",
+				"-f", "probed_fib", "-p", pid,	"-d", "3",  NULL };
+	int fd = mkstemp(errfile), i;
+	struct vline v;
+	pid_t u;
+
+	if (access(harness_build_path("tests/agent/s-agent-cxx"), X_OK))
+		SKIP("no C++ compiler: s-agent-cxx not built");
+	CHECK(fd >= 0);
+	close(fd);
+	t = target_start("../agent/s-agent-cxx", args, -1);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u = spawn_utrace(uargs, errfile);
+	for (i = 0; i < 1000; i++) {
+		err = slurp(errfile);
+		if (strstr(err, "probed_fib armed ("))
+			break;
+		free(err);
+		err = NULL;
+		usleep(10000);
+	}
+	CHECK_MSG(err, "never armed");
+	free(err);
+	CHECK(write(t.in, "go\n", 3) == 3);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
+	CHECK_MSG(!strcmp(line, "ok 200") || !strcmp(line, "ok 200\n"), "target said '%s'", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	CHECK_EQ(wait_exit(u, 60), 0);
+	err = slurp(errfile);
+	unlink(errfile);
+	v = vline(err);
+	/* 200 rounds: 11 probed_throw calls, none returns; fib(10) = 177 calls */
+	CHECK_MSG(v.hits == 200 * (11 + 177), "%s", err);
+	CHECK_MSG(v.returns == 200 * 177, "%s", err);
+	free(err);
+}
+
 TEST_TIMEOUT(attach_dlopen_pending_spec, 120)
 {
 	const char *args[] = { "dlwait", dl_lib(), "100", NULL };
