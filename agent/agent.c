@@ -437,6 +437,17 @@ static int agent_start(int fd, unsigned int flags)
  */
 AGENT_API int __utrace_agent_init(int arena_fd, unsigned int flags)
 {
+	/*
+	 * Injected, the agent cannot interpose the unwinder: the host guards
+	 * _Unwind_RaiseException and _Unwind_ForcedUnwind with probes instead
+	 * (cli/cmd-trace-agent.c arm_unwind_guards()). glibc loads libgcc_s
+	 * only at the first pthread_exit() or cancellation, from inside
+	 * pthread_exit, too late for a guard armed when it appears: load it
+	 * now (the handle is kept; glibc's own dlopen finds it loaded). In the
+	 * hijacked thread, like the dlopen of the agent itself.
+	 */
+	if (!dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD))
+		(void)dlopen("libgcc_s.so.1", RTLD_NOW);
 	return agent_start(arena_fd, flags);
 }
 

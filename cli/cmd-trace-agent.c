@@ -828,16 +828,60 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
  * (agent/interpose.c); an injected one cannot: the application's
  * references were bound before it came. So the entry points get internal
  * probes whose hit does the same (UTRACE_PF_UNWIND). They are not points:
- * no output, no counts; their ids are kept in t->guards. If the C++
- * unwinder is loaded and cannot be guarded (e.g. another session patched
- * it), return probes are refused rather than risk the process.
+ * no output, no counts; their ids are kept in t->guards. pthread_exit()
+ * unwinds with _Unwind_ForcedUnwind, from libgcc_s, which the injected
+ * agent loads at its init (glibc would load it inside the first
+ * pthread_exit()); pthread_exit itself is guarded only if that failed.
+ *
+ * Another session (its own agent instance, its own return instances)
+ * may guard the same function already, and one site takes one session's
+ * patch. Any instruction of the prologue does, as long as it runs before
+ * the unwinder reads a frame: libgcc's _Unwind_RaiseException and
+ * _Unwind_ForcedUnwind push and set up for ~16 instructions before their
+ * first call, so the guard goes on the first free one of the first
+ * GUARD_SPAN bytes, before any call. If the unwinder cannot be guarded,
+ * return probes are refused rather than risk the process.
  * Return: 0, or -EXIT_TRACE after one line.
  */
+#define GUARD_SPAN 24
+
+static int guard_function(struct atracer *t, struct utrace_image *img,
+			  const struct utrace_match *m0, const char *name)
+{
+	uint32_t offs[16];
+	int n = ahost_insn_offsets(&t->h, m0->addr, GUARD_SPAN, offs, 16), j, id = -ENOENT;
+	uint8_t code[GUARD_SPAN];
+
+	if (n > 0 && utrace_mem__read(t->pid, m0->addr, code, sizeof(code)) != sizeof(code))
+		n = 0;
+	for (j = 0; j < n; j++) {
+		struct utrace_match mm = *m0;
+
+		/* a call (e8, ff /2) ends the prologue: the unwinder may run in it */
+		if (j && (code[offs[j - 1]] == 0xe8 ||
+			  (code[offs[j - 1]] == 0xff && (code[offs[j - 1] + 1] & 0x38) == 0x10)))
+			break;
+		mm.addr += offs[j];
+		mm.file_addr += offs[j];
+		mm.offset += offs[j];
+		id = ahost_probe_match(&t->h, img, &mm, name, UTRACE_PF_UNWIND, false);
+		if (id >= 0 || id != -EBUSY)
+			break;
+	}
+	if (id >= 0) {
+		t->guards[t->nr_guards++] = id;
+		ahost_set_want(&t->h, id,
+			       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP :
+									     UTRACE_PS_INT3);
+	}
+	return id;
+}
+
 static int arm_unwind_guards(struct atracer *t, struct utrace_image *img)
 {
 	static const char *const specs[] = { "libgcc_s:_Unwind_RaiseException",
 					     "libgcc_s:_Unwind_ForcedUnwind", "libc:pthread_exit" };
-	bool ret = false;
+	bool ret = false, forced = false;
 	size_t s, k;
 	int i;
 
@@ -851,6 +895,9 @@ static int arm_unwind_guards(struct atracer *t, struct utrace_image *img)
 		size_t nr = 0;
 		int id = -ENOENT;
 
+		if (s == 2 && forced)
+			break; /* pthread_exit goes through the guarded _Unwind_ForcedUnwind */
+
 		if (utrace_spec__parse(specs[s], &spec, NULL, 0))
 			continue;
 		if (utrace_image__resolve(img, &spec, &m, &nr, NULL))
@@ -861,17 +908,11 @@ static int arm_unwind_guards(struct atracer *t, struct utrace_image *img)
 				continue;
 			if ((size_t)t->nr_guards >= sizeof(t->guards) / sizeof(t->guards[0]))
 				break;
-			id = ahost_probe_match(&t->h, img, &m[k], specs[s],
-					       UTRACE_PF_UNWIND | UTRACE_PF_ENTRY, false);
-			if (id >= 0) {
-				t->guards[t->nr_guards++] = id;
-				ahost_set_want(&t->h, id,
-					       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ?
-						       UTRACE_PS_JMP :
-						       UTRACE_PS_INT3);
-			}
+			id = guard_function(t, img, &m[k], specs[s]);
 		}
 		free(m);
+		if (s == 1 && id >= 0)
+			forced = true;
 		if (nr && id < 0) {
 			cli_error("pid %d: cannot guard %s (%s): a C++ exception or pthread_exit() "
 				  "through a probed frame would end the process; return probes "
