@@ -28,6 +28,11 @@
  *   coro                a coroutine (swapcontext) yields inside co_func()
  *   riprel N            N x rip_push() (push [rip + x] probed)
  *   value N             N x get_value() (fault injection makes it return 7)
+ *   pexit N D           N threads, one after the other, each calls exiter(D),
+ *                       recursive, whose innermost callee calls
+ *                       pthread_exit(): a forced unwind through D + 1 exiter
+ *                       frames must run the thread function's cleanup handler
+ *                       (found by its unwind info: built with -fexceptions)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -126,6 +131,45 @@ static volatile long forty_two = 42; /* not a constant: the call must happen */
 NOINLINE long get_value(void)
 {
 	return forty_two;
+}
+
+/* pexit: exit_now() leaves the thread from under D + 1 exiter() frames. */
+static volatile long cleanups;
+
+/* returns for v == 0 only (never here): not noreturn, or exiter() looks endless */
+NOINLINE void exit_now(long v)
+{
+	sink += v;
+	if (v)
+		pthread_exit((void *)v);
+}
+
+NOINLINE long exiter(long d, long v)
+{
+	if (d > 0)
+		return exiter(d - 1, v) + 1;
+	exit_now(v);
+	return 0;
+}
+
+static void on_cleanup(void *arg)
+{
+	(void)arg;
+	cleanups++;
+}
+
+struct pexit_arg {
+	long depth, value;
+};
+
+static void *pexit_thread(void *arg)
+{
+	struct pexit_arg *a = arg;
+
+	pthread_cleanup_push(on_cleanup, NULL);
+	exiter(a->depth, a->value);
+	pthread_cleanup_pop(0);
+	return NULL; /* not reached: exit_now() does not return */
 }
 
 static long calls;
@@ -458,6 +502,22 @@ int main(int argc, char **argv)
 				return 1;
 		}
 		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "pexit")) {
+		long n = atol(argv[2]), d = argc > 3 ? atol(argv[3]) : 5;
+
+		for (i = 0; i < n; i++) {
+			struct pexit_arg a = { d, 1000 + i };
+			pthread_t th;
+			void *ret;
+
+			if (pthread_create(&th, NULL, pexit_thread, &a) || pthread_join(th, &ret) ||
+			    ret != (void *)a.value)
+				return 1;
+		}
+		if (cleanups != n)
+			return 1;
+		work(1); /* the process goes on: its return is reported */
+		printf("expect entries=%ld returns=0 missed=%ld\n", n * (d + 1), n * (d + 1));
 	} else if (!strcmp(mode, "value")) {
 		long n = atol(argv[2]), sum = 0;
 
