@@ -45,6 +45,23 @@
  * skips the function: rax is set, the return address is popped into rip;
  * no instance is pushed.
  *
+ * Unwinders. A C++ throw (_Unwind_RaiseException), a forced unwind
+ * (_Unwind_ForcedUnwind: pthread_exit, cancellation) and a rethrow read
+ * each frame's return address to find its unwind info (FDE); the
+ * trampoline has none, so a throw through a hijacked frame ends in
+ * std::terminate and a forced unwind stops there, skipping the cleanup
+ * handlers above. The registry puts internal points, unwind guards, on
+ * these entry points (uprobes.c proc_arm_unwind_guards(); libc's
+ * pthread_exit too, as glibc dlopen()s libgcc_s inside its first call).
+ * A guard's hit runs ptrace_backend_unwind_begin() before the function
+ * runs: the thread's hijacked return addresses go back with the code the
+ * detach uses (task_restore_returns()) and its instances are dropped as
+ * missed, as the in-process agent does (agent/retprobe.c). Only the
+ * hitting thread's stack is touched; it is stopped. We chose restoring
+ * every instance over finding the catching frame: the unwinder's search
+ * phase is libgcc_s's business, and a lost return event is harmless where
+ * a wrong return address is not.
+ *
  * Breakpoints. Inserting or removing one writes a single byte through
  * /proc/PID/mem (code pages are read-only) with the process quiesced
  * (utrace_session__quiesce()); the hitting thread itself is never resumed

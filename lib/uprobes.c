@@ -39,6 +39,14 @@
  * Writing those breakpoints does not quiesce the process: no thread can be
  * running in an object whose dlopen() has not returned yet.
  *
+ * Unwind guards. Once a return probe applies to a process, internal points
+ * go on the unwinders' entry points (_Unwind_RaiseException and friends,
+ * libc's pthread_exit; proc_arm_unwind_guards()): the backend writes the
+ * hitting thread's hijacked return addresses back before the unwinder
+ * walks its stack. libgcc_s is often loaded later: its guards are armed
+ * like pending SPECs, at the dlopen notification that maps it, and are
+ * forgotten with it at dlclose (r_brk is never forgotten).
+ *
  * Deferral. While handlers run (hit_depth > 0), register and unregister
  * only queue the request; uprobes_hit_end() of the outermost hit runs the
  * queue and calls opts->done. A probe unregistered that way is marked dead
