@@ -340,20 +340,23 @@ TEST(cxx_exception_through_return_probes)
 }
 
 /*
- * pthread_exit() from the callee of return-probed frames: glibc's forced
- * unwind (libgcc_s, dlopen()ed at the first call) must find the thread
- * function's cleanup handler; without the unwind guards it stops at the
- * trampoline and skips it (s-uprobes exits 1).
+ * pthread_exit() and cancellation from the callee of return-probed frames:
+ * glibc's forced unwind must find the thread function's cleanup handler
+ * (in a library that loads libgcc_s at its dlopen: the unwinder's guards
+ * are armed then, pending until that moment); without the unwind guards it
+ * stops at the trampoline and skips it (s-uprobes exits 1).
  */
 TEST(pthread_exit_through_return_probes)
 {
-	const char *args[] = { "pexit", "20", "5", NULL };
+	char lib[4096];
+	const char *args[] = { "pexit", lib, "20", "5", NULL };
 	struct counts c = { 0 }, w = { 0 };
 	struct utrace_probe_stats st;
 	struct utrace_probe *p;
 	struct run r;
 	char *out;
 
+	snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-unwind.so"));
 	run_start(&r, args);
 	p = probe_spec(r.up, "exiter", &c, true, true);
 	probe_spec(r.up, "work", &w, true, true);
