@@ -208,6 +208,7 @@ unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool a
 
 /* tramp.c */
 int tramp_xol_map(uint64_t addr, uint64_t size);
+void tramp_publish_areas(struct utrace_arena_hdr *h);
 int tramp_write_slot(struct utrace_probe *p);
 bool tramp_in_xol(uint64_t addr);
 

@@ -377,6 +377,7 @@ static int agent_start(int fd, unsigned int flags)
 		 * traps must still find old sites) stay.
 		 */
 		patch_reset();
+		tramp_publish_areas(m);
 		if (host_pidfd >= 0)
 			close(host_pidfd);
 		host_pidfd = -1;

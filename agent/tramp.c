@@ -32,6 +32,7 @@ struct xol_area {
 	uint64_t vaddr; /* the executable view */
 	uint64_t size;
 	char *rw; /* the writable view (== vaddr for the RWX fallback) */
+	uint64_t used; /* header and written slots: the tail after it is free */
 };
 
 static struct xol_area areas[MAX_AREAS];
@@ -93,8 +94,30 @@ int tramp_xol_map(uint64_t addr, uint64_t size)
 	a->vaddr = addr;
 	a->size = size;
 	a->rw = rw;
+	a->used = UTRACE_XOL_HDR;
 	__atomic_store_n(&nr_areas, nr_areas + 1, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/**
+ * tramp_publish_areas - offer the areas of earlier sessions to a new one
+ *
+ * agent_start() of a re-attach, before READY (no control thread runs):
+ * the newest areas with free room, in @h->xol_prev.
+ */
+void tramp_publish_areas(struct utrace_arena_hdr *h)
+{
+	unsigned int i, n = 0;
+
+	for (i = nr_areas; i-- > 0 && n < UTRACE_ABI_XOL_PREV;) {
+		if (areas[i].used + UTRACE_TRAMP_SLOT > areas[i].size)
+			continue;
+		h->xol_prev[n].vaddr = areas[i].vaddr;
+		h->xol_prev[n].size = areas[i].size;
+		h->xol_prev[n].used = areas[i].used;
+		n++;
+	}
+	h->nr_xol_prev = n;
 }
 
 static struct xol_area *area_of(uint64_t addr, uint64_t len)
@@ -147,5 +170,7 @@ int tramp_write_slot(struct utrace_probe *p)
 	w = x->rw + (p->slot - x->vaddr);
 	utrace_memcpy(w, hdr, sizeof(hdr));
 	utrace_memcpy(w + UTRACE_TRAMP_XOL_OFF, a->code, a->code_len);
+	if (p->slot - x->vaddr + UTRACE_TRAMP_SLOT > x->used)
+		x->used = p->slot - x->vaddr + UTRACE_TRAMP_SLOT;
 	return 0;
 }

@@ -1065,8 +1065,10 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	for (i = 0; i < 1000; i++) { /* 10 s */
 		uint32_t st = __atomic_load_n(&t->h.hdr->agent_state, __ATOMIC_ACQUIRE);
 
-		if (st == UTRACE_AGENT_READY)
+		if (st == UTRACE_AGENT_READY) {
+			ahost_adopt_areas(&t->h); /* a re-attach: fill the old areas first */
 			return 0;
+		}
 		if (st != UTRACE_AGENT_NONE)
 			break;
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
@@ -1304,6 +1306,7 @@ static void agent_image_events(struct atracer *t)
 		t->exec_since = 0;
 		t->agent_gone = false;
 		t->h.xol_base = t->h.xol_next = t->h.xol_end = 0; /* gone with the image */
+		t->h.nr_areas = t->h.cur_area = 0;
 		if (t->maps)
 			utrace_maps__free(t->maps);
 		t->maps = utrace_maps__read(t->pid);

@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 5
+#define UTRACE_ABI_VERSION 6
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -56,6 +56,7 @@
 #define UTRACE_ABI_ARGS 6
 #define UTRACE_ABI_STACK_MAX 32 /* caller frames recorded with an entry (-k) */
 #define UTRACE_ABI_FORKS 16 /* fork children announced and not yet seen by the host */
+#define UTRACE_ABI_XOL_PREV 16 /* XOL areas of earlier sessions offered to a new one */
 
 /*
  * A trampoline slot in an XOL area (agent-written header, host-relocated
@@ -293,7 +294,21 @@ struct utrace_arena_hdr {
 	uint32_t dl_ack;
 	uint32_t exec_seq;
 	uint32_t __pad3;
-	uint64_t __reserved[(4096 - 272 - UTRACE_ABI_FORKS * 16) / 8];
+	/*
+	 * Re-attach (agent -> host, before READY): the XOL areas that earlier
+	 * sessions left (areas are never unmapped), with the offset of their
+	 * first unwritten slot. The host fills their free tails before it
+	 * maps new ones; written slots are never reused (a thread of an
+	 * earlier session may still run in one).
+	 */
+	uint32_t nr_xol_prev;
+	uint32_t __pad4;
+	struct utrace_abi_xol {
+		uint64_t vaddr;
+		uint64_t size;
+		uint64_t used; /* bytes from vaddr: header and written slots */
+	} xol_prev[UTRACE_ABI_XOL_PREV];
+	uint64_t __reserved[(4096 - 280 - UTRACE_ABI_FORKS * 16 - UTRACE_ABI_XOL_PREV * 24) / 8];
 };
 _Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");
 _Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset");

@@ -220,24 +220,67 @@ uint64_t ahost_sym(struct ahost *h, const char *text)
 }
 
 /* An XOL area near @addr (and @targets) with room for one slot. */
+void ahost_adopt_areas(struct ahost *h)
+{
+	uint32_t i, n = h->hdr->nr_xol_prev;
+
+	for (i = 0; i < n && i < UTRACE_ABI_XOL_PREV && h->nr_areas < 64; i++) {
+		const struct utrace_abi_xol *x = &h->hdr->xol_prev[i];
+
+		if (x->used >= x->size || x->used < UTRACE_XOL_HDR ||
+		    (x->used - UTRACE_XOL_HDR) % UTRACE_TRAMP_SLOT)
+			continue;
+		h->areas[h->nr_areas].base = x->vaddr;
+		h->areas[h->nr_areas].next = x->vaddr + x->used;
+		h->areas[h->nr_areas].end = x->vaddr + x->size;
+		h->nr_areas++;
+	}
+}
+
+/* Make area @k the current one (the slot allocator works on h->xol_*). */
+static void use_area(struct ahost *h, unsigned int k)
+{
+	if (h->xol_base && h->cur_area < h->nr_areas && h->areas[h->cur_area].base == h->xol_base)
+		h->areas[h->cur_area].next = h->xol_next;
+	h->cur_area = k;
+	h->xol_base = h->areas[k].base;
+	h->xol_next = h->areas[k].next;
+	h->xol_end = h->areas[k].end;
+}
+
 static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int nt)
 {
 	uint64_t want[9], slot;
 	struct utrace_maps *maps;
+	unsigned int k;
 	int i, err;
 
-	if (h->xol_base && h->xol_next + UTRACE_TRAMP_SLOT <= h->xol_end) {
+	if (h->xol_base && h->cur_area < h->nr_areas && h->areas[h->cur_area].base == h->xol_base)
+		h->areas[h->cur_area].next = h->xol_next;
+	else if (!h->xol_base)
+		h->cur_area = h->nr_areas; /* forgotten (an exec): none is current */
+	/* the current area first, then every other one with room */
+	for (k = 0; k <= h->nr_areas; k++) {
+		unsigned int j = k == 0 ? h->cur_area : k - 1;
+		struct ahost_area *a;
 		bool ok = true;
 
+		if (j >= h->nr_areas || (k && j == h->cur_area))
+			continue;
+		a = &h->areas[j];
+		if (a->next + UTRACE_TRAMP_SLOT > a->end)
+			continue;
 		for (i = -1; i < nt; i++) {
-			uint64_t a = i < 0 ? addr : targets[i];
-			int64_t d1 = (int64_t)(h->xol_base - a), d2 = (int64_t)(h->xol_end - a);
+			uint64_t t = i < 0 ? addr : targets[i];
+			int64_t d1 = (int64_t)(a->base - t), d2 = (int64_t)(a->end - t);
 
 			if (d1 != (int32_t)d1 || d2 != (int32_t)d2)
 				ok = false;
 		}
-		if (ok)
+		if (ok) {
+			use_area(h, j);
 			return 0;
+		}
 	}
 	want[0] = addr;
 	for (i = 0; i < nt && i < 8; i++)
@@ -254,9 +297,17 @@ static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int 
 		snprintf(h->why, sizeof(h->why), "XOL_MAP at 0x%lx: %d", (unsigned long)slot, err);
 		return err;
 	}
-	h->xol_base = slot;
-	h->xol_next = slot + UTRACE_XOL_HDR;
-	h->xol_end = slot + XOL_SIZE;
+	if (h->nr_areas < 64) {
+		h->areas[h->nr_areas].base = slot;
+		h->areas[h->nr_areas].next = slot + UTRACE_XOL_HDR;
+		h->areas[h->nr_areas].end = slot + XOL_SIZE;
+		use_area(h, h->nr_areas++);
+	} else {
+		h->xol_base = slot;
+		h->xol_next = slot + UTRACE_XOL_HDR;
+		h->xol_end = slot + XOL_SIZE;
+		h->cur_area = h->nr_areas;
+	}
 	return 0;
 }
 

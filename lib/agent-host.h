@@ -28,6 +28,11 @@ struct ahost {
 	int stdout_fd; /* read end of the target's stdout, or -1 */
 	uint32_t nr_probes;
 	uint64_t xol_base, xol_next, xol_end; /* current XOL area */
+	/* every area known: mapped by us, or left by earlier sessions (re-attach) */
+	struct ahost_area {
+		uint64_t base, next, end;
+	} areas[64];
+	unsigned int nr_areas, cur_area;
 	bool reaped; /* a command found the target dead and reaped it ... */
 	int status; /* ... with this wait status */
 	char why[256]; /* last failure, for test messages */
@@ -40,6 +45,8 @@ struct ahost_opts {
 
 int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]);
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1);
+/* Re-attach: take the XOL areas the agent offers (hdr->xol_prev), once READY. */
+void ahost_adopt_areas(struct ahost *h);
 /* Returns the probe id (>= 0). @force_int3 keeps a jmp-able site in int3 mode. */
 int ahost_probe(struct ahost *h, const char *spec, uint32_t flags, bool force_int3);
 /* The same for a match of utrace_image__resolve() on @img (the target's image). */
