@@ -636,14 +636,17 @@ static void module_event(struct atracer *t, const struct utrace_abi_event *ev)
 					    (unsigned int)(ev->dur & 0xff));
 }
 
-/* -m: add this process's module counters into cli_modules[].counts. */
+/* -m: add the module counters of this process and its -F children into cli_modules[].counts. */
 static void agent_modules_count(struct atracer *t)
 {
+	size_t k;
 	int i, j;
 
 	for (i = 0; i < cli_nr_modules && t->h.arena; i++)
 		for (j = 0; j < cli_modules[i].nr_counters; j++)
 			cli_modules[i].counts[j] += ahost_hits(&t->h, (int)(t->mod_base[i] + j));
+	for (k = 0; k < t->nr_kids; k++)
+		agent_modules_count(t->kids[k]);
 }
 
 static void on_event(const struct utrace_abi_event *ev, void *data)
@@ -1439,6 +1442,10 @@ static void kid_add(struct atracer *t, pid_t pid, int fd)
 	/* a copy of @t's points: names and prototypes stay @t's (kids_free()) */
 	memcpy(k->pts, t->pts, (size_t)t->nr_pts * sizeof(*k->pts));
 	k->nr_pts = t->nr_pts;
+	/* -m: the child has its parent's modules, counters in its own arena */
+	memcpy(k->mod_idx, t->mod_idx, sizeof(k->mod_idx));
+	memcpy(k->mod_base, t->mod_base, sizeof(k->mod_base));
+	k->h.reserved_top = t->h.reserved_top;
 	k->img = t->img; /* a fork child has its parent's mappings */
 	k->maps = utrace_maps__read(pid);
 	snprintf(k->comm, sizeof(k->comm), "%s", t->comm);

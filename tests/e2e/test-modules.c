@@ -185,6 +185,20 @@ TEST_TIMEOUT(module_refusals, 120)
 	rmdir(dir);
 }
 
+/* -F: fork children keep the module; their counters add up (2 children + parent, 5 each). */
+TEST_TIMEOUT(agent_module_fork_children, 120)
+{
+	const char *args[] = { "-b",	 "agent", "-F", "-m", slowcalls(), "--",
+			       target(), "fork",  "2",	"5",  NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+	CHECK(strstr(out, "parent work=5 children=2"));
+	CHECK_MSG(strstr(err, "module slowcalls: calls=15 big=0 slow="), "%s", err);
+	free(out);
+	free(err);
+}
+
 /* The SSE module is fine where handlers run in the tracer. */
 TEST_TIMEOUT(ptrace_runs_simd_module, 120)
 {
