@@ -1104,7 +1104,9 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 	}
 	if (opts->nr_modules) {
 		/* in the target unless -b ptrace: its code must leave SIMD state alone */
-		err = modules_load(opts, opts->backend != CLI_BACKEND_PTRACE);
+		err = modules_load(opts, opts->backend == CLI_BACKEND_PTRACE ? MODULES_IN_TRACER :
+					 opts->backend == CLI_BACKEND_AUTO   ? MODULES_EITHER :
+									       MODULES_IN_TARGET);
 		if (err)
 			return err;
 	}
@@ -1188,7 +1190,7 @@ int cmd_trace(struct cli_opts *opts)
 	if (opts->backend == CLI_BACKEND_AGENT ||
 	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec &&
 	     !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
-	     trace_agent_path())) {
+	     !modules_simd_why() && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
 		if (!cp) {
@@ -1227,6 +1229,8 @@ int cmd_trace(struct cli_opts *opts)
 			auto_why =
 				" (auto: a SPEC waits for a library; the agent arms those in one "
 				"process only, yet)";
+		else if (modules_simd_why())
+			snprintf(why, sizeof(why), " (auto: %s)", modules_simd_why());
 		else if (trace_agent_unsupported(opts))
 			snprintf(why, sizeof(why),
 				 " (auto: %s is not available with the agent yet)",

@@ -114,10 +114,12 @@ refuse:
 	return EXIT_USAGE;
 }
 
+static char simd_why[PATH_MAX + 256];
+
 /*
  * simd_free - does the code of @path use no SIMD, x87 or MMX register?
  * The agent's trampolines save the integer registers only (agent/tramp.c).
- * Return: 0; EXIT_TRACE with one line naming the first such instruction.
+ * Return: 0; EXIT_TRACE with the first such instruction named in simd_why.
  */
 static int simd_free(const char *arg, const char *path)
 {
@@ -168,13 +170,14 @@ static int simd_free(const char *arg, const char *path)
 				    c != ZYDIS_REGCLASS_ZMM && c != ZYDIS_REGCLASS_X87 &&
 				    c != ZYDIS_REGCLASS_MMX && c != ZYDIS_REGCLASS_MASK)
 					continue;
-				cli_error("module '%s': its code uses %s at 0x%" PRIx64
-					  " (%s): in the target the agent saves integer "
-					  "registers only; rebuild it with -mgeneral-regs-only, "
-					  "or use -b ptrace",
-					  arg, ZydisRegisterGetString(ops[i].reg.value),
-					  (uint64_t)(sh.sh_addr + off),
-					  elf_strptr(e, shstrndx, sh.sh_name) ?: "?");
+				snprintf(
+					simd_why, sizeof(simd_why),
+					"module '%s': its code uses %s at 0x%" PRIx64
+					" (%s): in the target the agent saves integer registers "
+					"only; rebuild it with -mgeneral-regs-only, or use -b ptrace",
+					arg, ZydisRegisterGetString(ops[i].reg.value),
+					(uint64_t)(sh.sh_addr + off),
+					elf_strptr(e, shstrndx, sh.sh_name) ?: "?");
 				ret = EXIT_TRACE;
 				break;
 			}
@@ -321,7 +324,12 @@ void module_ptrace_output(struct output *out, int64_t mono_to_real)
 
 /* ---- loading -------------------------------------------------------------- */
 
-int modules_load(const struct cli_opts *o, bool agent)
+const char *modules_simd_why(void)
+{
+	return simd_why[0] ? simd_why : NULL;
+}
+
+int modules_load(const struct cli_opts *o, enum modules_check check)
 {
 	int i, j, k, ret;
 
@@ -346,8 +354,11 @@ int modules_load(const struct cli_opts *o, bool agent)
 				cli_error("module '%s' is given twice", arg);
 				return EXIT_USAGE;
 			}
-		if (agent && (ret = simd_free(arg, m->path)))
-			return ret;
+		if (check != MODULES_IN_TRACER && !simd_why[0] && simd_free(arg, m->path) &&
+		    check == MODULES_IN_TARGET) {
+			cli_error("%s", simd_why);
+			return EXIT_TRACE;
+		}
 		m->handle = dlopen(m->path, RTLD_NOW | RTLD_LOCAL);
 		if (!m->handle) {
 			cli_error("module '%s': cannot load it: %s", arg, dlerror());

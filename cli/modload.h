@@ -33,14 +33,23 @@ struct cli_module {
 extern struct cli_module *cli_modules;
 extern int cli_nr_modules;
 
+/* Where the handlers will run: the agent needs code without SIMD/x87 registers. */
+enum modules_check {
+	MODULES_IN_TRACER, /* -b ptrace: no check */
+	MODULES_IN_TARGET, /* -b agent: a module with SIMD code is refused */
+	MODULES_EITHER, /* -b auto: checked; modules_simd_why() sends it to ptrace */
+};
+
 /*
  * modules_load - check and load every -m FILE.so in the tracer (its
- * descriptor is read there). @agent: the handlers will run in the target,
- * so the module's code must use no SIMD/x87 register. One line on failure.
- * Return: 0, EXIT_USAGE (not a module, bad descriptor, no such file) or
- * EXIT_TRACE (unsafe path, cannot be loaded).
+ * descriptor is read there), one line on failure.
+ * Return: 0, EXIT_USAGE (no such file, unsafe path, not a module, bad
+ * descriptor) or EXIT_TRACE (SIMD code with MODULES_IN_TARGET).
  */
-int modules_load(const struct cli_opts *o, bool agent);
+int modules_load(const struct cli_opts *o, enum modules_check check);
+
+/* -b auto: why a module cannot run in the target (SIMD code), else NULL. */
+const char *modules_simd_why(void);
 void modules_free(void);
 
 /* Number of module probes (table entries of every module). */

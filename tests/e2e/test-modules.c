@@ -199,7 +199,7 @@ TEST_TIMEOUT(agent_module_fork_children, 120)
 	free(err);
 }
 
-/* The SSE module is fine where handlers run in the tracer. */
+/* The SSE module is fine where handlers run in the tracer; -b auto picks ptrace for it. */
 TEST_TIMEOUT(ptrace_runs_simd_module, 120)
 {
 	const char *args[] = {
@@ -209,7 +209,18 @@ TEST_TIMEOUT(ptrace_runs_simd_module, 120)
 	};
 	char *out = NULL, *err = NULL;
 
+	const char *auto_args[] = { "-v", "-m",	    harness_build_path("tests/targets/m-simd.so"),
+				    "--", target(), "calls",
+				    "20", "3",	    "10",
+				    NULL };
+
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK(strstr(err, "module simd: calls=50\n"));
+	free(out);
+	free(err);
+	/* -b auto: such a module sends the handlers to the tracer, and -v says why */
+	CHECK_EQ(run_utrace(auto_args, &out, &err), 0);
+	CHECK_MSG(strstr(err, "backend: ptrace (auto: module '"), "%s", err);
 	CHECK(strstr(err, "module simd: calls=50\n"));
 	free(out);
 	free(err);
