@@ -8,7 +8,9 @@
  * 50 calls of work(x), x = 0..19 in main and 0..9 in each of 3 threads, so
  * slowcalls counts calls=50 and big=10 (x >= 10) and logs x = 15..19; fault
  * makes every second answer() return 42 (the target prints
- * "answers=7,42,7,42") and logs the 50 returns of leaf() (5). Then the
+ * "answers=7,42,7,42"), logs the 50 returns of leaf() (5), reads leaf()'s
+ * string ("hello", 50) and a bad address (-EFAULT, 50, no crash). An exec
+ * (launch mode) re-loads the module in the new image. Then the
  * refusals: no such file, a group-writable module, a .so with no
  * descriptor, a module whose code uses SSE (-b agent only): one line each,
  * exit status 2 or 1, and the command never runs.
@@ -50,7 +52,7 @@ static void check_both(const char *backend)
 	CHECK_EQ(target_count(out, "work"), 50);
 	CHECK(strstr(out, "answers=7,42,7,42\n"));
 	CHECK(strstr(err, "module slowcalls: calls=50 big=10 slow="));
-	CHECK(strstr(err, "module fault: injected=2\n"));
+	CHECK_MSG(strstr(err, "module fault: injected=2 hello=50 efault=50\n"), "%s", err);
 	CHECK_EQ(count(err, "] slowcalls:work x="), 5);
 	for (x = 15; x < 20; x++) {
 		char line[64];
@@ -183,6 +185,23 @@ TEST_TIMEOUT(module_refusals, 120)
 	check_refused("ptrace", path, 2, "is writable by its group");
 	unlink(path);
 	rmdir(dir);
+}
+
+/* exec: the new image's agent loads the module again (s-uprobes: 10 calls, exec, 20 calls). */
+TEST_TIMEOUT(agent_module_exec_reload, 120)
+{
+	const char *args[] = { "-b",	    "agent", "-m",
+			       slowcalls(), "--",    harness_build_path("tests/targets/s-uprobes"),
+			       "exec",	    "10",    "20",
+			       NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+	CHECK(strstr(out, "expect before_exec=10\n"));
+	CHECK(strstr(out, "expect entries=20 "));
+	CHECK_MSG(strstr(err, "module slowcalls: calls=30 big=10 slow="), "%s", err);
+	free(out);
+	free(err);
 }
 
 /* -F: fork children keep the module; their counters add up (2 children + parent, 5 each). */
