@@ -569,6 +569,25 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
  * complete in this pass: hold the event until its last STACK record.
  */
 /*
+ * -m: is @real (checked in our mount namespace by modload.c) the same file
+ * in the target's? The target's dlopen() resolves the path in its own
+ * namespace (a container's root may hold another file there), as for the
+ * agent itself (lib/inject.c check_same_file()). Return: NULL or why not.
+ */
+static const char *module_same_file(pid_t pid, const char *real)
+{
+	char other[PATH_MAX + 64];
+	struct stat a, b;
+
+	snprintf(other, sizeof(other), "/proc/%d/root%s", (int)pid, real);
+	if (stat(real, &a) || stat(other, &b))
+		return "it is not visible in the target's mount namespace";
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return "the target's mount namespace has another file at that path";
+	return NULL;
+}
+
+/*
  * -m: load every module in the target (agent/module.c) and say where its
  * counters go: probe ids at the top of the table, never armed, whose
  * per-thread hit counters the module's handlers add to. Before the
@@ -585,9 +604,14 @@ static int agent_modules_load(struct atracer *t)
 	t->h.reserved_top = total;
 	for (i = 0, total = 0; i < cli_nr_modules; i++) {
 		struct cli_module *m = &cli_modules[i];
+		const char *why = module_same_file(t->h.pid > 0 ? t->h.pid : t->pid, m->path);
 
 		t->mod_base[i] = max - t->h.reserved_top + total;
 		total += (uint32_t)m->nr_counters;
+		if (why) {
+			cli_error("module '%s': not loaded: %s", m->path, why);
+			return EXIT_TRACE;
+		}
 		if (strlen(m->path) >= sizeof(t->h.hdr->cmd_str)) {
 			cli_error("module '%s': its path is longer than %zu bytes", m->path,
 				  sizeof(t->h.hdr->cmd_str) - 1);

@@ -152,6 +152,70 @@ TEST_TIMEOUT(agent_module_attach, 120)
 	close(outp[0]);
 }
 
+/*
+ * Attach mode, a target in another mount namespace that has another file at
+ * the module's path: refused in one line (exit 1), the target runs on.
+ * Needs unshare -m (root): skipped otherwise.
+ */
+TEST_TIMEOUT(agent_module_other_namespace, 120)
+{
+	char dir[] = "/tmp/utrace-mod-XXXXXX", path[128], script[1024], pidbuf[32], buf[256] = "";
+	int in[2], outp[2], st;
+	ssize_t n;
+	pid_t sh, pid;
+
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/slowcalls.so", dir);
+	snprintf(script, sizeof(script), "cp '%s' '%s'", slowcalls(), path);
+	CHECK_EQ(system(script), 0);
+	/* in the new namespace, a tmpfs over @dir holds fault.so under the same name */
+	snprintf(script, sizeof(script),
+		 "mount -t tmpfs none '%s' && cp '%s' '%s' && exec '%s' loop || echo fail", dir,
+		 fault(), path, target());
+	CHECK(pipe(in) == 0 && pipe(outp) == 0);
+	sh = fork();
+	if (sh == 0) {
+		dup2(in[0], 0);
+		dup2(outp[1], 1);
+		dup2(outp[1], 2);
+		close(in[1]);
+		close(outp[0]);
+		execlp("unshare", "unshare", "-m", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(outp[1]);
+	n = read(outp[0], buf, sizeof(buf) - 1);
+	if (n <= 0 || strncmp(buf, "ready ", 6)) {
+		close(in[1]);
+		waitpid(sh, &st, 0);
+		unlink(path);
+		rmdir(dir);
+		SKIP("unshare -m not permitted here");
+	}
+	pid = (pid_t)atoi(buf + 6);
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)pid);
+	{
+		const char *args[] = { "-b", "agent", "-d", "1", "-m", path, "-p", pidbuf, NULL };
+		char *out = NULL, *err = NULL;
+
+		CHECK_MSG(run_utrace(args, &out, &err) == 1, "%s", err);
+		CHECK_MSG(count_lines(err) == 1 && strstr(err, "another file at that path"), "%s",
+			  err);
+		free(out);
+		free(err);
+	}
+	close(in[1]);
+	memset(buf, 0, sizeof(buf));
+	n = read(outp[0], buf, sizeof(buf) - 1);
+	CHECK(waitpid(sh, &st, 0) == sh);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(strstr(buf, "ok"));
+	close(outp[0]);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* One line on stderr, the given status, and the command never ran. */
 static void check_refused(const char *backend, const char *module, int status, const char *what)
 {
