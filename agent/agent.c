@@ -441,6 +441,17 @@ static int agent_start(int fd, unsigned int flags)
  */
 AGENT_API int __utrace_agent_init(int arena_fd, unsigned int flags)
 {
+	/*
+	 * Injected, the agent cannot interpose the unwinder: the host guards
+	 * _Unwind_RaiseException and _Unwind_ForcedUnwind with probes instead
+	 * (cli/cmd-trace-agent.c arm_unwind_guards()). glibc loads libgcc_s
+	 * only at the first pthread_exit() or cancellation, from inside
+	 * pthread_exit, too late for a guard armed when it appears: load it
+	 * now (the handle is kept; glibc's own dlopen finds it loaded). In the
+	 * hijacked thread, like the dlopen of the agent itself.
+	 */
+	if (!dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD))
+		(void)dlopen("libgcc_s.so.1", RTLD_NOW);
 	return agent_start(arena_fd, flags);
 }
 
@@ -497,7 +508,13 @@ static bool another_instance(void)
 	return a.dli_fbase != b.dli_fbase;
 }
 
-/* Launch mode. */
+/*
+ * Launch mode. Injected (lib/inject.c's remote dlopen), there is no
+ * UTRACE_AGENT_FD and this does nothing but look up the real functions:
+ * the agent starts only in __utrace_agent_init(). So a dlopen that the
+ * host gave up on (it outlasted the remote-call timeout) and that ends
+ * later leaves an agent that has no arena and arms nothing.
+ */
 __attribute__((constructor)) static void agent_ctor(void)
 {
 	const char *s = getenv("UTRACE_AGENT_FD");

@@ -96,6 +96,8 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
 		return 0;
 	}
+	if (__builtin_expect(flags & UTRACE_PF_UNWIND, 0))
+		retprobe_unwind_begin(); /* before the unwinder reads the frames */
 	if (flags & UTRACE_PF_COUNT)
 		count_hit(t, p);
 	if (flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST))

@@ -37,8 +37,9 @@
  * trampoline: a stale slot reused by another frame is left alone) and drops
  * the thread's instances, counted in @missed_ret. Frames that the exception
  * does not unwind lose their return event; none loses its return address.
- * Injected (not preloaded), the agent cannot interpose these: C++ targets
- * should not get return probes in that mode (left to the host).
+ * Injected (not preloaded), the agent cannot interpose these: the host
+ * probes their entry points instead (UTRACE_PF_UNWIND, dispatch.c), and
+ * the hit calls retprobe_unwind_begin() before the unwinder runs.
  *
  * Not handled: stacks switched by swapcontext/coroutines in the middle of
  * hijacked frames (instances stay until an entry on the same stack purges
@@ -145,7 +146,9 @@ uint64_t retprobe_return(struct utrace_task *t, utrace_regs_t *regs,
  * retprobe_unwind_begin - an unwinder is about to walk the calling thread's
  * stack: put every hijacked return address back, drop the instances
  *
- * Runs in the throwing thread (interpose.c), outside any probe hit.
+ * Runs in the throwing thread: from the interposers (interpose.c, outside
+ * any hit), or from the hit of an unwinder guard probe (dispatch.c, guard
+ * held; the function's own frame has no hijacked return address yet).
  */
 void retprobe_unwind_begin(void)
 {

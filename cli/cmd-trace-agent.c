@@ -147,6 +147,9 @@ struct atracer {
 	uint64_t exec_since; /* when image_id() was first seen to differ */
 	bool attached;
 	bool agent_gone; /* exec'ed into an image without the agent */
+	/* injected: internal probes on the unwinder's entry points (arm_unwind_guards()) */
+	int guards[4];
+	int nr_guards;
 	/* -m: each module's index in the agent, and where its counters are */
 	int mod_idx[MODULES_MAX];
 	uint32_t mod_base[MODULES_MAX];
@@ -455,6 +458,22 @@ static void show_injected_return(struct atracer *t, const struct apoint *p,
 	proto_val_clear(&v);
 }
 
+/*
+ * The point of probe @id: ids and indexes agree unless internal probes
+ * (arm_unwind_guards()) took ids in between.
+ */
+static const struct apoint *point_of(const struct atracer *t, uint32_t id)
+{
+	int i;
+
+	if (id < (uint32_t)t->nr_pts && t->pts[id].id == (int)id)
+		return &t->pts[id];
+	for (i = 0; i < t->nr_pts; i++)
+		if (t->pts[i].id == (int)id)
+			return &t->pts[i];
+	return NULL;
+}
+
 /* One event (with its stack in t->pcs[0, t->npcs) for -k). */
 static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 {
@@ -464,9 +483,9 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 	bool inj = ev->kind == UTRACE_EV_INJECT;
 	int i;
 
-	if (ev->probe >= (uint32_t)t->nr_pts)
+	p = point_of(t, ev->probe);
+	if (!p)
 		return;
-	p = &t->pts[ev->probe];
 	for (i = 0; i < 6; i++)
 		r.args[i] = ev->args[i];
 	if (t->chrome_on)
@@ -958,6 +977,112 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 	return -EXIT_USAGE;
 }
 
+/*
+ * Return probes with an injected agent. A C++ exception (or pthread_exit(),
+ * which unwinds) passing through a frame whose return address a return
+ * probe hijacked would make the unwinder look up the trampoline, which has
+ * no unwind info: std::terminate(), the process dies. A preloaded agent
+ * interposes the unwinder's entry points and puts the addresses back first
+ * (agent/interpose.c); an injected one cannot: the application's
+ * references were bound before it came. So the entry points get internal
+ * probes whose hit does the same (UTRACE_PF_UNWIND). They are not points:
+ * no output, no counts; their ids are kept in t->guards. pthread_exit()
+ * unwinds with _Unwind_ForcedUnwind, from libgcc_s, which the injected
+ * agent loads at its init (glibc would load it inside the first
+ * pthread_exit()); pthread_exit itself is guarded only if that failed.
+ *
+ * Another session (its own agent instance, its own return instances)
+ * may guard the same function already, and one site takes one session's
+ * patch. Any instruction of the prologue does, as long as it runs before
+ * the unwinder reads a frame: libgcc's _Unwind_RaiseException and
+ * _Unwind_ForcedUnwind push and set up for ~16 instructions before their
+ * first call, so the guard goes on the first free one of the first
+ * GUARD_SPAN bytes, before any call. If the unwinder cannot be guarded,
+ * return probes are refused rather than risk the process.
+ * Return: 0, or -EXIT_TRACE after one line.
+ */
+#define GUARD_SPAN 24
+
+static int guard_function(struct atracer *t, struct utrace_image *img,
+			  const struct utrace_match *m0, const char *name)
+{
+	uint32_t offs[16];
+	int n = ahost_insn_offsets(&t->h, m0->addr, GUARD_SPAN, offs, 16), j, id = -ENOENT;
+	uint8_t code[GUARD_SPAN];
+
+	if (n > 0 && utrace_mem__read(t->pid, m0->addr, code, sizeof(code)) != sizeof(code))
+		n = 0;
+	for (j = 0; j < n; j++) {
+		struct utrace_match mm = *m0;
+
+		/* a call (e8, ff /2) ends the prologue: the unwinder may run in it */
+		if (j && (code[offs[j - 1]] == 0xe8 ||
+			  (code[offs[j - 1]] == 0xff && (code[offs[j - 1] + 1] & 0x38) == 0x10)))
+			break;
+		mm.addr += offs[j];
+		mm.file_addr += offs[j];
+		mm.offset += offs[j];
+		id = ahost_probe_match(&t->h, img, &mm, name, UTRACE_PF_UNWIND, false);
+		if (id >= 0 || id != -EBUSY)
+			break;
+	}
+	if (id >= 0) {
+		t->guards[t->nr_guards++] = id;
+		ahost_set_want(&t->h, id,
+			       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP :
+									     UTRACE_PS_INT3);
+	}
+	return id;
+}
+
+static int arm_unwind_guards(struct atracer *t, struct utrace_image *img)
+{
+	static const char *const specs[] = { "libgcc_s:_Unwind_RaiseException",
+					     "libgcc_s:_Unwind_ForcedUnwind", "libc:pthread_exit" };
+	bool ret = false, forced = false;
+	size_t s, k;
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++)
+		ret |= !!(ahost_abi(&t->h, t->pts[i].id)->flags & UTRACE_PF_RETPROBE);
+	if (!ret)
+		return 0;
+	for (s = 0; s < sizeof(specs) / sizeof(specs[0]); s++) {
+		struct utrace_match *m = NULL;
+		struct utrace_spec spec;
+		size_t nr = 0;
+		int id = -ENOENT;
+
+		if (s == 2 && forced)
+			break; /* pthread_exit goes through the guarded _Unwind_ForcedUnwind */
+
+		if (utrace_spec__parse(specs[s], &spec, NULL, 0))
+			continue;
+		if (utrace_image__resolve(img, &spec, &m, &nr, NULL))
+			nr = 0;
+		utrace_spec__clear(&spec);
+		for (k = 0; k < nr && id < 0; k++) {
+			if (m[k].sym_flags & UTRACE_SYM_ALIAS)
+				continue;
+			if ((size_t)t->nr_guards >= sizeof(t->guards) / sizeof(t->guards[0]))
+				break;
+			id = guard_function(t, img, &m[k], specs[s]);
+		}
+		free(m);
+		if (s == 1 && id >= 0)
+			forced = true;
+		if (nr && id < 0) {
+			cli_error("pid %d: cannot guard %s (%s): a C++ exception or pthread_exit() "
+				  "through a probed frame would end the process; return probes "
+				  "refused (use -u for entry probes only)",
+				  (int)t->pid, specs[s],
+				  t->h.why[0] ? t->h.why : strerror(id == -ENOENT ? ENOENT : -id));
+			return -EXIT_TRACE;
+		}
+	}
+	return 0;
+}
+
 /* Upper edge of agent bucket @b: [0]=0, [b]=[2^(b-1), 2^b). */
 static void agent_bucket(unsigned int b, uint64_t *lo, uint64_t *hi)
 {
@@ -1117,6 +1242,20 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 static int check_restored(struct atracer *t)
 {
 	int i, bad = 0;
+
+	for (i = 0; i < t->nr_guards; i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->guards[i]);
+		uint8_t now[16];
+
+		if (ab->len <= sizeof(now) &&
+		    utrace_mem__read(t->pid, ab->addr, now, ab->len) == (ssize_t)ab->len &&
+		    memcmp(now, ab->orig, ab->len)) {
+			cli_error("the unwinder guard at 0x%" PRIx64 " still differs from its "
+				  "original bytes after the detach",
+				  ab->addr);
+			bad++;
+		}
+	}
 
 	for (i = 0; i < t->nr_pts; i++) {
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
@@ -1709,6 +1848,8 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 				  t->pid);
 			goto out;
 		}
+		if (arm_unwind_guards(t, t->img))
+			goto out;
 		err = ahost_sync(&t->h);
 		if (err < 0) {
 			cli_error("cannot arm the probes in pid %d: %s", t->pid,
@@ -2005,6 +2146,8 @@ armed:
 			  attached ? "the process" : opts->argv[0]);
 		goto out;
 	}
+	if (attached && arm_unwind_guards(t, img))
+		goto out;
 	err = ahost_sync(&t->h); /* the number of probes changed */
 	if (err < 0) {
 		cli_error("cannot arm the probes: %s", t->h.why[0] ? t->h.why : strerror(-err));

@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 5
+#define UTRACE_ABI_VERSION 6
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -85,7 +85,7 @@ enum utrace_cmd {
 	UTRACE_CMD_DETACH, /* disarm everything, go dormant */
 	UTRACE_CMD_START, /* launch mode: the constructor may return (probes armed) */
 	/*
-	 * C probe modules (ABI 5, docs/modules.md). MODULE_LOAD: @cmd_str = the
+	 * C probe modules (ABI 6, docs/modules.md). MODULE_LOAD: @cmd_str = the
 	 * module's path (checked by the host), arg[0] = the first probe id
 	 * reserved for its counters, arg[1] = how many; dlopen()s it, answers
 	 * its index (>= 0) or -errno with the reason in @cmd_str. MODULE_BIND:
@@ -125,6 +125,14 @@ enum utrace_probe_flags {
 	 * same ring, published together (one group is never split nor half lost).
 	 */
 	UTRACE_PF_STACK = 1U << 7,
+	/*
+	 * An unwinder is about to walk the thread's stack (a probe on
+	 * _Unwind_RaiseException, _Unwind_ForcedUnwind or pthread_exit):
+	 * put its hijacked return addresses back first. The host arms these
+	 * for an injected agent, whose interposers of the same functions are
+	 * not bound (docs/agent.md); a preloaded agent interposes them.
+	 */
+	UTRACE_PF_UNWIND = 1U << 8,
 };
 
 enum utrace_probe_mode {

@@ -304,6 +304,39 @@ static int live_equals_file(pid_t pid, uint64_t addr, const uint8_t *live, size_
 	return r;
 }
 
+int ahost_insn_offsets(struct ahost *h, uint64_t addr, size_t span, uint32_t *offs, int max)
+{
+	struct utrace_maps *maps = utrace_maps__read(h->pid);
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
+	uint8_t file[64];
+	size_t o = 0, got = 0;
+	int fd, n = 0, l;
+
+	if (span > sizeof(file))
+		span = sizeof(file);
+	/* the file's bytes: the live ones may hold another session's patch */
+	if (m && m->path && m->path[0] == '/' && !m->deleted && addr < m->end) {
+		if (span > m->end - addr)
+			span = m->end - addr;
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t r = pread(fd, file, span, (off_t)(m->offset + (addr - m->start)));
+
+			got = r > 0 ? (size_t)r : 0;
+			close(fd);
+		}
+	}
+	utrace_maps__free(maps);
+	while (o < got && n < max) {
+		l = reloc_insn_len(file + o, got - o);
+		if (l <= 0)
+			break;
+		offs[n++] = (uint32_t)o;
+		o += (size_t)l;
+	}
+	return n ? n : -ENOENT;
+}
+
 int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
 		      const char *text, uint32_t flags, bool force_int3)
 {

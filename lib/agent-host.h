@@ -52,6 +52,12 @@ struct utrace_image;
 struct utrace_match;
 int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
 		      const char *text, uint32_t flags, bool force_int3);
+/*
+ * Offsets of the instructions that start in [addr, addr + span) (span <= 64),
+ * decoded from the file's bytes (not the live ones, which may hold another
+ * session's patch). Return: how many (> 0), or -ENOENT.
+ */
+int ahost_insn_offsets(struct ahost *h, uint64_t addr, size_t span, uint32_t *offs, int max);
 int ahost_set_want(struct ahost *h, int id, uint32_t want);
 int ahost_sync(struct ahost *h);
 int ahost_start(struct ahost *h);

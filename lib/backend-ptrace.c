@@ -45,6 +45,23 @@
  * skips the function: rax is set, the return address is popped into rip;
  * no instance is pushed.
  *
+ * Unwinders. A C++ throw (_Unwind_RaiseException), a forced unwind
+ * (_Unwind_ForcedUnwind: pthread_exit, cancellation) and a rethrow read
+ * each frame's return address to find its unwind info (FDE); the
+ * trampoline has none, so a throw through a hijacked frame ends in
+ * std::terminate and a forced unwind stops there, skipping the cleanup
+ * handlers above. The registry puts internal points, unwind guards, on
+ * these entry points (uprobes.c proc_arm_unwind_guards(); libc's
+ * pthread_exit too, as glibc dlopen()s libgcc_s inside its first call).
+ * A guard's hit runs ptrace_backend_unwind_begin() before the function
+ * runs: the thread's hijacked return addresses go back with the code the
+ * detach uses (task_restore_returns()) and its instances are dropped as
+ * missed, as the in-process agent does (agent/retprobe.c). Only the
+ * hitting thread's stack is touched; it is stopped. We chose restoring
+ * every instance over finding the catching frame: the unwinder's search
+ * phase is libgcc_s's business, and a lost return event is harmless where
+ * a wrong return address is not.
+ *
  * Breakpoints. Inserting or removing one writes a single byte through
  * /proc/PID/mem (code pages are read-only) with the process quiesced
  * (utrace_session__quiesce()); the hitting thread itself is never resumed
@@ -239,6 +256,71 @@ static bool sigtrap_pending(pid_t pid, pid_t tid)
 	return ret;
 }
 
+/*
+ * Put the real return address back in every stack slot of @task that still
+ * holds the trampoline, and forget its instances (and the dropped ones
+ * kept for a late match); @missed: count the live ones as missed returns.
+ * Newest first: a stale instance whose slot a newer frame reuses finds the
+ * newer frame's real address already there and is left alone, like any
+ * slot that no longer holds the trampoline. Used at detach and before an
+ * unwinder walks the thread's stack. @task's thread is stopped.
+ * Return: 0, or -EFAULT if a slot could not be written.
+ */
+static int task_restore_returns(struct uprobes_proc *pp, struct utrace_task *task, bool missed)
+{
+	uint64_t tramp = xol_tramp(pp);
+	unsigned int k;
+	int ret = 0;
+
+	for (k = task->depth; tramp && k > 0; k--) {
+		const struct utrace_return_instance *ri = &task->ri[k - 1];
+		uint64_t v;
+
+		if (missed)
+			uprobes_missed_return(pp, ri->func);
+		if (ri->chained)
+			continue; /* its slot is the one of the instance below */
+		if (utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 && v == tramp &&
+		    utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8) != 8)
+			ret = -EFAULT;
+	}
+	/* dropped ones may live on another stack (coroutines) */
+	for (k = 0; tramp && k < MIN(task->nr_dropped, UPROBES_DROPPED_KEEP); k++) {
+		const struct utrace_return_instance *ri = &task->dropped[k];
+		uint64_t v;
+
+		if (!ri->chained && ri->orig_ret && utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 &&
+		    v == tramp)
+			utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8);
+	}
+	task->depth = 0;
+	task->nr_dropped = 0;
+	return ret;
+}
+
+/**
+ * ptrace_backend_unwind_begin - thread @tid entered an unwinder (an unwind
+ * guard's hit, before the function runs): it is about to walk its stack by
+ * the return addresses, and finds no unwind info for the trampoline. Every
+ * hijacked return address of the thread goes back; its instances are
+ * dropped and counted as missed returns (frames that the unwind does not
+ * pass lose their return event, never their return address). Other
+ * threads are not touched: they unwind their own stacks.
+ * @pp: process whose points and tasks the thread uses
+ * @tid: the hitting thread, stopped at the guard
+ */
+void ptrace_backend_unwind_begin(struct uprobes_proc *pp, pid_t tid)
+{
+	struct utrace_task *t = uprobes_task_get(pp, tid, false);
+
+	if (!t || (!t->depth && !t->nr_dropped))
+		return;
+	pr_debug("thread %d: unwinding: %u hijacked return address(es) put back\n", tid, t->depth);
+	if (task_restore_returns(pp, t, true))
+		pr_warn("thread %d: a return address could not be put back before unwinding\n",
+			tid);
+}
+
 /**
  * ptrace_backend_release - leave @pp clean before detaching: flush queued
  * traps, restore redirected return addresses, move threads out of XOL
@@ -275,7 +357,8 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 
 		n = utrace_session__threads(up->s, pid, ths, ARRAY_SIZE(ths));
 		for (t = 0; t < MIN(n, (int)ARRAY_SIZE(ths)); t++) {
-			if (ths[t] != up->hit_th && sigtrap_pending(pid, utrace_thread__tid(ths[t]))) {
+			if (ths[t] != up->hit_th &&
+			    sigtrap_pending(pid, utrace_thread__tid(ths[t]))) {
 				utrace_thread__resume(ths[t]);
 				any = true;
 			}
@@ -325,29 +408,10 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 					break;
 				}
 			}
-			for (k = 0; k < task->depth; k++) {
-				const struct utrace_return_instance *ri = &task->ri[k];
-				uint64_t v;
-
-				if (ri->chained)
-					continue;
-				if (utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 && v == tramp &&
-				    utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8) != 8) {
-					busy = true;
-					ret = -EFAULT;
-				}
+			if (task_restore_returns(pp, task, false)) {
+				busy = true;
+				ret = -EFAULT;
 			}
-			/* dropped ones may live on another stack (coroutines) */
-			for (k = 0; k < MIN(task->nr_dropped, UPROBES_DROPPED_KEEP); k++) {
-				const struct utrace_return_instance *ri = &task->dropped[k];
-				uint64_t v;
-
-				if (!ri->chained && ri->orig_ret &&
-				    utrace_mem__read(pp->pid, ri->sp, &v, 8) == 8 && v == tramp)
-					utrace_mem__write(pp->pid, ri->sp, &ri->orig_ret, 8);
-			}
-			task->depth = 0;
-			task->nr_dropped = 0;
 		}
 	}
 	/* 3. threads inside a slot */
@@ -515,6 +579,9 @@ static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp, stru
 				ri_push(mp, pt, ctx.tid, regs, ctx.now_ns);
 			regs->rip = pt->slot;
 		}
+		/* an unwinder's entry: after ri_push, so that its own frame is restored too */
+		if (pt->unwind)
+			ptrace_backend_unwind_begin(mp, ctx.tid);
 	}
 	utrace_thread__set_regs(th, regs);
 	if (is_rbrk)

@@ -64,9 +64,25 @@
  * Every failure after step 2 unwinds what was done in the target, in
  * reverse (dlclose, close the arena fd, munmap), and leaves the thread as
  * it was; the one error message has the shape "pid N: cannot inject
- * 'PATH': WHAT". A remote call that times out cannot be unwound in full:
- * the callee's partial work (e.g. the loader lock taken by dlopen) stays.
- * Choosing the thread is what keeps that from happening.
+ * 'PATH': WHAT".
+ *
+ * Except a remote call that times out (a dlopen whose constructor blocks,
+ * a slow init): it cannot be unwound, since the callee holds what it took
+ * (dlopen: the loader lock) until it returns. So it is left to finish on
+ * its own (remote-call.c, call_abandon()): the thread is resumed mid-call
+ * and detached with the rest, runs the callee to its end and returns
+ * through the stub, which restores its mask, xstate and registers and
+ * restarts its syscall, as if we had died. Nothing more is done in the
+ * target: the scratch page stays mapped (the stub and the strings the
+ * callee may still read are there), the arena's fd stays open in it, a
+ * loaded object stays loaded. -ETIMEDOUT, "the remote call of X did not
+ * return in N s; left to finish on its own, the process was not stopped".
+ * If a dlopen of the agent finishes later, its constructor does nothing
+ * in a process not launched by utrace (agent.c, agent_ctor()): no init,
+ * no arena, nothing armed, like a dormant agent. An init of the agent
+ * that finishes later maps the arena and watches the host's pid like any
+ * init; the host arms nothing in it, and it goes dormant when the host
+ * exits (utrace does, after the failure).
  *
  * The tracer may die at any moment (SIGKILL, OOM): "Never harm the
  * target" must hold then too. The kernel detaches a dying tracer's
@@ -155,6 +171,13 @@ struct inject_ctx {
 	size_t errlen;
 	int copy_scan; /* next target fd to look at for a copy (next_copy()) */
 	bool copy_made;
+	/*
+	 * A remote call timed out and was left to finish on its own
+	 * (remote-call.c, call_abandon()): the thread is mid-call, its way
+	 * back is the stub in the scratch page. No more remote work in the
+	 * target, and the page stays mapped.
+	 */
+	bool abandoned;
 };
 
 static long now_us(void)
@@ -556,7 +579,8 @@ static int rip_place(const struct utrace_maps *maps, uint64_t rip)
 
 static void release_thread(struct inject_ctx *c)
 {
-	if (c->th && !c->th_was_stopped)
+	/* An abandoned call must run to its end, even in a thread that was stopped. */
+	if (c->th && (!c->th_was_stopped || c->abandoned))
 		utrace_thread__resume(c->th);
 	c->th = NULL;
 }
@@ -693,11 +717,14 @@ static int rsys(struct inject_ctx *c, long nr, uint64_t a0, uint64_t a1, uint64_
 	long t0 = now_us();
 	int r;
 
+	if (c->abandoned)
+		return -ECANCELED;
 	if (c->th->proc->call_stub && !(nr == SYS_munmap && a0 == c->scratch)) {
 		r = utrace_thread__remote_call(c->th, c->th->proc->call_stub + ARCH_STUB_SYS, args,
 					       &c->call_opts, &v);
 		if (r == 0)
 			*ret = (long)v;
+		c->abandoned = r == -ETIMEDOUT;
 	} else {
 		r = utrace_thread__remote_syscall(c->th, nr, sargs, ret);
 	}
@@ -710,12 +737,31 @@ static int rcall(struct inject_ctx *c, uint64_t fn, uint64_t a0, uint64_t a1, ui
 		 uint64_t *ret)
 {
 	uint64_t args[6] = { a0, a1, a2, 0, 0, 0 };
+	bool stub = c->th->proc->call_stub != 0;
 	long t0 = now_us();
-	int r = utrace_thread__remote_call(c->th, fn, args, &c->call_opts, ret);
+	int r;
 
+	if (c->abandoned)
+		return -ECANCELED;
+	r = utrace_thread__remote_call(c->th, fn, args, &c->call_opts, ret);
+	/* With the stub, a timeout leaves the call running (remote-call.c). */
+	c->abandoned = stub && r == -ETIMEDOUT;
 	pr_debug("pid %d: remote call of 0x%lx: %d, %ld us\n", c->pid, (unsigned long)fn, r,
 		 now_us() - t0);
 	return r;
+}
+
+/* Report a failed remote call of @what (dlopen, dlsym, the init). */
+static int call_fail(struct inject_ctx *c, const char *what, int r)
+{
+	char eb[128];
+
+	if (c->abandoned)
+		return fail(c, -ETIMEDOUT,
+			    "the remote call of %s did not return in %.1f s; left to finish on its "
+			    "own, the process was not stopped",
+			    what, c->call_opts.timeout_ms / 1000.0);
+	return fail(c, r, "remote call of %s: %s", what, errstr(r, eb, sizeof(eb)));
 }
 
 /* The text of the target's dlerror(), or a placeholder. */
@@ -785,7 +831,7 @@ static int load_one(struct inject_ctx *c, uint64_t path_addr, uint64_t sym_addr,
 	/* 6. dlopen. */
 	r = rcall(c, c->fn_dlopen, path_addr, RTLD_NOW_VALUE, 0, handle);
 	if (r < 0)
-		return fail(c, r, "remote call of dlopen: %s", errstr(r, eb, sizeof(eb)));
+		return call_fail(c, "dlopen", r);
 	if (!*handle) {
 		remote_dlerror(c, msg, sizeof(msg));
 		return fail(c, -UTRACE_ERRNO__INJECT, "dlopen failed: %s", msg);
@@ -795,7 +841,7 @@ static int load_one(struct inject_ctx *c, uint64_t path_addr, uint64_t sym_addr,
 	/* 7, 8. dlsym and init. */
 	r = rcall(c, c->fn_dlsym, *handle, sym_addr, 0, &init);
 	if (r < 0) {
-		r = fail(c, r, "remote call of dlsym: %s", errstr(r, eb, sizeof(eb)));
+		r = call_fail(c, "dlsym", r);
 		goto out_dlclose;
 	}
 	if (!init) {
@@ -805,7 +851,7 @@ static int load_one(struct inject_ctx *c, uint64_t path_addr, uint64_t sym_addr,
 	}
 	r = rcall(c, init, (uint64_t)(int64_t)tfd, o->init_flags, o->init_arg, &ret);
 	if (r < 0) {
-		r = fail(c, r, "remote call of %s: %s", o->init_symbol, errstr(r, eb, sizeof(eb)));
+		r = call_fail(c, o->init_symbol, r);
 		goto out_dlclose;
 	}
 	/* An int: only eax is defined (mov $-1, %eax zero-extends). */
@@ -822,6 +868,14 @@ static int load_one(struct inject_ctx *c, uint64_t path_addr, uint64_t sym_addr,
 	return 0;
 
 out_dlclose:
+	if (c->abandoned) {
+		/*
+		 * The object stays: a dlclose() now would run in the middle of
+		 * the call still running (dlsym, init) and race with it.
+		 */
+		*handle = 0;
+		return r;
+	}
 	if (rcall(c, c->fn_dlclose, *handle, 0, 0, &ret) < 0)
 		pr_warn("pid %d: dlclose of '%s' failed; the object stays loaded\n", c->pid,
 			c->path);
@@ -1047,7 +1101,8 @@ out_fd:
 		rsys(c, SYS_close, (uint64_t)tfd, 0, 0, &sret);
 out_scratch:
 	c->th->proc->call_stub = 0;
-	if (c->scratch)
+	/* After a timeout the page stays: the abandoned call returns through it. */
+	if (c->scratch && !c->abandoned)
 		rsys(c, SYS_munmap, c->scratch, SCRATCH_SIZE, 0, &sret);
 	c->scratch = 0;
 	return r;

@@ -39,9 +39,16 @@
  *  5. Wait with a deadline. Other tracees' events (e.g. the first stop of
  *     a thread the callee created) go to the session meanwhile, so that
  *     such a thread runs: an agent init that waits for its new thread
- *     would otherwise deadlock against us. On timeout the thread is
- *     interrupted (PTRACE_INTERRUPT) wherever it is - typically in a
- *     futex wait for a lock it will never get - and restored.
+ *     would otherwise deadlock against us. On timeout with the stub
+ *     (call_abandon()) the call is not taken back: restoring the
+ *     registers mid-call would leave whatever the callee holds (dlopen's
+ *     loader lock, a malloc lock) held forever, and the process would
+ *     deadlock at its next dlopen(). The thread is stopped once and left
+ *     at that stop with the callee's registers; resumed or detached, it
+ *     finishes the call and the stub restores it by itself, exactly as
+ *     if we had died. Without the stub (no way back but ours) the thread
+ *     is interrupted wherever it is - typically in a futex wait for a
+ *     lock it will never get - and restored, as before.
  *  6. Restore registers, xstate and mask, and send the thread back into
  *     get_signal() (PTRACE_INTERRUPT + PTRACE_CONT) so that it sits in
  *     the same kind of stop as before, with the kernel's restart logic
@@ -225,6 +232,11 @@ static int call_wait(struct utrace_thread *th, long deadline, int *status)
 	}
 }
 
+static bool is_stop_sig(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
 /*
  * @th is at the entry stop of the stub's marker syscall: the call has
  * returned. Let the harmless getpid run and stop the thread in
@@ -258,6 +270,94 @@ static int marker_to_event_stop(struct utrace_thread *th, uint64_t *requeue)
 	return r;
 }
 
+/*
+ * The call did not return in time, and it runs with the stub as its way
+ * back: leave it to finish on its own. Restoring the registers now would
+ * put the thread back at its own code in the middle of the callee, with
+ * whatever the callee holds (the loader lock of a dlopen, a malloc lock)
+ * held forever: the process would deadlock at its next dlopen(). Instead
+ * the thread is stopped once (PTRACE_INTERRUPT: a blocking syscall of the
+ * callee restarts as after any ignored signal), and left at that
+ * PTRACE_EVENT_STOP with the callee's registers. Resumed without syscall
+ * stops, or detached, it finishes the call, runs the stub's marker
+ * syscall without stopping and takes the stub's own way back: mask,
+ * xstate and registers restored, its interrupted syscall restarted, as if
+ * the tracer had died. The stub's resume word and the frame must stay as
+ * they are until then: proc->call_stub is cleared (no later call writes
+ * the word), and whoever mapped the stub must not unmap it.
+ * Return: -ETIMEDOUT (*@abandoned set, the thread at an event stop mid-call);
+ * 0 when the marker came first after all (returned late: completed, as in
+ * call_run()); -ESRCH; -EINTR (exec); negative errno.
+ */
+static int call_abandon(struct utrace_thread *th, uint64_t fn, uint64_t stub, uint64_t *ret,
+			uint64_t *requeue, bool *abandoned)
+{
+	pid_t tid = th->tid;
+	int r, status;
+
+	r = ptrace_interrupt(tid);
+	while (r == 0) {
+		struct user_regs_struct regs;
+		int event, sig;
+
+		r = call_wait(th, 0, &status);
+		if (r < 0)
+			return r;
+		if (!WIFSTOPPED(status))
+			continue;
+		event = (unsigned int)status >> 16;
+		sig = WSTOPSIG(status);
+		if (event == PTRACE_EVENT_EXEC) {
+			session_handle_status(th->s, tid, status);
+			return -EINTR;
+		}
+		if (event == PTRACE_EVENT_STOP) {
+			/* Ours, or a group-stop: either way a stop in get_signal(). */
+			th->proc->call_stub = 0;
+			thread_invalidate_regs(th);
+			th->stop = is_stop_sig(sig) ? TSTOP_GROUP : TSTOP_EVENT;
+			th->stop_sig = th->stop == TSTOP_GROUP ? sig : 0;
+			*abandoned = true;
+			pr_debug("thread %d: remote call of 0x%lx timed out; left to finish on "
+				 "its own and return through the stub\n",
+				 tid, (unsigned long)fn);
+			return -ETIMEDOUT;
+		}
+		if (event == PTRACE_EVENT_CLONE || event == PTRACE_EVENT_FORK ||
+		    event == PTRACE_EVENT_VFORK) {
+			session_note_clone(th->s, th, event);
+			sig = 0;
+		} else if (event == 0 && sig == (SIGTRAP | 0x80)) {
+			if (ptrace_getregs(tid, &regs) < 0)
+				return -ESRCH;
+			if (regs.rip == stub + ARCH_STUB_MARKER &&
+			    regs.orig_rax == ARCH_STUB_MARKER_NR) {
+				/* It returned just now: completed after all. */
+				*ret = regs.rdi;
+				return marker_to_event_stop(th, requeue);
+			}
+			sig = 0;
+		} else if (event != 0) {
+			sig = 0; /* seccomp, ...: let it run on */
+		} else if (FAULT_SIGS & SIGBIT(sig)) {
+			/* A crash of the callee: as in call_run(), restored by the caller. */
+			return -UTRACE_ERRNO__REMOTE_FAULT;
+		}
+		/*
+		 * A signal-delivery stop: only the faults and SIGSETXID get
+		 * through the call's mask; delivered as the kernel would.
+		 * PTRACE_SYSCALL still: the marker may come before our stop.
+		 * Any stop cleared the pending interrupt (kernel/signal.c:
+		 * ptrace_stop(), "any trap clears pending STOP trap"; e.g. the
+		 * exit stop of a sleep the interrupt cut short): ask again.
+		 */
+		r = ptrace_resume(tid, PTRACE_SYSCALL, sig);
+		if (r == 0)
+			r = ptrace_interrupt(tid);
+	}
+	return r;
+}
+
 /* Print a fault of the callee. */
 static void log_fault(struct utrace_thread *th, uint64_t fn, const siginfo_t *si,
 		      const struct user_regs_struct *regs)
@@ -274,7 +374,7 @@ static void log_fault(struct utrace_thread *th, uint64_t fn, const siginfo_t *si
  * unless -ESRCH/-EINTR.
  */
 static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, uint64_t stub,
-		    long deadline, uint64_t *ret, uint64_t *requeue)
+		    long deadline, uint64_t *ret, uint64_t *requeue, bool *abandoned)
 {
 	pid_t tid = th->tid;
 	int r, status, sig = 0;
@@ -290,8 +390,10 @@ static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, ui
 			return r;
 		sig = 0;
 		r = call_wait(th, deadline, &status);
+		if (r == -ETIMEDOUT && stub)
+			return call_abandon(th, fn, stub, ret, requeue, abandoned);
 		if (r == -ETIMEDOUT) {
-			/* Take it back from wherever it is stuck. */
+			/* No stub: no way back but ours. Take it back from wherever it is stuck. */
 			r = ptrace_interrupt(tid);
 			if (r < 0)
 				return r;
@@ -365,6 +467,7 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 	struct arch_sigframe frame = { 0 };
 	uint64_t mask = 0, requeue = 0, ret_slot = 0, result = 0, rseq_abort, rseq_field = 0;
 	uint64_t stub = 0;
+	bool abandoned = false;
 	int timeout_ms = CALL_DEFAULT_TIMEOUT_MS;
 	enum tstop kind;
 	void *xstate = NULL;
@@ -446,9 +549,21 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 		r = ptrace_setsigmask(tid, ~(FAULT_SIGS | SIGBIT(GLIBC_SIGSETXID)));
 	if (r == 0)
 		/* 4, 5. */
-		r = call_run(th, addr, ret_slot, stub, now_ms() + timeout_ms, &result, &requeue);
+		r = call_run(th, addr, ret_slot, stub, now_ms() + timeout_ms, &result, &requeue,
+			     &abandoned);
 	if (r == -ESRCH || r == -EINTR)
 		goto out_free;
+	if (abandoned) {
+		/*
+		 * Left mid-call (call_abandon()): nothing is restored here, the
+		 * stub does it when the callee returns. The signals we took
+		 * aside stay pending (the call's mask blocks them) until then.
+		 */
+		for (sig = 1; sig <= 64; sig++)
+			if (requeue & SIGBIT(sig))
+				syscall(SYS_tgkill, th->proc->pid, tid, sig);
+		goto out_free;
+	}
 
 	/* 6. Restore, and back into get_signal() for the restart logic. */
 	if (rseq_abort) {
@@ -478,10 +593,7 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 		event = (unsigned int)status >> 16;
 		if (event == PTRACE_EVENT_STOP) {
 			sig = WSTOPSIG(status);
-			th->stop = sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN ||
-						   sig == SIGTTOU ?
-					   TSTOP_GROUP :
-					   TSTOP_EVENT;
+			th->stop = is_stop_sig(sig) ? TSTOP_GROUP : TSTOP_EVENT;
 			th->stop_sig = th->stop == TSTOP_GROUP ? sig : 0;
 			break;
 		}

@@ -39,6 +39,14 @@
  * Writing those breakpoints does not quiesce the process: no thread can be
  * running in an object whose dlopen() has not returned yet.
  *
+ * Unwind guards. Once a return probe applies to a process, internal points
+ * go on the unwinders' entry points (_Unwind_RaiseException and friends,
+ * libc's pthread_exit; proc_arm_unwind_guards()): the backend writes the
+ * hitting thread's hijacked return addresses back before the unwinder
+ * walks its stack. libgcc_s is often loaded later: its guards are armed
+ * like pending SPECs, at the dlopen notification that maps it, and are
+ * forgotten with it at dlclose (r_brk is never forgotten).
+ *
  * Deferral. While handlers run (hit_depth > 0), register and unregister
  * only queue the request; uprobes_hit_end() of the outermost hit runs the
  * queue and calls opts->done. A probe unregistered that way is marked dead
@@ -668,6 +676,86 @@ static void proc_arm_rbrk(struct uprobes_proc *pp)
 	}
 }
 
+/*
+ * The entry points of the unwinders that walk a thread's stack through its
+ * return addresses: C++ throw (and rethrow), forced unwinding (pthread_exit,
+ * cancellation), in libgcc_s or linked into the program (static libgcc_eh),
+ * and libc's pthread_exit, which dlopen()s libgcc_s at its first call, so
+ * the libgcc_s guard may not be armed yet when it is entered.
+ */
+static const char *const unwind_guard_specs[] = {
+	"libgcc_s:_Unwind_RaiseException",
+	"libgcc_s:_Unwind_ForcedUnwind",
+	"libgcc_s:_Unwind_Resume_or_Rethrow",
+	"libc:pthread_exit",
+	"_Unwind_RaiseException",
+	"_Unwind_ForcedUnwind",
+	"_Unwind_Resume_or_Rethrow",
+};
+
+/* Does a live probe that applies to @pp hijack return addresses? */
+static bool proc_has_retprobe(struct uprobes_proc *pp)
+{
+	struct utrace_probe *p;
+
+	for (p = pp->up->probes; p; p = p->next)
+		if (!p->dead && (p->opts.ret_handler || p->opts.retprobe) &&
+		    (p->is_spec || p->pid == pp->pid))
+			return true;
+	return false;
+}
+
+/*
+ * Unwind guards: internal points on the unwinders' entry points, armed in
+ * @pp once a return probe applies to it (a SPEC return probe counts even
+ * where none of its objects is loaded yet: the guards in libc are then
+ * armed while it is safe, at the process's first look or under quiesce,
+ * never from a later dlopen notification with other threads running). The
+ * unwinder reads each frame's return address to find its unwind info, and
+ * the trampoline has none: an exception through a hijacked frame would
+ * std::terminate the program. At a guard's hit the backend writes the
+ * thread's hijacked return addresses back first
+ * (ptrace_backend_unwind_begin()). Objects not loaded yet (libgcc_s) are
+ * armed by the next call, at the dlopen notification that maps them:
+ * idempotent, like SPEC arming. Guards stay until detach, exec or exit
+ * (instances may outlive their probe). Same conditions as SPEC arming:
+ * @pp quiesced, or no thread able to run in the objects concerned.
+ */
+static void proc_arm_unwind_guards(struct uprobes_proc *pp)
+{
+	unsigned int g;
+
+	if (!pp->img || pp->vfork_parent || !proc_has_retprobe(pp))
+		return;
+	for (g = 0; g < ARRAY_SIZE(unwind_guard_specs); g++) {
+		struct utrace_match *m = NULL;
+		struct utrace_spec spec;
+		size_t nr = 0, i;
+		bool pending = false;
+
+		if (utrace_spec__parse(unwind_guard_specs[g], &spec, NULL, 0))
+			continue;
+		if (utrace_image__resolve(pp->img, &spec, &m, &nr, &pending) == 0) {
+			for (i = 0; i < nr; i++) {
+				struct probe_point *pt;
+				char why[200] = "";
+
+				if (point_get(pp, &m[i], true, &pt, why, sizeof(why)) == 0) {
+					if (!pt->unwind)
+						pr_debug("process %d: unwind guard on %s\n",
+							 pp->pid, pt->name);
+					pt->unwind = true;
+				} else {
+					pr_debug("process %d: no unwind guard on %s: %s\n", pp->pid,
+						 unwind_guard_specs[g], why);
+				}
+			}
+		}
+		free(m);
+		utrace_spec__clear(&spec);
+	}
+}
+
 /* Arm every live SPEC probe in @pp (new process, new image). */
 static void proc_arm_all_specs(struct uprobes_proc *pp)
 {
@@ -676,6 +764,7 @@ static void proc_arm_all_specs(struct uprobes_proc *pp)
 	for (p = pp->up->probes; p; p = p->next)
 		if (p->is_spec && !p->dead && p->registered)
 			proc_arm_spec(pp, p, NULL);
+	proc_arm_unwind_guards(pp);
 }
 
 /* Start tracking process @pid: image, r_brk, SPEC probes. No quiesce. */
@@ -783,8 +872,9 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 			pt->nr_probes--;
 			if (p->points)
 				p->points--;
-			if (pt->nr_probes || pt->internal || pt->addr == pp->r_brk) {
-				pt->internal = pt->internal || pt->addr == pp->r_brk;
+			if (pt->nr_probes || pt->internal || pt->addr == pp->r_brk || pt->unwind) {
+				/* r_brk or an unwind guard probed by the user too: ours again */
+				pt->internal = pt->internal || pt->addr == pp->r_brk || pt->unwind;
 				continue;
 			}
 			if (quiesce && !stopped) {
@@ -877,6 +967,8 @@ static int do_register(struct utrace_probe *p)
 			err = point_get(pp, &m, false, &pt, why, sizeof(why));
 			if (!err)
 				err = point_add_probe(pt, p);
+			if (!err)
+				proc_arm_unwind_guards(pp);
 		}
 		ptrace_backend_resume(pp);
 		if (err && why[0])
@@ -906,8 +998,10 @@ static int do_register(struct utrace_probe *p)
 				continue;
 			known++;
 			r = ptrace_backend_quiesce(pp);
-			if (!r)
+			if (!r) {
 				r = proc_arm_spec(pp, p, &pending);
+				proc_arm_unwind_guards(pp);
+			}
 			ptrace_backend_resume(pp);
 			if (pending)
 				any_pending = true;
@@ -1456,8 +1550,10 @@ void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th)
 			const struct utrace_map *m = utrace_maps__find(maps, pt->addr);
 
 			next = pt->hnext;
-			if (pt->internal || (m && m->path && (m->prot & UTRACE_MAP_EXEC) &&
-					     path_same(pt->object, m->path)))
+			/* r_brk stays; an unwind guard goes with its object */
+			if ((pt->internal && !pt->unwind) ||
+			    (m && m->path && (m->prot & UTRACE_MAP_EXEC) &&
+			     path_same(pt->object, m->path)))
 				continue;
 			pr_debug("process %d: %s unloaded\n", pp->pid, pt->name);
 			point_forget(pp, pt, UTRACE_DROP_UNLOAD);

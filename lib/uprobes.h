@@ -63,7 +63,8 @@ struct probe_point {
 	uint8_t insn_len; /* length of the displaced instruction */
 	bool armed; /* int3 written */
 	bool entry; /* at a function's first instruction (set_return allowed) */
-	bool internal; /* the dynamic linker's r_brk: no probes, rescans maps */
+	bool internal; /* the dynamic linker's r_brk or an unwind guard: no probes */
+	bool unwind; /* an unwinder's entry: the thread's hijacked returns go back */
 	uint64_t slot; /* XOL copy of the instruction, 0 until the first hit */
 	uint16_t slot_len; /* bytes of the relocated instruction (the jmp back follows) */
 	struct xol_area *area; /* area holding @slot */
@@ -199,6 +200,7 @@ int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool 
 int ptrace_backend_quiesce(struct uprobes_proc *pp);
 void ptrace_backend_resume(struct uprobes_proc *pp);
 int ptrace_backend_release(struct uprobes_proc *pp);
+void ptrace_backend_unwind_begin(struct uprobes_proc *pp, pid_t tid);
 struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp);
 
 #endif /* __UTRACE_UPROBES_INTERNAL_H */

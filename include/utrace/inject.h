@@ -24,10 +24,14 @@ extern "C" {
 /**
  * struct utrace_call_opts - options of utrace_thread__remote_call().
  * @sz: size of this struct
- * @timeout_ms: how long the call may run; 0 = 5000 ms. When it expires the
- *	thread is interrupted wherever it is and restored (the call is
- *	abandoned: whatever the callee did so far stays done, e.g. a lock it
- *	took stays taken).
+ * @timeout_ms: how long the call may run; 0 = 5000 ms. When it expires
+ *	while an injection's return stub is mapped (utrace_session__inject()),
+ *	the call is left to finish on its own: the thread is stopped once and
+ *	left at that stop in the middle of the callee; once resumed or
+ *	detached it finishes and restores itself through the stub, so a lock
+ *	the callee holds is released. Without the stub the thread is
+ *	interrupted wherever it is and restored (whatever the callee did so
+ *	far stays done, e.g. a lock it took stays taken).
  */
 struct utrace_call_opts {
 	size_t sz;
@@ -68,7 +72,8 @@ struct utrace_call_opts {
  * @param ret_val on success, rax at the return
  * @return 0 on success; negative error code otherwise: -EBUSY (not stopped,
  * or at a signal, event, syscall-entry or seccomp stop), -ETIMEDOUT (the
- * call did not return in time; the thread is restored),
+ * call did not return in time; see @timeout_ms: restored, or, with the
+ * injection's stub, stopped mid-call, to be resumed so that it finishes),
  * -UTRACE_ERRNO__REMOTE_FAULT (the callee crashed; restored, the fault is
  * logged), -ESRCH (the thread died), -EINTR (the process exec'ed, or the
  * thread could not be restored), -EINVAL
@@ -114,7 +119,11 @@ typedef int (*utrace_inject_arena_fn_t)(void *arena, size_t size, void *ctx);
  *	0 = no arena
  * @prepare_arena: optional, see utrace_inject_arena_fn_t
  * @prepare_ctx: its @ctx
- * @timeout_ms: limit of each remote function call; 0 = 5000 ms
+ * @timeout_ms: limit of each remote function call; 0 = 5000 ms. A call
+ *	that outlasts it (a dlopen() whose constructors block, a slow init)
+ *	is left to finish on its own, returning through the injection's stub;
+ *	the injection fails with -ETIMEDOUT, the scratch page (4 KiB) and the
+ *	arena's fd stay in the target (lib/inject.c)
  * @tid: thread to hijack; 0 = choose one (see lib/inject.c)
  * @allow_unsafe_path: skip the check that nobody else can write the
  *	object or a directory above it (tests only)
@@ -144,7 +153,7 @@ struct utrace_inject_opts {
 	bool allow_copies;
 	size_t : 0;
 };
-#define utrace_inject_opts__last_field errlen
+#define utrace_inject_opts__last_field allow_copies
 
 /**
  * struct utrace_injection - what utrace_session__inject() produced. Owned

@@ -25,6 +25,10 @@
  * - Return probes replace the return address with a trampoline; the real one
  *   is kept per thread and checked against the stack pointer (longjmp and
  *   exceptions unwind past frames); depth is bounded, overflow is counted.
+ *   Before an unwinder walks a thread's stack (C++ throw, pthread_exit,
+ *   cancellation) the thread's hijacked return addresses are put back and
+ *   its pending returns counted as missed: the unwinder never meets the
+ *   trampoline, which has no unwind info.
  * - fork: the child carries no probes (its copy of the breakpoints and of
  *   the trampoline return addresses is removed before it runs). When the
  *   session follows forks (-F), the child is a traced process of its own

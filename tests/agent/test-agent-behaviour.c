@@ -844,6 +844,115 @@ TEST_TIMEOUT(attach_detach_cycles, 180)
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
 
+/* Wait until @errfile says "@what armed (". */
+static void wait_said_armed(const char *errfile, const char *what)
+{
+	char key[128];
+	int i;
+
+	snprintf(key, sizeof(key), "%s armed (", what);
+	for (i = 0; i < 1000; i++) {
+		char *err = slurp(errfile);
+		bool ok = strstr(err, key) != NULL;
+
+		free(err);
+		if (ok)
+			return;
+		usleep(10000);
+	}
+	CHECK_MSG(0, "never armed: %s", what);
+}
+
+/*
+ * C++ exceptions through frames hijacked by return probes of an INJECTED
+ * agent (not preloaded: its interposers of the unwinder are not bound): the
+ * host guards the unwinder's entry points with internal probes. Without
+ * them std::terminate() ends the target at its first throw.
+ */
+TEST_TIMEOUT(cxx_exceptions_through_hijacked_frames_attached, 120)
+{
+	const char *args[] = { "200", "10", "wait", NULL };
+	struct target t;
+	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
+	const char *uargs[] = { "-b", "agent",	    "-c", "-v", "-v", "-f", "probed_throw",
+				"-f", "probed_fib", "-p", pid,	"-d", "3",  NULL };
+	int fd = mkstemp(errfile);
+	struct vline v;
+	pid_t u;
+
+	if (access(harness_build_path("tests/agent/s-agent-cxx"), X_OK))
+		SKIP("no C++ compiler: s-agent-cxx not built");
+	CHECK(fd >= 0);
+	close(fd);
+	t = target_start("../agent/s-agent-cxx", args, -1);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u = spawn_utrace(uargs, errfile);
+	wait_said_armed(errfile, "probed_fib");
+	CHECK(write(t.in, "go\n", 3) == 3);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
+	CHECK_MSG(!strcmp(line, "ok 200") || !strcmp(line, "ok 200\n"), "target said '%s'", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	CHECK_EQ(wait_exit(u, 60), 0);
+	err = slurp(errfile);
+	unlink(errfile);
+	v = vline(err);
+	/* 200 rounds: 11 probed_throw calls, none returns; fib(10) = 177 calls */
+	CHECK_MSG(v.hits == 200 * (11 + 177), "%s", err);
+	CHECK_MSG(v.returns == 200 * 177, "%s", err);
+	free(err);
+}
+
+/*
+ * The same with two sessions at once, each with return probes (the second
+ * one's agent is a private copy with its own return instances): each
+ * guards the unwinder on its own instruction of the prologue.
+ */
+TEST_TIMEOUT(cxx_exceptions_two_sessions_attached, 120)
+{
+	const char *args[] = { "200", "10", "wait", NULL };
+	struct target t;
+	char pid[16], e1[] = "/tmp/utrace-behaviour-err-XXXXXX",
+		      e2[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
+	const char *a1[] = {
+		"-b", "agent", "-c", "-v", "-v", "-f", "probed_throw", "-p", pid, NULL
+	};
+	const char *a2[] = { "-b", "agent", "-c", "-v", "-v", "-f", "probed_fib", "-p", pid, NULL };
+	int f1 = mkstemp(e1), f2 = mkstemp(e2);
+	struct vline v1, v2;
+	pid_t u1, u2;
+
+	if (access(harness_build_path("tests/agent/s-agent-cxx"), X_OK))
+		SKIP("no C++ compiler: s-agent-cxx not built");
+	CHECK(f1 >= 0 && f2 >= 0);
+	close(f1);
+	close(f2);
+	t = target_start("../agent/s-agent-cxx", args, -1);
+	target_wait_ready(&t);
+	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
+	u1 = spawn_utrace(a1, e1);
+	wait_said_armed(e1, "probed_throw");
+	u2 = spawn_utrace(a2, e2);
+	wait_said_armed(e2, "probed_fib");
+	CHECK(write(t.in, "go\n", 3) == 3);
+	CHECK(read_line(t.out, line, sizeof(line), 20000) > 0);
+	CHECK_MSG(!strncmp(line, "ok 200", 6), "target said '%s'", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+	/* the target has exited: each session sees it gone and prints its table */
+	CHECK_EQ(wait_exit(u2, 60), 0);
+	CHECK_EQ(wait_exit(u1, 60), 0);
+	err = slurp(e1);
+	v1 = vline(err);
+	CHECK_MSG(v1.hits == 200 * 11 && v1.returns == 0, "%s", err);
+	free(err);
+	err = slurp(e2);
+	v2 = vline(err);
+	CHECK_MSG(v2.hits == 200 * 177 && v2.returns == 200 * 177, "%s", err);
+	free(err);
+	unlink(e1);
+	unlink(e2);
+}
+
 TEST_TIMEOUT(attach_dlopen_pending_spec, 120)
 {
 	const char *args[] = { "dlwait", dl_lib(), "100", NULL };

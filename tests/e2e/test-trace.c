@@ -182,6 +182,32 @@ TEST_TIMEOUT(summary_matches_target, 120)
 	free(err);
 }
 
+/*
+ * A C++ exception thrown through frames whose return addresses -f hijacked
+ * (tests/agent/s-agent-cxx): the unwind guards of the ptrace backend put
+ * them back before the unwinder walks; without them: std::terminate, 134.
+ */
+TEST_TIMEOUT(cxx_exception_through_traced_frames, 120)
+{
+	char prog[4096];
+	const char *args[] = { "-b", "ptrace", "-c", "-f", "probed_throw",
+			       "--", prog,     "10", "10", NULL };
+	char *out = NULL, *err = NULL;
+	long calls = -1, errors = -1;
+
+	snprintf(prog, sizeof(prog), "%s", harness_build_path("tests/agent/s-agent-cxx"));
+	if (access(prog, X_OK))
+		SKIP("no C++ compiler: %s not built", prog);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	note_lines(err);
+	CHECK(!strstr(err, "terminate called"));
+	CHECK(table_row(err, "probed_throw", &calls, &errors));
+	/* every frame is unwound by the exception: 10 x 11 returns not seen */
+	CHECK_MSG(strstr(err, "110 returns were not seen"), "%s", err);
+	free(out);
+	free(err);
+}
+
 static const char *hist_check =
 	"import json, sys\n"
 	"s = {}; h = {}\n"

@@ -1172,3 +1172,154 @@ TEST(inject_twice_same_target)
 	CHECK_EQ(write(t.in, "hello\n", 6), 6);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 }
+
+/*
+ * A remote call that does not return in time (lib/remote-call.c,
+ * call_abandon()): the injection gives up with -ETIMEDOUT and one message,
+ * but leaves the call to finish on its own instead of putting the thread
+ * back mid-call, which would leave the loader lock taken forever. The
+ * callee (@so's constructor inside dlopen, or @init) ends, the thread
+ * returns through the stub with its own registers, xstate and mask, its
+ * read restarted (mode "read") or its SSE loop intact (mode "spin"); the
+ * target's own dlopen() of another object then works, nobody traces it
+ * and its code is unchanged.
+ */
+/*
+ * The marker in the arena of an injection that gave up: only the target
+ * maps it then (the init closed the fd), read through /proc/PID/mem.
+ */
+static struct inject_test_marker late_marker(pid_t pid)
+{
+	struct inject_test_marker m = { 0 };
+	struct utrace_maps *maps = utrace_maps__read(pid);
+	bool found = false;
+	size_t i;
+
+	CHECK(maps);
+	for (i = 0; i < maps->nr && !found; i++) {
+		const struct utrace_map *e = &maps->maps[i];
+
+		if (!e->path || !strstr(e->path, "memfd:utrace-arena"))
+			continue;
+		CHECK_EQ(utrace_mem__read(pid, e->start, &m, sizeof(m)), (ssize_t)sizeof(m));
+		found = true;
+	}
+	utrace_maps__free(maps);
+	CHECK_MSG(found, "no arena mapped in the target");
+	return m;
+}
+
+static void inject_times_out(const char *mode, const char *so, const char *init, int timeout_ms,
+			     const char *what, long finish_ms)
+{
+	char foo[4096], err[1024] = "", want[256], line[128];
+	const char *args[] = { mode, "2500", foo, NULL };
+	struct target t;
+	struct code_snap snap;
+	struct utrace_injection inj;
+	struct timespec a, b;
+	pid_t tid = 0;
+	long ms;
+	int r;
+	UTRACE_OPTS(utrace_inject_opts, o, .prepare_arena = prepare, .init_flags = 0x5a,
+		    .init_symbol = init, .init_arg = (uint64_t)finish_ms, .arena_size = 4096,
+		    .timeout_ms = timeout_ms, .errbuf = err, .errlen = sizeof(err));
+
+	CHECK(realpath(target_path("libfoo.so"), foo));
+	t = target_start("s-blocked", args, -1);
+	target_wait_ready(&t);
+	msleep(100);
+	code_snap_take(t.pid, &snap);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	r = utrace_inject(t.pid, so, &o, &inj);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+	CHECK_MSG(r == -ETIMEDOUT, "inject: %d (%s)", r, err);
+	snprintf(want, sizeof(want),
+		 "the remote call of %s did not return in %.1f s; left to finish on its own, "
+		 "the process was not stopped",
+		 what, timeout_ms / 1000.0);
+	CHECK_MSG(strstr(err, want), "message: '%s'", err);
+	CHECK_MSG(ms < timeout_ms + 1000, "gave up after %ld ms", ms);
+	/* Let go at once: no thread traced while the callee still runs. */
+	CHECK_EQ(traced_threads(t.pid, &tid), 0);
+	CHECK(maps_contain(t.pid, strrchr(so, '/') + 1));
+	msleep(finish_ms + 300); /* the callee ends, the thread finds its way back */
+	CHECK_EQ(traced_threads(t.pid, &tid), 0);
+	code_snap_compare(t.pid, &snap);
+	if (init)
+		CHECK_EQ(late_marker(t.pid).late_done, (uint64_t)finish_ms); /* it ran to its end */
+	if (!strcmp(mode, "read"))
+		CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	/* The target's own dlopen(): the loader lock is free again. */
+	CHECK_EQ(read_line(t.out, line, sizeof(line), 10000) > 0, 1);
+	CHECK_MSG(!strcmp(line, "dlopen ok"), "target said '%s'", line);
+	CHECK_EQ(target_reap(&t, 20000), 0);
+}
+
+static const char *slowctor_path(void)
+{
+	static char buf[4096];
+
+	CHECK(realpath(target_path("libinject-slowctor.so"), buf));
+	return buf;
+}
+
+TEST(inject_dlopen_timeout_read)
+{
+	inject_times_out("read", slowctor_path(), NULL, 300, "dlopen", 900);
+}
+
+TEST(inject_dlopen_timeout_spin)
+{
+	inject_times_out("spin", slowctor_path(), NULL, 300, "dlopen", 900);
+}
+
+/* The init times out the same way (it sleeps 1.2 s, we wait 0.5 s). */
+TEST(inject_init_timeout_read)
+{
+	inject_times_out("read", so_path(), "inject_test_init_sleep", 500, "inject_test_init_sleep",
+			 1200);
+}
+
+/*
+ * The same in a session that traces the process already (and wants its
+ * syscall stops): the thread stays traced, left running mid-call; the
+ * session handles its stops (the stub's marker among them) while the
+ * constructor ends, and the thread comes back by itself all the same.
+ */
+TEST(inject_dlopen_timeout_in_session)
+{
+	char foo[4096], err[1024] = "", line[128] = "";
+	const char *args[] = { "read", "0", foo, NULL };
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .syscall_entry = cb_count_entry };
+	struct utrace_injection inj;
+	struct utrace_session *s;
+	struct target t;
+	long entries = 0;
+	int i;
+	UTRACE_OPTS(utrace_inject_opts, o, .timeout_ms = 300, .errbuf = err, .errlen = sizeof(err));
+
+	CHECK(realpath(target_path("libfoo.so"), foo));
+	t = target_start("s-blocked", args, -1);
+	target_wait_ready(&t);
+	msleep(100);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_ENTRY, &entries));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	CHECK_EQ(utrace_session__inject(s, t.pid, slowctor_path(), &o, &inj), -ETIMEDOUT);
+	CHECK_MSG(strstr(err, "left to finish on its own"), "message: '%s'", err);
+	CHECK(utrace_proc__tracer(t.pid) > 0); /* still ours */
+	CHECK_EQ(utrace_session__run(s, 1200), UTRACE_RUN_TIMEOUT); /* the constructor ends */
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	for (i = 0; i < 200 && !line[0]; i++) {
+		CHECK_EQ(utrace_session__run(s, 25), UTRACE_RUN_TIMEOUT);
+		if (read_line(t.out, line, sizeof(line), 25) < 0)
+			line[0] = 0;
+	}
+	CHECK_MSG(!strcmp(line, "dlopen ok"), "target said '%s'", line);
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}

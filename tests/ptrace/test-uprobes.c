@@ -74,8 +74,9 @@ struct run {
 	int out_fd;
 };
 
-/* Launch s-uprobes with @args; its stdout goes to a pipe. */
-static void run_start_opts(struct run *r, const char *const *args, bool follow, unsigned int depth)
+/* Launch program @prog with @args; its stdout goes to a pipe. */
+static void run_start_prog(struct run *r, const char *prog, const char *const *args, bool follow,
+			   unsigned int depth)
 {
 	UTRACE_OPTS(utrace_session_opts, so, .follow_forks = follow);
 	UTRACE_OPTS(utrace_uprobes_opts, uo, .max_depth = depth);
@@ -87,7 +88,7 @@ static void run_start_opts(struct run *r, const char *const *args, bool follow, 
 	r->up = utrace_uprobes__new(r->s, &uo);
 	CHECK(r->up);
 	CHECK_EQ(utrace_uprobes__backend(r->up), UTRACE_BACKEND_PTRACE);
-	argv[i++] = strdup(target_path("s-uprobes"));
+	argv[i++] = strdup(prog);
 	while (*args && i < 15)
 		argv[i++] = (char *)*args++;
 	argv[i] = NULL;
@@ -104,6 +105,12 @@ static void run_start_opts(struct run *r, const char *const *args, bool follow, 
 	dup2(saved, 1);
 	close(saved);
 	CHECK(r->pid > 0);
+}
+
+/* Launch s-uprobes with @args. */
+static void run_start_opts(struct run *r, const char *const *args, bool follow, unsigned int depth)
+{
+	run_start_prog(r, target_path("s-uprobes"), args, follow, depth);
 }
 
 static void run_start(struct run *r, const char *const *args)
@@ -282,6 +289,82 @@ TEST(longjmp_unwinds_return_instances)
 	CHECK_EQ(c.returns, expect(out, "returns"));
 	CHECK_EQ(utrace_probe__stats(p, &st), 0);
 	CHECK_EQ(st.missed_returns, expect(out, "missed"));
+	CHECK_EQ(w.entries, 1);
+	CHECK_EQ(w.returns, 1);
+	free(out);
+	run_close(&r);
+}
+
+/* A probe with only a return handler (the count of its entries is in its stats). */
+static struct utrace_probe *probe_ret(struct utrace_uprobes *up, const char *spec, struct counts *c)
+{
+	return probe_spec(up, spec, c, false, true);
+}
+
+/*
+ * s-agent-cxx ROUNDS DEPTH throws from DEPTH + 1 probed_throw() frames whose
+ * return addresses are hijacked; the unwinder finds no unwind info for the
+ * trampoline unless the unwind guard on _Unwind_RaiseException put the real
+ * ones back first (std::terminate, exit 134, without it).
+ */
+TEST(cxx_exception_through_return_probes)
+{
+	const char *args[] = { "50", "10", NULL };
+	struct counts t = { 0 }, f = { 0 };
+	struct utrace_probe_stats tst, fst;
+	struct utrace_probe *pt, *pf;
+	const char *prog = harness_build_path("tests/agent/s-agent-cxx");
+	struct run r;
+	char *out;
+
+	if (access(prog, X_OK))
+		SKIP("no C++ compiler: %s not built", prog);
+	run_start_prog(&r, prog, args, false, 0);
+	pt = probe_ret(r.up, "probed_throw", &t);
+	pf = probe_ret(r.up, "probed_fib", &f);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(utrace_probe__stats(pt, &tst), 0);
+	CHECK_EQ(utrace_probe__stats(pf, &fst), 0);
+	/* 50 rounds: probed_throw(0..10) throws from depth 10, fib(10) = 177 calls */
+	CHECK_EQ((long)tst.hits, 50 * 11);
+	CHECK_EQ((long)fst.hits, 50 * 177);
+	CHECK_EQ(f.returns, 50 * 177);
+	CHECK_EQ((long)fst.missed_returns, 0);
+	CHECK_EQ(f.ret_bad, 0);
+	CHECK_EQ((long)(tst.returns + tst.missed_returns), (long)tst.hits);
+	CHECK_EQ(t.returns, (long)tst.returns);
+	harness_note("probed_throw: %llu returns, %llu missed", (unsigned long long)tst.returns,
+		     (unsigned long long)tst.missed_returns);
+	free(out);
+	run_close(&r);
+}
+
+/*
+ * pthread_exit() and cancellation from the callee of return-probed frames:
+ * glibc's forced unwind must find the thread function's cleanup handler
+ * (in a library that loads libgcc_s at its dlopen: the unwinder's guards
+ * are armed then, pending until that moment); without the unwind guards it
+ * stops at the trampoline and skips it (s-uprobes exits 1).
+ */
+TEST(pthread_exit_through_return_probes)
+{
+	char lib[4096];
+	const char *args[] = { "pexit", lib, "20", "5", NULL };
+	struct counts c = { 0 }, w = { 0 };
+	struct utrace_probe_stats st;
+	struct utrace_probe *p;
+	struct run r;
+	char *out;
+
+	snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-unwind.so"));
+	run_start(&r, args);
+	p = probe_spec(r.up, "exiter", &c, true, true);
+	probe_spec(r.up, "work", &w, true, true);
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(c.entries, expect(out, "entries"));
+	CHECK_EQ(c.returns, expect(out, "returns"));
+	CHECK_EQ(utrace_probe__stats(p, &st), 0);
+	CHECK_EQ((long)st.missed_returns, expect(out, "missed"));
 	CHECK_EQ(w.entries, 1);
 	CHECK_EQ(w.returns, 1);
 	free(out);

@@ -24,6 +24,8 @@ struct inject_test_marker {
 	uint64_t thread_ticks; /* incremented while it runs */
 	int32_t thread_tid;
 	int32_t pad;
+	/* inject_test_init_sleep(): its argument, once its sleep is over */
+	uint64_t late_done;
 };
 
 #endif /* __UTRACE_INJECT_TEST_H */

@@ -173,6 +173,27 @@ EXPORT int inject_test_init_slow(int arena_fd, unsigned int flags, uint64_t arg)
 	return r;
 }
 
+/*
+ * An init that outlasts the tracer's remote-call timeout: nanosleep(@arg
+ * ms) (a syscall of the callee that the tracer's stop interrupts) with the
+ * vector registers clobbered before and after. The tracer gives up and
+ * leaves it to finish on its own; the thread must come back by itself.
+ */
+EXPORT int inject_test_init_sleep(int arena_fd, unsigned int flags, uint64_t arg)
+{
+	struct timespec ts = { (time_t)(arg / 1000), (long)(arg % 1000) * 1000000L };
+	int r;
+
+	r = inject_test_init(arena_fd, flags, arg);
+	__asm__ volatile("pcmpeqd %%xmm0, %%xmm0\n\tpcmpeqd %%xmm1, %%xmm1" ::: "xmm0", "xmm1");
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	__asm__ volatile("pcmpeqd %%xmm2, %%xmm2\n\tpcmpeqd %%xmm3, %%xmm3" ::: "xmm2", "xmm3");
+	if (r >= 0)
+		__atomic_store_n(&last_arena->late_done, arg, __ATOMIC_RELEASE);
+	return r;
+}
+
 /* An init that fails: the injection must undo everything. */
 EXPORT int inject_test_init_fail(int arena_fd, unsigned int flags, uint64_t arg)
 {

@@ -9,9 +9,15 @@
  *   spin:  a register-heavy busy loop (integer and SSE state) for about
  *          argv[2] ms; the result must equal the value computed before
  *          tracing could start.
+ * With argv[3] (an object's path), once the mode's check passed, the
+ * target dlopen()s it in a new thread: that must succeed within 5 s
+ * (nobody left the loader lock taken); it prints "dlopen ok" and exits at
+ * EOF on stdin.
  * Exit status 0 when all is well, 1 otherwise (the reason on stderr).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +56,56 @@ static __attribute__((noinline)) unsigned long spin(unsigned long iters, double 
 	return x ^ y;
 }
 
+static void *dlopen_thread(void *path)
+{
+	return dlopen(path, RTLD_NOW);
+}
+
+/*
+ * The optional dlopen() after the mode's check, in a new thread: the
+ * loader lock is recursive, so only another thread than the one a tracer
+ * hijacked would block on it if it had been left taken. 0, or 1 with
+ * the reason.
+ */
+static int dlopen_after(const char *path)
+{
+	struct timespec ts;
+	pthread_t th;
+	void *h = NULL;
+	char c;
+	int r;
+
+	if (!path)
+		return 0;
+	if (pthread_create(&th, NULL, dlopen_thread, (void *)path)) {
+		fprintf(stderr, "pthread_create failed\n");
+		return 1;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	r = pthread_timedjoin_np(th, &h, &ts);
+	if (r) {
+		fprintf(stderr, "dlopen %s in a new thread: %s\n", path,
+			r == ETIMEDOUT ? "hangs (the loader lock is taken)" : strerror(r));
+		return 1;
+	}
+	if (!h) {
+		fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+		return 1;
+	}
+	printf("dlopen ok\n");
+	fflush(stdout);
+	/* Stay until EOF: the tracer looks at this process meanwhile. */
+	while (read(0, &c, 1) > 0)
+		;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "read";
 	long ms = argc > 2 ? atol(argv[2]) : 1500;
+	const char *dl = argc > 3 ? argv[3] : NULL;
 
 	if (!strcmp(mode, "read")) {
 		char buf[64];
@@ -66,7 +118,7 @@ int main(int argc, char **argv)
 				r < 0 ? strerror(errno) : "");
 			return 1;
 		}
-		return 0;
+		return dlopen_after(dl);
 	}
 	if (!strcmp(mode, "sleep")) {
 		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -85,7 +137,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "slept %.3fs instead of %.3fs\n", t1 - t0, ms / 1000.0);
 			return 1;
 		}
-		return 0;
+		return dlopen_after(dl);
 	}
 	if (!strcmp(mode, "spin")) {
 		unsigned long iters = 1000000, a, b;
@@ -102,7 +154,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "spin state corrupted: %lx/%g vs %lx/%g\n", a, fa, b, fb);
 			return 1;
 		}
-		return 0;
+		return dlopen_after(dl);
 	}
 	fprintf(stderr, "unknown mode %s\n", mode);
 	return 2;

@@ -28,6 +28,14 @@
  *   coro                a coroutine (swapcontext) yields inside co_func()
  *   riprel N            N x rip_push() (push [rip + x] probed)
  *   value N             N x get_value() (fault injection makes it return 7)
+ *   pexit LIB N D       dlopen(LIB) (libuprobe-unwind.so, which loads
+ *                       libgcc_s), then N threads, one after the other, run
+ *                       its unwind_thread() with exiter(D), recursive: the
+ *                       innermost call of an even thread calls exit_now(),
+ *                       which calls pthread_exit(); an odd thread is
+ *                       cancelled there. The forced unwind through D + 1
+ *                       exiter frames must run unwind_thread()'s cleanup
+ *                       handler (found by the unwind info)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -127,6 +135,39 @@ NOINLINE long get_value(void)
 {
 	return forty_two;
 }
+
+/* pexit: exit_now() leaves the thread from under D + 1 exiter() frames. */
+static atomic_int pexit_ready;
+
+/* returns for v == 0 only (never here): not noreturn, or exiter() looks endless */
+NOINLINE void exit_now(long v)
+{
+	sink += v;
+	if (v & 1) {
+		/* cancelled here (deferred: at a cancellation point) */
+		atomic_store(&pexit_ready, 1);
+		for (;;) {
+			pthread_testcancel();
+			usleep(1000);
+		}
+	}
+	if (v)
+		pthread_exit((void *)v);
+}
+
+NOINLINE long exiter(long d, long v)
+{
+	if (d > 0)
+		return exiter(d - 1, v) + 1;
+	exit_now(v);
+	return 0;
+}
+
+struct unwind_arg {
+	long (*body)(long depth, long value);
+	long depth, value;
+	volatile long *cleanups;
+};
 
 static long calls;
 
@@ -458,6 +499,38 @@ int main(int argc, char **argv)
 				return 1;
 		}
 		printf("expect entries=%ld returns=%ld\n", n, n);
+	} else if (!strcmp(mode, "pexit")) {
+		long n = atol(argv[3]), d = atol(argv[4]);
+		volatile long cleanups = 0;
+		void *(*fn)(void *);
+		void *h = dlopen(argv[2], RTLD_NOW);
+
+		if (!h)
+			return 3;
+		fn = (void *(*)(void *))dlsym(h, "unwind_thread");
+		if (!fn)
+			return 3;
+		for (i = 0; i < n; i++) {
+			struct unwind_arg a = { exiter, d, 1000 + i, &cleanups };
+			void *want = i & 1 ? PTHREAD_CANCELED : (void *)a.value;
+			pthread_t th;
+			void *ret;
+
+			atomic_store(&pexit_ready, 0);
+			if (pthread_create(&th, NULL, fn, &a))
+				return 1;
+			if (i & 1) {
+				while (!atomic_load(&pexit_ready))
+					usleep(1000);
+				pthread_cancel(th);
+			}
+			if (pthread_join(th, &ret) || ret != want)
+				return 1;
+		}
+		if (cleanups != n)
+			return 1;
+		work(1); /* the process goes on: its return is reported */
+		printf("expect entries=%ld returns=0 missed=%ld\n", n * (d + 1), n * (d + 1));
 	} else if (!strcmp(mode, "value")) {
 		long n = atol(argv[2]), sum = 0;
 
