@@ -154,6 +154,11 @@ static inline struct utrace_abi_event *agent_abi_ring(uint32_t i)
 }
 
 void agent_image_changed(void);
+int __utrace_agent_add_handler(uint32_t id, utrace_agent_handler_t fn, void *data, int on_return);
+
+/* module.c (control thread) */
+int module_load(uint64_t counter_base, uint64_t nr_counters);
+int module_bind(uint64_t which, uint64_t id);
 
 /* alloc.c */
 void *utrace_alloc(size_t size);

@@ -88,6 +88,10 @@ static int run_cmd(uint32_t cmd)
 	case UTRACE_CMD_START:
 		/* Handled in control_main: the ack must precede the release. */
 		return 0;
+	case UTRACE_CMD_MODULE_LOAD:
+		return module_load(agent_hdr->cmd_arg[0], agent_hdr->cmd_arg[1]);
+	case UTRACE_CMD_MODULE_BIND:
+		return module_bind(agent_hdr->cmd_arg[0], agent_hdr->cmd_arg[1]);
 	default:
 		return -EINVAL;
 	}

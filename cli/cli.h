@@ -20,12 +20,14 @@ enum cli_probe_kind {
 	CLI_PROBE_ENTRY, /* -u */
 	CLI_PROBE_RET, /* -r */
 	CLI_PROBE_INJECT, /* --inject SPEC=VALUE[@EVERY], parsed (cmd-trace.c to the agent) */
+	CLI_PROBE_MODULE, /* a -m module's probe: its handlers only, no event lines */
 };
 
 struct cli_probe {
 	enum cli_probe_kind kind;
 	const char *spec;
 	uint64_t value, every; /* CLI_PROBE_INJECT */
+	int module, mprobe; /* CLI_PROBE_MODULE: cli_modules[module], its probe table's entry */
 };
 
 enum cli_format { CLI_FMT_TEXT, CLI_FMT_JSON, CLI_FMT_CHROME };

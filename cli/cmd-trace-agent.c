@@ -80,6 +80,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "modload.h"
 #include "output.h"
 #include "protos.h"
 #include "trace-agent.h"
@@ -149,6 +150,9 @@ struct atracer {
 	/* injected: internal probes on the unwinder's entry points (arm_unwind_guards()) */
 	int guards[4];
 	int nr_guards;
+	/* -m: each module's index in the agent, and where its counters are */
+	int mod_idx[MODULES_MAX];
+	uint32_t mod_base[MODULES_MAX];
 };
 
 static volatile sig_atomic_t agent_signal;
@@ -205,8 +209,6 @@ const char *trace_agent_path(void)
 
 const char *trace_agent_unsupported(const struct cli_opts *o)
 {
-	if (o->nr_modules)
-		return "-m";
 	if (o->syscalls)
 		return "-s";
 	return NULL;
@@ -585,6 +587,111 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
  * and ahost_drain() hands a ring's records over in order, so the group is
  * complete in this pass: hold the event until its last STACK record.
  */
+/*
+ * -m: is @real (checked in our mount namespace by modload.c) the same file
+ * in the target's? The target's dlopen() resolves the path in its own
+ * namespace (a container's root may hold another file there), as for the
+ * agent itself (lib/inject.c check_same_file()). Return: NULL or why not.
+ */
+static const char *module_same_file(pid_t pid, const char *real)
+{
+	char other[PATH_MAX + 64];
+	struct stat a, b;
+
+	snprintf(other, sizeof(other), "/proc/%d/root%s", (int)pid, real);
+	if (stat(real, &a) || stat(other, &b))
+		return "it is not visible in the target's mount namespace";
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return "the target's mount namespace has another file at that path";
+	return NULL;
+}
+
+/*
+ * -m: load every module in the target (agent/module.c) and say where its
+ * counters go: probe ids at the top of the table, never armed, whose
+ * per-thread hit counters the module's handlers add to. Before the
+ * modules' probes are added (add_points() binds them), and again in the
+ * new image after an exec. Return: 0 or EXIT_TRACE (one line said why).
+ */
+static int agent_modules_load(struct atracer *t)
+{
+	uint32_t total = 0, max = t->h.hdr->max_probes;
+	int i, r;
+
+	for (i = 0; i < cli_nr_modules; i++)
+		total += (uint32_t)cli_modules[i].nr_counters;
+	t->h.reserved_top = total;
+	for (i = 0, total = 0; i < cli_nr_modules; i++) {
+		struct cli_module *m = &cli_modules[i];
+		const char *why = module_same_file(t->h.pid > 0 ? t->h.pid : t->pid, m->path);
+
+		t->mod_base[i] = max - t->h.reserved_top + total;
+		total += (uint32_t)m->nr_counters;
+		if (why) {
+			cli_error("module '%s': not loaded: %s", m->path, why);
+			return EXIT_TRACE;
+		}
+		if (strlen(m->path) >= sizeof(t->h.hdr->cmd_str)) {
+			cli_error("module '%s': its path is longer than %zu bytes", m->path,
+				  sizeof(t->h.hdr->cmd_str) - 1);
+			return EXIT_TRACE;
+		}
+		memcpy(t->h.hdr->cmd_str, m->path, strlen(m->path) + 1);
+		r = ahost_cmd(&t->h, UTRACE_CMD_MODULE_LOAD, t->mod_base[i],
+			      (uint64_t)m->nr_counters);
+		if (r < 0) {
+			t->h.hdr->cmd_str[sizeof(t->h.hdr->cmd_str) - 1] = '\0';
+			cli_error("module '%s': the target could not load it: %s", m->path,
+				  t->h.hdr->cmd_str[0] ? t->h.hdr->cmd_str :
+				  t->h.why[0]	       ? t->h.why :
+							 strerror(-r));
+			return EXIT_TRACE;
+		}
+		t->mod_idx[i] = r;
+	}
+	return 0;
+}
+
+/*
+ * -m: module probe @cp on agent probe @id: its handlers run at that
+ * probe's hits, after the built-in ones. Return: 0 or negative errno.
+ */
+static int agent_module_bind(struct atracer *t, const struct cli_probe *cp, int id)
+{
+	uint64_t which = ((uint64_t)(uint32_t)t->mod_idx[cp->module] << 32) | (uint32_t)cp->mprobe;
+	int err = ahost_cmd(&t->h, UTRACE_CMD_MODULE_BIND, which, (uint64_t)id);
+
+	if (err < 0 && t->opts->verbose >= 0)
+		cli_error("warning: module '%s': probe '%s' not bound: %s",
+			  cli_modules[cp->module].name, cp->spec, strerror(-err));
+	return err;
+}
+
+/* -m: a module's record (utrace_module__emit() in the target). */
+static void module_event(struct atracer *t, const struct utrace_abi_event *ev)
+{
+	int agent_mi = (int)(ev->dur >> 24), pi = (int)((ev->dur >> 8) & 0xffff), i;
+
+	for (i = 0; i < cli_nr_modules; i++)
+		if (t->mod_idx[i] == agent_mi)
+			module_print_record(&t->out, t->mono_to_real, t->pid, (pid_t)ev->tid,
+					    ev->ts, i, pi, ev->args,
+					    (unsigned int)(ev->dur & 0xff));
+}
+
+/* -m: add the module counters of this process and its -F children into cli_modules[].counts. */
+static void agent_modules_count(struct atracer *t)
+{
+	size_t k;
+	int i, j;
+
+	for (i = 0; i < cli_nr_modules && t->h.arena; i++)
+		for (j = 0; j < cli_modules[i].nr_counters; j++)
+			cli_modules[i].counts[j] += ahost_hits(&t->h, (int)(t->mod_base[i] + j));
+	for (k = 0; k < t->nr_kids; k++)
+		agent_modules_count(t->kids[k]);
+}
+
 static void on_event(const struct utrace_abi_event *ev, void *data)
 {
 	struct atracer *t = data;
@@ -592,6 +699,10 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 
 	if (ev->kind == UTRACE_EV_LOST)
 		return;
+	if (ev->kind == UTRACE_EV_MODULE) {
+		module_event(t, ev);
+		return;
+	}
 	if (ev->kind == UTRACE_EV_STACK) {
 		if (!t->holding || ev->tid != t->held.tid)
 			return;
@@ -683,6 +794,39 @@ static int inject_merge(struct atracer *t, const struct utrace_match *m, const s
 	return 0;
 }
 
+/*
+ * -m: one agent probe per address, so a module probe on a point that is
+ * already there (a -f/-u/-r, an --inject, another module's) is bound to
+ * it. A return handler needs the return probe: added if the point has not
+ * been armed yet, else the module's return side is skipped with a warning.
+ * Return: 1 bound there, 0 a new point is needed.
+ */
+static int module_merge(struct atracer *t, const struct utrace_match *m, const struct cli_probe *cp)
+{
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++) {
+		struct apoint *p = &t->pts[i];
+		struct utrace_abi_probe *ab;
+
+		if (p->gone || p->addr != m->addr)
+			continue;
+		ab = ahost_abi(&t->h, p->id);
+		if (module_has_return(cp->module, cp->mprobe) &&
+		    !(ab->flags & UTRACE_PF_RETPROBE)) {
+			if (p->at_entry && ab->state == UTRACE_PS_UNUSED)
+				ab->flags |= UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST;
+			else if (t->opts->verbose >= 0)
+				cli_error("warning: module '%s': %s is not probed at its return "
+					  "here: its return handler will not run",
+					  cli_modules[cp->module].name, p->name);
+		}
+		agent_module_bind(t, cp, p->id);
+		return 1;
+	}
+	return 0;
+}
+
 static int add_points(struct atracer *t, struct utrace_image *img, const struct cli_probe *cp)
 {
 	struct utrace_spec spec;
@@ -716,6 +860,13 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			continue;
 		if (t->rescan && known_site(t, m[k].addr))
 			continue;
+		if (cp->kind == CLI_PROBE_MODULE) {
+			err = module_merge(t, &m[k], cp);
+			if (err > 0) {
+				added++;
+				continue;
+			}
+		}
 		if (cp->kind == CLI_PROBE_INJECT) {
 			err = inject_merge(t, &m[k], cp);
 			if (err < 0) {
@@ -749,6 +900,11 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			p->proto = proto_unknown();
 		if (cp->kind == CLI_PROBE_INJECT) {
 			flags = UTRACE_PF_COUNT; /* inject_set() adds the rest */
+		} else if (cp->kind == CLI_PROBE_MODULE) {
+			/* the module's handlers only; HIST times the entry (ctx->entry_ns) */
+			flags = UTRACE_PF_COUNT | (p->at_entry ? UTRACE_PF_ENTRY : 0);
+			if (module_has_return(cp->module, cp->mprobe) && p->at_entry)
+				flags |= UTRACE_PF_RETPROBE | UTRACE_PF_HIST;
 		} else if (cp->kind == CLI_PROBE_ENTRY || !p->at_entry) {
 			flags = UTRACE_PF_COUNT | (t->quiet ? 0 : UTRACE_PF_RECORD_ENTRY) |
 				(p->at_entry ? UTRACE_PF_ENTRY : 0);
@@ -782,6 +938,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		p->id = id;
 		if (cp->kind == CLI_PROBE_INJECT)
 			inject_set(t, p, id, cp);
+		if (cp->kind == CLI_PROBE_MODULE)
+			agent_module_bind(t, cp, id);
 		t->nr_pts++;
 		added++;
 		ahost_set_want(&t->h, id,
@@ -939,7 +1097,9 @@ static void aggregate(struct atracer *t, struct aggr *a)
 	for (i = 0; i < t->nr_pts; i++) {
 		struct apoint *p = &t->pts[i];
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, p->id);
-		struct aggr_stat *st = aggr_get(a, p->name, fn_name(p));
+		/* -m: a module's point reports through the module */
+		struct aggr_stat *st =
+			p->kind == CLI_PROBE_MODULE ? NULL : aggr_get(a, p->name, fn_name(p));
 		bool timed = p->kind != CLI_PROBE_ENTRY && p->at_entry;
 		unsigned int b;
 
@@ -1206,6 +1366,11 @@ static int rescan(struct atracer *t, bool all_gone)
 			cli_error("%s: its object was unloaded", p->name);
 	}
 	utrace_maps__free(maps);
+	if (img && all_gone && cli_nr_modules && agent_modules_load(t)) {
+		/* the new image's agent has no module: its probes would run nothing */
+		utrace_image__close(img);
+		img = NULL;
+	}
 	if (img) {
 		t->rescan = true;
 		t->pending = false;
@@ -1443,6 +1608,10 @@ static void kid_add(struct atracer *t, pid_t pid, int fd)
 	/* a copy of @t's points: names and prototypes stay @t's (kids_free()) */
 	memcpy(k->pts, t->pts, (size_t)t->nr_pts * sizeof(*k->pts));
 	k->nr_pts = t->nr_pts;
+	/* -m: the child has its parent's modules, counters in its own arena */
+	memcpy(k->mod_idx, t->mod_idx, sizeof(k->mod_idx));
+	memcpy(k->mod_base, t->mod_base, sizeof(k->mod_base));
+	k->h.reserved_top = t->h.reserved_top;
 	k->img = t->img; /* a fork child has its parent's mappings */
 	k->maps = utrace_maps__read(pid);
 	snprintf(k->comm, sizeof(k->comm), "%s", t->comm);
@@ -1667,6 +1836,8 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 			cli_error("cannot read the image of pid %d: %s", t->pid, strerror(errno));
 			goto out;
 		}
+		if (cli_nr_modules && agent_modules_load(t))
+			goto out; /* -m */
 		for (k = 0; k < nr_probes; k++) {
 			err = add_points(t, t->img, &probes[k]);
 			if (err < 0) {
@@ -1791,6 +1962,12 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		if (opts->hist)
 			json ? aggr_json_hist(f, &a, now, ts[0].pid) : aggr_print_hist(f, &a);
 		aggr_clear(&a);
+	}
+	if (cli_nr_modules) {
+		for (i = 0; i < n; i++)
+			agent_modules_count(&ts[i]); /* summed over the processes */
+		modules_print_counters(ts[0].chrome_on ? stderr : ts[0].out.f,
+				       opts->format == CLI_FMT_JSON, now_realtime_ns(), ts[0].pid);
 	}
 	fflush(ts[0].out.f);
 	if (any_lost && opts->verbose >= 0)
@@ -1954,6 +2131,12 @@ armed:
 	t->dl_seen = __atomic_load_n(&t->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
 	t->maps_sig = maps_signature(t->h.pid);
 	t->image = image_id(t->h.pid);
+	if (cli_nr_modules) {
+		ret = agent_modules_load(t); /* -m: before add_points() binds their probes */
+		if (ret)
+			goto out;
+		ret = EXIT_TRACE;
+	}
 	for (i = 0; i < nr_probes; i++) {
 		err = add_points(t, img, &probes[i]);
 		if (err < 0) {
@@ -2077,6 +2260,11 @@ armed:
 		if (opts->hist)
 			json ? aggr_json_hist(f, &a, now, t->pid) : aggr_print_hist(f, &a);
 		aggr_clear(&a);
+	}
+	if (cli_nr_modules) {
+		agent_modules_count(t);
+		modules_print_counters(t->chrome_on ? stderr : t->out.f,
+				       opts->format == CLI_FMT_JSON, now_realtime_ns(), t->pid);
 	}
 	fflush(t->out.f);
 	if (t->lost && opts->verbose >= 0)

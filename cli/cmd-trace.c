@@ -55,6 +55,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "modload.h"
 #include "output.h"
 #include "protos.h"
 #include "trace-agent.h"
@@ -75,9 +76,10 @@ struct inject {
 	struct tracer *t;
 };
 
-/* One -f/-u/-r SPEC. */
+/* One -f/-u/-r SPEC, or a -m module's probe. */
 struct tprobe {
 	enum cli_probe_kind kind;
+	int module, mprobe; /* CLI_PROBE_MODULE */
 	const char *spec;
 	char *owned; /* @spec, when rewritten by check_specs() */
 	struct utrace_probe *p;
@@ -998,6 +1000,9 @@ static int register_probes(struct tracer *t)
 				break;
 			case CLI_PROBE_INJECT:
 				break; /* never in opts->probes: injects are t->injects */
+			case CLI_PROBE_MODULE:
+				module_ptrace_opts(tp->module, tp->mprobe, &po);
+				break;
 			}
 		}
 		p = utrace_probe__register_spec(t->up, spec, &po);
@@ -1065,6 +1070,7 @@ static void print_at_exit(struct tracer *t)
 		else
 			aggr_print_hist(f, &t->aggr);
 	}
+	modules_print_counters(f, json, ts, t->main_pid);
 }
 
 static void report_missed(struct tracer *t)
@@ -1087,10 +1093,6 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 {
 	int i, j, err;
 
-	if (opts->nr_modules) {
-		cli_error("probe modules (-m) are not available yet");
-		return EXIT_TRACE;
-	}
 	if (opts->backend == CLI_BACKEND_KERNEL) {
 		cli_error("backend 'kernel' is not available yet (use -b agent or -b ptrace)");
 		return EXIT_TRACE;
@@ -1100,7 +1102,15 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 			  trace_agent_unsupported(opts));
 		return EXIT_TRACE;
 	}
-	t->probes = calloc(opts->nr_probes + 1, sizeof(*t->probes));
+	if (opts->nr_modules) {
+		/* in the target unless -b ptrace: its code must leave SIMD state alone */
+		err = modules_load(opts, opts->backend == CLI_BACKEND_PTRACE ? MODULES_IN_TRACER :
+					 opts->backend == CLI_BACKEND_AUTO   ? MODULES_EITHER :
+									       MODULES_IN_TARGET);
+		if (err)
+			return err;
+	}
+	t->probes = calloc(opts->nr_probes + modules_nr_probes() + 1, sizeof(*t->probes));
 	t->injects = calloc(opts->nr_injects + 1, sizeof(*t->injects));
 	if (!t->probes || !t->injects) {
 		cli_error("out of memory");
@@ -1111,7 +1121,16 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 		t->probes[i].spec = opts->probes[i].spec;
 		t->probes[i].t = t;
 	}
-	t->nr_probes = opts->nr_probes;
+	/* the modules' probes after the command line's: their handlers run after */
+	for (j = 0; j < modules_nr_probes(); j++) {
+		struct tprobe *tp = &t->probes[opts->nr_probes + j];
+
+		modules_probe_at(j, &tp->module, &tp->mprobe);
+		tp->kind = CLI_PROBE_MODULE;
+		tp->spec = module_spec(tp->module, tp->mprobe);
+		tp->t = t;
+	}
+	t->nr_probes = opts->nr_probes + modules_nr_probes();
 	for (i = 0; i < opts->nr_injects; i++) {
 		struct inject *in = &t->injects[i];
 
@@ -1122,6 +1141,7 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 		t->nr_injects++;
 		for (j = 0; j < t->nr_probes; j++)
 			if (t->probes[j].kind != CLI_PROBE_RET &&
+			    t->probes[j].kind != CLI_PROBE_MODULE &&
 			    !strcmp(t->probes[j].spec, in->spec))
 				in->shown = true;
 	}
@@ -1170,7 +1190,7 @@ int cmd_trace(struct cli_opts *opts)
 	if (opts->backend == CLI_BACKEND_AGENT ||
 	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec &&
 	     !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
-	     trace_agent_path())) {
+	     !modules_simd_why() && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
 		if (!cp) {
@@ -1180,6 +1200,8 @@ int cmd_trace(struct cli_opts *opts)
 		for (i = 0; i < t->nr_probes; i++) {
 			cp[i].kind = t->probes[i].kind;
 			cp[i].spec = t->probes[i].spec;
+			cp[i].module = t->probes[i].module;
+			cp[i].mprobe = t->probes[i].mprobe;
 		}
 		/* the injects after the probes: the agent adds them to their points */
 		for (i = 0; i < t->nr_injects; i++) {
@@ -1207,6 +1229,8 @@ int cmd_trace(struct cli_opts *opts)
 			auto_why =
 				" (auto: a SPEC waits for a library; the agent arms those in one "
 				"process only, yet)";
+		else if (modules_simd_why())
+			snprintf(why, sizeof(why), " (auto: %s)", modules_simd_why());
 		else if (trace_agent_unsupported(opts))
 			snprintf(why, sizeof(why),
 				 " (auto: %s is not available with the agent yet)",
@@ -1232,6 +1256,7 @@ int cmd_trace(struct cli_opts *opts)
 		chrome_open(&t->chrome, t->out.f);
 	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
+	module_ptrace_output(&t->out, t->mono_to_real); /* -m: handlers run here */
 
 	t->s = utrace_session__new(&sopts);
 	if (!t->s) {
@@ -1367,5 +1392,6 @@ out_free:
 		free(t->probes[i].owned);
 	free(t->injects);
 	free(t->probes);
+	modules_free();
 	return ret;
 }

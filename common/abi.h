@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 6
+#define UTRACE_ABI_VERSION 7
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -85,6 +85,16 @@ enum utrace_cmd {
 	UTRACE_CMD_SYNC, /* apply every probe's @want in one transaction */
 	UTRACE_CMD_DETACH, /* disarm everything, go dormant */
 	UTRACE_CMD_START, /* launch mode: the constructor may return (probes armed) */
+	/*
+	 * C probe modules (ABI 6, docs/modules.md). MODULE_LOAD: @cmd_str = the
+	 * module's path (checked by the host), arg[0] = the first probe id
+	 * reserved for its counters, arg[1] = how many; dlopen()s it, answers
+	 * its index (>= 0) or -errno with the reason in @cmd_str. MODULE_BIND:
+	 * arg[0] = module index << 32 | index in its probe table, arg[1] = the
+	 * probe id whose hits run that table entry's handlers.
+	 */
+	UTRACE_CMD_MODULE_LOAD,
+	UTRACE_CMD_MODULE_BIND,
 	__UTRACE_CMD_MAX,
 };
 
@@ -152,6 +162,12 @@ enum utrace_event_kind {
 	UTRACE_EV_LOST = 3, /* args[0] = records lost before this one */
 	UTRACE_EV_STACK = 4, /* follows an ENTRY/INJECT: args[0..ext) = return addresses */
 	UTRACE_EV_INJECT = 5, /* an injected call: the entry's args; it returned inject_value */
+	/*
+	 * A C probe module's record (utrace_module__emit()): args = its values,
+	 * dur = module index << 24 | index in the module's probe table << 8 |
+	 * number of values.
+	 */
+	UTRACE_EV_MODULE = 6,
 };
 
 /** struct utrace_abi_event - one fixed-size ring record. */
@@ -308,7 +324,10 @@ struct utrace_arena_hdr {
 		uint64_t size;
 		uint64_t used; /* bytes from vaddr: header and written slots */
 	} xol_prev[UTRACE_ABI_XOL_PREV];
-	uint64_t __reserved[(4096 - 280 - UTRACE_ABI_FORKS * 16 - UTRACE_ABI_XOL_PREV * 24) / 8];
+	/* MODULE_LOAD: the path (host), then the failure's reason (agent). */
+	char cmd_str[512];
+	uint64_t __reserved[(4096 - 280 - 512 - UTRACE_ABI_FORKS * 16 - UTRACE_ABI_XOL_PREV * 24) /
+			    8];
 };
 _Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");
 _Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset");

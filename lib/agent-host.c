@@ -401,8 +401,9 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	int err, nt, id = (int)h->nr_probes;
 	uint8_t len;
 
-	if (h->nr_probes >= h->hdr->max_probes) {
-		snprintf(h->why, sizeof(h->why), "more than %u probe points", h->hdr->max_probes);
+	if (h->nr_probes + h->reserved_top >= h->hdr->max_probes) {
+		snprintf(h->why, sizeof(h->why), "more than %u probe points",
+			 h->hdr->max_probes - h->reserved_top);
 		return -ENOSPC;
 	}
 	pl = utrace_planner__new(img);

@@ -27,6 +27,11 @@ struct ahost {
 	int stdin_fd; /* write end of the target's stdin, or -1 */
 	int stdout_fd; /* read end of the target's stdout, or -1 */
 	uint32_t nr_probes;
+	/*
+	 * Ids [max_probes - reserved_top, max_probes) are never planned nor
+	 * armed: their per-thread hit counters hold C probe modules' counters.
+	 */
+	uint32_t reserved_top;
 	uint64_t xol_base, xol_next, xol_end; /* current XOL area */
 	/* every area known: mapped by us, or left by earlier sessions (re-attach) */
 	struct ahost_area {

@@ -131,6 +131,59 @@ static void run_count(uint32_t threads, long iters, bool int3)
 	ahost_close(&h);
 }
 
+/* MODULE_LOAD with the path in cmd_str: the agent's answer, and its reason. */
+static int module_load(struct ahost *h, const char *path, uint64_t base, uint64_t n)
+{
+	size_t len = strlen(path);
+
+	CHECK(len < sizeof(h->hdr->cmd_str));
+	memcpy(h->hdr->cmd_str, path, len + 1);
+	return ahost_cmd(h, UTRACE_CMD_MODULE_LOAD, base, n);
+}
+
+/*
+ * C probe modules (agent/module.c) from a confused host: every bad command
+ * is refused with an errno (and dlopen()'s reason), the target runs on; a
+ * good one runs the module's handler at each hit, its counter exact.
+ */
+TEST(module_commands)
+{
+	char rel[4096], path[4096], nodesc[4096];
+	const char *dir = getenv("UTRACE_BUILD_DIR") ?: "build";
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	uint32_t max;
+	int id, mi;
+
+	snprintf(rel, sizeof(rel), "%s/examples/modules/slowcalls.so", dir);
+	CHECK(realpath(rel, path));
+	snprintf(rel, sizeof(rel), "%s/tests/targets/m-nodesc.so", dir);
+	CHECK(realpath(rel, nodesc));
+	LAUNCH(&h, &o, "count", "4", "10000");
+	max = h.hdr->max_probes;
+	h.reserved_top = 3; /* the counters of slowcalls: calls, big, slow */
+	id = probe(&h, "probed_add", UTRACE_PF_COUNT, false, UTRACE_PS_JMP);
+	CHECK_EQ(module_load(&h, "relative.so", max - 3, 3), -EINVAL);
+	CHECK_EQ(module_load(&h, path, max - 2, 3), -EINVAL); /* counters past the table */
+	CHECK_EQ(module_load(&h, "/nonexistent/m.so", max - 3, 3), -ENOENT);
+	CHECK_MSG(strstr(h.hdr->cmd_str, "nonexistent"), "reason: %s", h.hdr->cmd_str);
+	CHECK_EQ(module_load(&h, nodesc, max - 3, 3), -EPROTO);
+	CHECK_MSG(strstr(h.hdr->cmd_str, "descriptor"), "reason: %s", h.hdr->cmd_str);
+	CHECK_EQ(ahost_cmd(&h, UTRACE_CMD_MODULE_BIND, 0, (uint64_t)id), -EINVAL); /* none loaded */
+	mi = module_load(&h, path, max - 3, 3);
+	CHECK_MSG(mi >= 0, "load: %d %s", mi, h.hdr->cmd_str);
+	CHECK_EQ(ahost_cmd(&h, UTRACE_CMD_MODULE_BIND, ((uint64_t)mi << 32) | 7, (uint64_t)id),
+		 -EINVAL); /* no such table entry */
+	CHECK_EQ(ahost_cmd(&h, UTRACE_CMD_MODULE_BIND, (uint64_t)mi << 32, 1u << 20), -EINVAL);
+	CHECK_EQ(ahost_cmd(&h, UTRACE_CMD_MODULE_BIND, (uint64_t)mi << 32, (uint64_t)id), 0);
+	sync_ok(&h);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	CHECK_EQ(ahost_hits(&h, id), 40000);
+	CHECK_EQ(ahost_hits(&h, (int)max - 3), 40000); /* the module's "calls" */
+	ahost_close(&h);
+}
+
 TEST(exact_counts_16_threads_jmp)
 {
 	run_count(16, 200000, false);

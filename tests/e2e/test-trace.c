@@ -369,7 +369,7 @@ TEST(bad_input_one_line)
 	one_line_error(kernel, 1, "backend 'kernel' is not available yet");
 	one_line_error(inj, 2, "bad --inject 'answer=forty'");
 	one_line_error(cmd, 2, "cannot run '/no/such/program'");
-	one_line_error(mod, 1, "(-m) are not available yet");
+	one_line_error(mod, 2, "module 'x.so': No such file"); /* tests/e2e/test-modules.c */
 }
 
 TEST(gone_pid_one_line)
