@@ -1129,6 +1129,15 @@ static void aggregate(struct atracer *t, struct aggr *a)
 			st->timed += n;
 			st->total_ns += n * (lo + (hi - lo) / 2);
 		}
+		/*
+		 * Bucket edges, not exact times: one slow call in a wide bucket
+		 * could show a max above the total of midpoints. Keep the
+		 * summary consistent (min <= max <= total).
+		 */
+		if (st->max_ns > st->total_ns)
+			st->max_ns = st->total_ns;
+		if (st->min_ns > st->max_ns)
+			st->min_ns = st->max_ns;
 	}
 }
 
