@@ -172,6 +172,55 @@ TEST_TIMEOUT(agent_summary_threads_exact, 120)
 	free(err);
 }
 
+/*
+ * The issue's own words: a malloc-heavy multithreaded program with
+ * -f 'libc:malloc' -f 'libc:free' runs to the end with exact counts.
+ * s-agent malloc T N: T threads x N malloc + free. The C library calls
+ * both besides (start-up, and free() of each thread's cached chunks at its
+ * exit; a preloaded agent also changes how many TLS blocks are freed), so
+ * the runs are compared by difference with the same run at N = 0: malloc
+ * must grow by exactly T x N; free by the same amount as the ptrace
+ * backend (one trap per call, exact) sees on the same program.
+ */
+static long malloc_run(const char *backend, const char *n, long *frees)
+{
+	const char *args[] = {
+		"-b",	     backend,	    "-c",
+		"-f",	     "libc:malloc", "-f",
+		"libc:free", "--",	    harness_build_path("tests/agent/s-agent"),
+		"malloc",    "8",	    n,
+		NULL
+	};
+	char *out = NULL, *err = NULL;
+	long mallocs;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	mallocs = table_calls(err, "malloc");
+	*frees = table_calls(err, "free");
+	CHECK_MSG(mallocs >= 0 && *frees >= 0, "%s", err);
+	free(out);
+	free(err);
+	return mallocs;
+}
+
+TEST_TIMEOUT(agent_malloc_free_exact_counts, 300)
+{
+	long f0, f1, f2, pf0, pf1;
+	long m0 = malloc_run("agent", "0", &f0), m1 = malloc_run("agent", "3000", &f1);
+	long m2 = malloc_run("agent", "100000", &f2);
+	long pm0 = malloc_run("ptrace", "0", &pf0), pm1 = malloc_run("ptrace", "3000", &pf1);
+
+	harness_note("agent: malloc %ld %ld %ld, free %ld %ld %ld (N = 0, 3000, 100000)", m0, m1,
+		     m2, f0, f1, f2);
+	harness_note("ptrace: malloc %ld %ld, free %ld %ld (N = 0, 3000)", pm0, pm1, pf0, pf1);
+	CHECK_EQ(m1 - m0, 8 * 3000);
+	CHECK_EQ(pm1 - pm0, 8 * 3000);
+	CHECK_EQ(f1 - f0, pf1 - pf0);
+	CHECK_EQ(m2 - m0, 8 * 100000);
+	/* the chunks cached at exit are the same for any N past a few hundred */
+	CHECK_EQ(f2 - f0 - 8 * 100000, f1 - f0 - 8 * 3000);
+}
+
 TEST_TIMEOUT(agent_hist_sums_to_calls, 120)
 {
 	const char *args[] = { "-b",	 "agent", "-H", "-f", "work", "--",
