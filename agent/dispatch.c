@@ -14,6 +14,19 @@
  * stack range: stack.c).
  */
 #include "agent-internal.h"
+#include "arch/x86_64/offsets.h"
+
+/* entry.S's counting fast path reads these */
+_Static_assert(sizeof(struct utrace_probe) == AO_PROBE_SIZE, "offsets.h");
+_Static_assert(offsetof(struct utrace_probe, flags) == AO_PROBE_FLAGS, "offsets.h");
+_Static_assert(offsetof(struct utrace_probe, state) == AO_PROBE_STATE, "offsets.h");
+_Static_assert(offsetof(struct utrace_probe, nr_handlers) == AO_PROBE_NR_HANDLERS, "offsets.h");
+_Static_assert(offsetof(struct utrace_task, guard) == AO_TASK_GUARD, "offsets.h");
+_Static_assert(offsetof(struct utrace_task, gen) == AO_TASK_GEN, "offsets.h");
+_Static_assert(offsetof(struct utrace_task, hits) == AO_TASK_HITS, "offsets.h");
+_Static_assert(UTRACE_PF_COUNT == AO_PF_COUNT && UTRACE_PF_ENTRY == AO_PF_ENTRY &&
+		       UTRACE_PS_INT3 == AO_PS_INT3 && UTRACE_PS_JMP == AO_PS_INT3 + 1,
+	       "offsets.h");
 
 static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 {
@@ -153,7 +166,8 @@ int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs)
 		return 0;
 	p = &agent_probes[id];
 	regs->rip = p->addr;
-	if (__builtin_expect(p->flags == UTRACE_PF_COUNT && !p->nr_handlers, 1)) {
+	if (__builtin_expect((p->flags & ~UTRACE_PF_ENTRY) == UTRACE_PF_COUNT && !p->nr_handlers,
+			     1)) {
 		/*
 		 * The fast path of a counting probe: no handler to call, so no
 		 * guard to take (the guard is still respected: a hit from inside

@@ -195,15 +195,14 @@ TEST(exact_counts_8_threads_int3)
 }
 
 /* A mid-function site whose flags are live: the jmp path must keep them. */
-static void run_flags(bool int3)
+static void run_flags_with(bool int3, uint32_t flags)
 {
 	struct ahost h;
 	struct ahost_opts o = { 0 };
 	int id;
 
 	LAUNCH(&h, &o, "flags", "1000", NULL);
-	id = probe(&h, "probed_flags+3", UTRACE_PF_COUNT | UTRACE_PF_RECORD_ENTRY, int3,
-		   int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
+	id = probe(&h, "probed_flags+3", flags, int3, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
 	sync_ok(&h);
 	check_state(&h, id, int3 ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
 	CHECK_EQ(ahost_start(&h), 0);
@@ -232,9 +231,20 @@ TEST(thread_churn_reuses_slots)
 	ahost_close(&h);
 }
 
+static void run_flags(bool int3)
+{
+	run_flags_with(int3, UTRACE_PF_COUNT | UTRACE_PF_RECORD_ENTRY);
+}
+
 TEST(flags_live_across_site_jmp)
 {
 	run_flags(false);
+}
+
+/* A counting-only probe takes entry.S's fast path: the flags come back by sahf. */
+TEST(flags_live_across_site_jmp_count_only)
+{
+	run_flags_with(false, UTRACE_PF_COUNT);
 }
 
 TEST(flags_live_across_site_int3)

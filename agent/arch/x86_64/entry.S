@@ -26,7 +26,22 @@
  *	   new_rsp - 8 in the return word; restore, rsp = that, ret
  * Handlers may change every integer register and the arithmetic flags and
  * DF of rflags.
+ *
+ * Counting fast path. A probe that only counts (flags == UTRACE_PF_COUNT,
+ * with or without UTRACE_PF_ENTRY,
+ * no in-process handler: `utrace -c -u`, the -c of a plain entry) needs
+ * none of that: the thunk checks, with three scratch registers and the
+ * flags saved by pushfq, exactly what utrace_dispatch_entry()'s C fast
+ * path checks (the id is in use, the agent active, the probe armed, the
+ * thread has a task of this session with a counter slot and is not inside
+ * the agent), adds one to the thread's counter and returns to the slot;
+ * the arithmetic flags come back through sahf (and OF through an add), as
+ * in RESTORE_GPRS: popfq alone would cost more than the rest of the hit.
+ * DF is never changed on this path. Anything else goes the full way, with
+ * the registers and the pushfq word exactly as on entry.
  */
+#include "offsets.h"
+
 
 #define F_R15 0
 #define F_R14 8
@@ -108,6 +123,56 @@
 __utrace_agent_entry:
 	.cfi_startproc
 	pushfq
+	pushq	%rax
+	pushq	%rcx
+	pushq	%rdx
+	/* [rsp] rdx, +8 rcx, +16 rax, +24 rflags, +32 ret to the slot, +40 id */
+	movl	40(%rsp), %edx
+	cmpl	agent_nr_probes(%rip), %edx
+	jae	.Lslow
+	cmpl	$0, agent_active(%rip)
+	je	.Lslow
+	imulq	$AO_PROBE_SIZE, %rdx, %rcx
+	addq	agent_probes(%rip), %rcx
+	movl	AO_PROBE_FLAGS(%rcx), %eax
+	andl	$~AO_PF_ENTRY, %eax	/* ENTRY alone changes nothing for counting */
+	cmpl	$AO_PF_COUNT, %eax
+	jne	.Lslow
+	cmpl	$0, AO_PROBE_NR_HANDLERS(%rcx)
+	jne	.Lslow
+	movl	AO_PROBE_STATE(%rcx), %eax
+	subl	$AO_PS_INT3, %eax
+	cmpl	$1, %eax
+	ja	.Lslow
+	movq	utrace_tls_task@gottpoff(%rip), %rax
+	movq	%fs:(%rax), %rax
+	testq	%rax, %rax
+	jz	.Lslow
+	cmpl	$0, AO_TASK_GUARD(%rax)
+	jne	.Lslow
+	movl	AO_TASK_GEN(%rax), %ecx
+	cmpl	agent_gen(%rip), %ecx
+	jne	.Lslow
+	movq	AO_TASK_HITS(%rax), %rcx
+	testq	%rcx, %rcx
+	jz	.Lslow
+	incq	(%rcx,%rdx,8)		/* one instruction: a signal cannot split it */
+	movq	24(%rsp), %rax		/* the application's rflags: SF ZF AF PF CF, OF */
+	movl	%eax, %ecx
+	shrl	$11, %ecx
+	andl	$1, %ecx
+	addb	$0x7f, %cl
+	movb	%al, %ah
+	sahf
+	popq	%rdx
+	popq	%rcx
+	popq	%rax
+	leaq	8(%rsp), %rsp		/* the pushfq word; lea keeps the flags */
+	ret				/* to slot+24 */
+.Lslow:
+	popq	%rdx
+	popq	%rcx
+	popq	%rax
 	subq	$FRAME, %rsp
 	SAVE_GPRS
 	movq	FRAME(%rsp), %rax
