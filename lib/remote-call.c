@@ -459,6 +459,48 @@ static int call_run(struct utrace_thread *th, uint64_t fn, uint64_t ret_slot, ui
 	}
 }
 
+/*
+ * A thread at a syscall-entry stop (a session that traces syscalls caught
+ * it entering one, e.g. a blocking read() restarted after the interrupt)
+ * cannot take a call there: its syscall would run when it resumes. Let the
+ * kernel skip it (orig_rax = -1: no syscall, -ENOSYS) and take the
+ * syscall-exit stop that follows at once; the state to restore after the
+ * call is then "about to execute that syscall": rip back on the 2-byte
+ * syscall instruction, rax = its number, its arguments as they were. The
+ * thread re-enters the syscall when it resumes, as if never stopped.
+ * Tracing thread. Return: 0 (@entry = the entry registers), -EBUSY if
+ * another stop came first (a signal: the caller tries another thread).
+ */
+static int leave_syscall_entry(struct utrace_thread *th, struct user_regs_struct *entry)
+{
+	struct user_regs_struct skip;
+	int st;
+
+	if (ptrace_getregs(th->tid, entry) < 0)
+		return -ESRCH;
+	skip = *entry;
+	skip.orig_rax = (uint64_t)-1;
+	thread_invalidate_regs(th);
+	if (ptrace_setregs(th->tid, &skip) < 0 || ptrace(PTRACE_SYSCALL, th->tid, 0, 0) < 0)
+		return -ESRCH;
+	th->stop = TSTOP_RUNNING;
+	if (waitpid(th->tid, &st, __WALL) != th->tid)
+		return -ESRCH;
+	if (!WIFSTOPPED(st) || WSTOPSIG(st) != (SIGTRAP | 0x80)) {
+		/* not the exit stop: put the entry back as it was, let the session see it */
+		if (WIFSTOPPED(st)) {
+			th->stop = TSTOP_SIGNAL;
+			th->stop_sig = WSTOPSIG(st);
+		}
+		return -EBUSY;
+	}
+	th->stop = TSTOP_SYSCALL_EXIT;
+	entry->rip -= 2;
+	entry->rax = entry->orig_rax;
+	entry->orig_rax = (uint64_t)-1;
+	return 0;
+}
+
 int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const uint64_t args[6],
 			       const struct utrace_call_opts *opts, uint64_t *ret_val)
 {
@@ -469,6 +511,8 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 	uint64_t stub = 0;
 	bool abandoned = false;
 	int timeout_ms = CALL_DEFAULT_TIMEOUT_MS;
+	struct user_regs_struct entry_regs;
+	bool from_entry = false;
 	enum tstop kind;
 	void *xstate = NULL;
 	int xlen = 0, r, r2, status, sig;
@@ -485,14 +529,23 @@ int utrace_thread__remote_call(struct utrace_thread *th, uint64_t addr, const ui
 	if (gettid() != th->s->tracer_tid)
 		return -EINVAL;
 	kind = th->stop;
+	tid = th->tid;
+	if (kind == TSTOP_SYSCALL_ENTRY) {
+		r = leave_syscall_entry(th, &entry_regs);
+		if (r < 0)
+			return r;
+		from_entry = true;
+		kind = th->stop;
+	}
 	if (kind != TSTOP_EVENT && kind != TSTOP_GROUP && kind != TSTOP_SYSCALL_EXIT)
 		return -EBUSY;
-	tid = th->tid;
 
 	/* 1. Save. */
 	r = ptrace_getregs(tid, &saved);
 	if (r < 0)
 		return r;
+	if (from_entry)
+		saved = entry_regs; /* restore = re-enter the skipped syscall */
 	r = ptrace_getsigmask(tid, &mask);
 	if (r < 0)
 		return r;

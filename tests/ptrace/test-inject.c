@@ -215,6 +215,73 @@ static uint64_t libc_fn(pid_t pid, const char *name, bool *ifunc)
 	return addr;
 }
 
+struct entry_call {
+	uint64_t fn_getpid;
+	pid_t pid;
+	int calls, fail;
+};
+
+/* Called at the syscall-entry stop of the target's read(): a remote call there. */
+static int entry_call_cb(struct utrace_engine *e, struct utrace_thread *th,
+			 struct utrace_syscall *sc)
+{
+	struct entry_call *ec = utrace_engine__ctx(e);
+	uint64_t a[6] = { 0 }, ret = 0;
+
+	if (sc->nr != SYS_read || ec->calls)
+		return UTRACE_RESUME;
+	ec->calls++;
+	if (utrace_thread__remote_call(th, ec->fn_getpid, a, NULL, &ret) ||
+	    ret != (uint64_t)ec->pid)
+		ec->fail++;
+	return UTRACE_RESUME;
+}
+
+/*
+ * A remote call at a syscall-entry stop: the syscall is skipped for the call
+ * and entered again afterwards, with its arguments (the read still gets the
+ * line written later, exactly once).
+ */
+TEST(remote_call_at_syscall_entry)
+{
+	char foo[4096];
+	const char *args[] = { "read", "0", foo, NULL };
+	struct target t;
+	const struct utrace_engine_ops ops = { .sz = sizeof(ops), .syscall_entry = entry_call_cb };
+	struct entry_call ec = { 0 };
+	struct utrace_session *s;
+	char line[128] = "";
+	bool ifunc = false;
+	int i;
+
+	/* s-blocked: read() must return "hello\n", then it dlopen()s libfoo and says so */
+	CHECK(realpath(target_path("libfoo.so"), foo));
+	t = target_start("s-blocked", args, -1);
+	target_wait_ready(&t);
+	msleep(100);
+	ec.pid = t.pid;
+	ec.fn_getpid = libc_fn(t.pid, "getpid", &ifunc);
+	s = utrace_session__new(NULL);
+	CHECK(s);
+	CHECK(utrace_engine__attach(s, &ops, UTRACE_EV_SYSCALL_ENTRY, &ec));
+	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
+	/* the attach interrupted the read; its restart stops at entry: the call */
+	for (i = 0; i < 50 && !ec.calls; i++)
+		utrace_session__run(s, 20);
+	CHECK_EQ(ec.calls, 1);
+	CHECK_EQ(ec.fail, 0);
+	CHECK_EQ(write(t.in, "hello\n", 6), 6);
+	for (i = 0; i < 200 && !line[0]; i++) {
+		CHECK_EQ(utrace_session__run(s, 25), UTRACE_RUN_TIMEOUT);
+		if (read_line(t.out, line, sizeof(line), 25) < 0)
+			line[0] = 0;
+	}
+	CHECK_EQ(utrace_session__detach(s), 0);
+	utrace_session__close(s);
+	CHECK_MSG(!strcmp(line, "dlopen ok"), "target said '%s'", line);
+	CHECK_EQ(target_reap(&t, 10000), 0);
+}
+
 TEST(remote_call_values)
 {
 	const char *args[] = { "read", NULL };
