@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "agent-internal.h"
+#include "util.h"
 #include "utrace/module.h"
 
 #define AGENT_MAX_MODULES 8
@@ -87,24 +88,7 @@ static pid_t mod_pid; /* cached at load: no getpid() on the hit path */
 
 static uint64_t mod_arg(const struct utrace_probe_ctx *ctx, unsigned int n)
 {
-	const struct user_regs_struct *r = ctx->regs;
-
-	switch (n) {
-	case 0:
-		return r->rdi;
-	case 1:
-		return r->rsi;
-	case 2:
-		return r->rdx;
-	case 3:
-		return r->rcx;
-	case 4:
-		return r->r8;
-	case 5:
-		return r->r9;
-	default:
-		return 0;
-	}
+	return regs_arg(ctx->regs, n);
 }
 
 static uint64_t mod_retval(const struct utrace_probe_ctx *ctx)

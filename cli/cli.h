@@ -72,6 +72,12 @@ __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
 
 /* Print "utrace: <what>: <utrace_strerror(err)>". */
 void cli_lib_error(const char *what, int err);
+/*
+ * Hold the library's warnings back (while attaching or injecting), then
+ * restore the printer and, if @print, show what was held.
+ */
+void cli_hold_warnings(void);
+void cli_release_warnings(bool print);
 
 struct utrace_session;
 /*

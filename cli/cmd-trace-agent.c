@@ -1175,20 +1175,6 @@ __attribute__((format(printf, 1, 2))) static void attach_error(const char *fmt, 
 }
 
 /*
- * While injecting, the library's warnings are held back (as cli_attach_pids()
- * does): a failure gets one line, ours, which says what to do.
- */
-static char inject_held[512];
-static utrace_print_fn_t inject_chained;
-
-static int inject_print(enum utrace_print_level level, const char *fmt, va_list ap)
-{
-	if (level <= UTRACE_WARN)
-		return vsnprintf(inject_held, sizeof(inject_held), fmt, ap);
-	return inject_chained ? inject_chained(level, fmt, ap) : 0;
-}
-
-/*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
  * becomes @h's; @h->pid is the target, which is not our child.
@@ -1211,12 +1197,9 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	utrace_abi_layout(&hd);
 	hd.host_pid = (uint32_t)getpid();
 	io.arena_size = hd.arena_size;
-	inject_held[0] = '\0';
-	inject_chained = utrace_set_print(inject_print);
+	cli_hold_warnings(); /* a failure gets one line, ours */
 	err = utrace_inject(pid, so, &io, &inj);
-	utrace_set_print(inject_chained);
-	if (!err && inject_held[0])
-		fprintf(stderr, "utrace: %s", inject_held);
+	cli_release_warnings(!err);
 	if (err) {
 		if (err == -ESRCH)
 			attach_error("cannot attach to pid %d: no such process (it has exited?)",

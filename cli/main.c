@@ -36,8 +36,8 @@ void cli_lib_error(const char *what, int err)
 }
 
 /*
- * While attaching, the library's warnings are held back: when the attach
- * fails, the one line printed is ours, which says what to do.
+ * While attaching or injecting, the library's warnings are held back: when
+ * it fails, the one line printed is ours, which says what to do.
  */
 static char held_msg[512];
 static utrace_print_fn_t chained_print;
@@ -49,6 +49,19 @@ static int hold_print(enum utrace_print_level level, const char *fmt, va_list ap
 	return chained_print ? chained_print(level, fmt, ap) : 0;
 }
 
+void cli_hold_warnings(void)
+{
+	held_msg[0] = '\0';
+	chained_print = utrace_set_print(hold_print);
+}
+
+void cli_release_warnings(bool print)
+{
+	utrace_set_print(chained_print);
+	if (print && held_msg[0])
+		fprintf(stderr, "utrace: %s", held_msg);
+}
+
 int cli_attach_pids(struct utrace_session *s, const pid_t *pids, int nr)
 {
 	int i, err;
@@ -57,15 +70,11 @@ int cli_attach_pids(struct utrace_session *s, const pid_t *pids, int nr)
 		pid_t pid = pids[i];
 		char what[128];
 
-		held_msg[0] = '\0';
-		chained_print = utrace_set_print(hold_print);
+		cli_hold_warnings();
 		err = utrace_session__attach(s, pid);
-		utrace_set_print(chained_print);
-		if (!err) {
-			if (held_msg[0])
-				fprintf(stderr, "utrace: %s", held_msg);
+		cli_release_warnings(!err);
+		if (!err)
 			continue;
-		}
 		if (err == -ESRCH)
 			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
 		else if (err == -UTRACE_ERRNO__TRACED)

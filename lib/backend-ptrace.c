@@ -817,27 +817,9 @@ void ptrace_backend_fini(struct utrace_uprobes *up)
 
 uint64_t utrace_probe_ctx__arg(const struct utrace_probe_ctx *ctx, unsigned int n)
 {
-	const struct user_regs_struct *r;
-
 	if (!ctx || !ctx->regs)
 		return 0;
-	r = ctx->regs;
-	switch (n) {
-	case 0:
-		return r->rdi;
-	case 1:
-		return r->rsi;
-	case 2:
-		return r->rdx;
-	case 3:
-		return r->rcx;
-	case 4:
-		return r->r8;
-	case 5:
-		return r->r9;
-	default:
-		return 0;
-	}
+	return regs_arg(ctx->regs, n);
 }
 
 uint64_t utrace_probe_ctx__retval(const struct utrace_probe_ctx *ctx)
