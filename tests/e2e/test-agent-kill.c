@@ -45,15 +45,6 @@
 #define KILL_SPAN_US 450000 /* the whole life: -d 0.25, then the wait */
 #define KILL_EARLY_US 40000 /* start-up, injection, arming: a few ms each */
 
-static const char *life(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tests/targets/s-life",
-		 getenv("UTRACE_BUILD_DIR") ?: "build");
-	return path;
-}
-
 /* What s-life must print: the same formula, computed here. */
 static uint64_t expected_sum(void)
 {
@@ -92,84 +83,6 @@ static bool read_until(int fd, char *buf, size_t size, size_t *len, const char *
 		buf[*len] = 0;
 	}
 	return true;
-}
-
-/* Threads of @pid that have a tracer. */
-static int traced_threads(pid_t pid)
-{
-	char path[64], line[256];
-	int n = 0, tid;
-
-	for (tid = pid; tid < pid + 64; tid++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, tid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "TracerPid:", 10) && atoi(line + 10) != 0)
-				n++;
-		fclose(f);
-	}
-	return n;
-}
-
-/*
- * Every r-xp mapping of @pid's program equals the file. Return: mappings
- * compared (> 0), or -1 on a difference or error.
- */
-static int code_matches_file(pid_t pid)
-{
-	char path[64], line[512], exe[256];
-	FILE *maps;
-	int mem, fd, n = 0;
-	ssize_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	len = readlink(path, exe, sizeof(exe) - 1);
-	if (len <= 0)
-		return -1;
-	exe[len] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	maps = fopen(path, "re");
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	mem = open(path, O_RDONLY | O_CLOEXEC);
-	fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (!maps || mem < 0 || fd < 0) {
-		if (maps)
-			fclose(maps);
-		if (mem >= 0)
-			close(mem);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	while (fgets(line, sizeof(line), maps) && n >= 0) {
-		unsigned long start, end, off;
-		char perms[8], file[256] = "";
-		char *a, *b;
-		size_t sz;
-
-		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &start, &end, perms, &off, file) <
-			    4 ||
-		    strcmp(perms, "r-xp") || strcmp(file, exe))
-			continue;
-		sz = end - start;
-		a = malloc(sz);
-		b = calloc(1, sz);
-		if (!a || !b || pread(mem, a, sz, (off_t)start) != (ssize_t)sz ||
-		    pread(fd, b, sz, (off_t)off) <= 0 || memcmp(a, b, sz))
-			n = -1;
-		else
-			n++;
-		free(a);
-		free(b);
-	}
-	fclose(maps);
-	close(mem);
-	close(fd);
-	return n ? n : -1;
 }
 
 /* After the kill: the target's sum, nobody tracing it, its code as the file's. */

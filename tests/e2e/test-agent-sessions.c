@@ -42,15 +42,6 @@ struct sess {
 	char out[64], err[64];
 };
 
-static const char *life(void)
-{
-	static char path[4096];
-
-	snprintf(path, sizeof(path), "%s/tests/targets/s-life",
-		 getenv("UTRACE_BUILD_DIR") ?: "build");
-	return path;
-}
-
 static void msleep_(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -222,76 +213,11 @@ static long sess_stop(struct sess *u, const char *fn)
 	return calls;
 }
 
-/* Threads of @pid with a tracer. */
-static int traced_threads(pid_t pid)
-{
-	char path[64], line[256];
-	int n = 0, tid;
-
-	for (tid = pid; tid < pid + 4096; tid++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid, tid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		while (fgets(line, sizeof(line), f))
-			if (!strncmp(line, "TracerPid:", 10) && atoi(line + 10) != 0)
-				n++;
-		fclose(f);
-	}
-	return n;
-}
-
-/* Every r-xp mapping of @pid's program equals the file: 1, else 0. */
-static int code_is_file(pid_t pid)
-{
-	char path[64], line[512], exe[256];
-	FILE *maps;
-	int mem, fd, ok = 1, n = 0;
-	ssize_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	len = readlink(path, exe, sizeof(exe) - 1);
-	CHECK(len > 0);
-	exe[len] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	maps = fopen(path, "re");
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	mem = open(path, O_RDONLY | O_CLOEXEC);
-	fd = open(exe, O_RDONLY | O_CLOEXEC);
-	CHECK(maps && mem >= 0 && fd >= 0);
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long start, end, off;
-		char perms[8], file[256] = "";
-		char *a, *b;
-		size_t sz;
-
-		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &start, &end, perms, &off, file) <
-			    4 ||
-		    strcmp(perms, "r-xp") || strcmp(file, exe))
-			continue;
-		sz = end - start;
-		a = malloc(sz);
-		b = calloc(1, sz);
-		CHECK(a && b);
-		if (pread(mem, a, sz, (off_t)start) != (ssize_t)sz ||
-		    pread(fd, b, sz, (off_t)off) <= 0 || memcmp(a, b, sz))
-			ok = 0;
-		n++;
-		free(a);
-		free(b);
-	}
-	fclose(maps);
-	close(mem);
-	close(fd);
-	return ok && n > 0;
-}
-
 static void check_clean(const struct srv *s)
 {
 	CHECK_EQ(traced_threads(s->pid), 0);
-	CHECK_MSG(code_is_file(s->pid), "the code of %d differs from its file", (int)s->pid);
+	CHECK_MSG(code_matches_file(s->pid) > 0, "the code of %d differs from its file",
+		  (int)s->pid);
 }
 
 /*

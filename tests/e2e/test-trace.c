@@ -386,53 +386,6 @@ TEST(gone_pid_one_line)
 	one_line_error(args, 1, "no such process");
 }
 
-/* s-trace loop in the background; its stdin is our pipe */
-struct bg {
-	pid_t pid;
-	int in, out;
-};
-
-static struct bg bg_start(void)
-{
-	int pin[2], pout[2];
-	struct bg b;
-	char line[64] = "";
-	ssize_t n;
-
-	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
-	b.pid = fork();
-	CHECK(b.pid >= 0);
-	if (b.pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		execl(target(), "s-trace", "loop", (char *)NULL);
-		_exit(99);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	b.in = pin[1];
-	b.out = pout[0];
-	n = read(b.out, line, sizeof(line) - 1);
-	CHECK_MSG(n > 0 && !strncmp(line, "ready ", 6), "target said '%s'", line);
-	return b;
-}
-
-/* close the target's stdin: it checks work() still computes, prints ok */
-static void bg_finish(struct bg *b)
-{
-	char buf[256] = "";
-	ssize_t n, len = 0;
-	int status;
-
-	close(b->in);
-	while ((n = read(b->out, buf + len, sizeof(buf) - 1 - len)) > 0)
-		len += n;
-	CHECK(waitpid(b->pid, &status, 0) == b->pid);
-	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "target status %#x", status);
-	CHECK(strstr(buf, "ok\n"));
-	close(b->out);
-}
-
 TEST_TIMEOUT(attach_detach_target_runs_on, 120)
 {
 	struct bg a = bg_start(), b = bg_start();

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace-util.c - helpers of the function-tracing e2e tests (test-trace.c,
- * test-trace-agent.c): run utrace and python3, count what they printed.
+ * trace-util.c - helpers of the function-tracing e2e tests (test-trace,
+ * test-trace-agent, test-agent-kill, test-agent-sessions, ...): run utrace
+ * and python3, count what they printed, start the background target, check
+ * a process's code against its file and that no thread stays traced.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "trace-util.h"
@@ -90,4 +96,143 @@ int run_python(const char *script, const char *file, char **out)
 		note_lines(err ? err : "python3 failed");
 	free(err);
 	return rc;
+}
+
+/* tests/targets/s-life, the kill and session tests' target. */
+const char *life(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tests/targets/s-life",
+		 getenv("UTRACE_BUILD_DIR") ?: "build");
+	return path;
+}
+
+/* Threads of @pid that have a tracer. */
+int traced_threads(pid_t pid)
+{
+	char path[320], line[256];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", (int)pid, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (!strncmp(line, "TracerPid:", 10) && atoi(line + 10) != 0)
+				n++;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Every r-xp mapping of @pid's program equals the file. Return: mappings
+ * compared (> 0), or -1 on a difference or error.
+ */
+int code_matches_file(pid_t pid)
+{
+	char path[64], line[512], exe[256];
+	FILE *maps;
+	int mem, fd, n = 0;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	len = readlink(path, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return -1;
+	exe[len] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "re");
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	mem = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (!maps || mem < 0 || fd < 0) {
+		if (maps)
+			fclose(maps);
+		if (mem >= 0)
+			close(mem);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), maps) && n >= 0) {
+		unsigned long start, end, off;
+		char perms[8], file[256] = "";
+		char *a, *b;
+		size_t sz;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &start, &end, perms, &off, file) <
+			    4 ||
+		    strcmp(perms, "r-xp") || strcmp(file, exe))
+			continue;
+		sz = end - start;
+		a = malloc(sz);
+		b = calloc(1, sz);
+		if (!a || !b || pread(mem, a, sz, (off_t)start) != (ssize_t)sz ||
+		    pread(fd, b, sz, (off_t)off) <= 0 || memcmp(a, b, sz))
+			n = -1;
+		else
+			n++;
+		free(a);
+		free(b);
+	}
+	fclose(maps);
+	close(mem);
+	close(fd);
+	return n ? n : -1;
+}
+
+/* s-trace loop in the background; its stdin is our pipe */
+struct bg bg_start(void)
+{
+	int pin[2], pout[2];
+	struct bg b;
+	char line[64] = "";
+	ssize_t n;
+
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	b.pid = fork();
+	CHECK(b.pid >= 0);
+	if (b.pid == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		execl(target(), "s-trace", "loop", (char *)NULL);
+		_exit(99);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	b.in = pin[1];
+	b.out = pout[0];
+	n = read(b.out, line, sizeof(line) - 1);
+	CHECK_MSG(n > 0 && !strncmp(line, "ready ", 6), "target said '%s'", line);
+	return b;
+}
+
+/* close the target's stdin: it checks work() still computes, prints ok */
+void bg_finish(struct bg *b)
+{
+	char buf[256] = "";
+	ssize_t n, len = 0;
+	int status;
+
+	close(b->in);
+	while ((n = read(b->out, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	CHECK(waitpid(b->pid, &status, 0) == b->pid);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "target status %#x", status);
+	CHECK(strstr(buf, "ok\n"));
+	close(b->out);
 }

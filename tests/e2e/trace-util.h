@@ -3,6 +3,8 @@
 #ifndef __UTRACE_TRACE_UTIL_H
 #define __UTRACE_TRACE_UTIL_H
 
+#include <sys/types.h>
+
 /* The utrace binary ($UTRACE, else the build tree's). */
 const char *utrace(void);
 /* tests/targets/s-trace, the self-counting target. */
@@ -19,5 +21,23 @@ void note_lines(const char *text);
 int run_utrace(const char *const *args, char **out, char **err);
 /* python3 -c SCRIPT FILE; its stdout in *@out. */
 int run_python(const char *script, const char *file, char **out);
+/* tests/targets/s-life. */
+const char *life(void);
+/* Threads of @pid that have a tracer. */
+int traced_threads(pid_t pid);
+/*
+ * Every r-xp mapping of @pid's program equals the file. Return: mappings
+ * compared (> 0), or -1 on a difference or error.
+ */
+int code_matches_file(pid_t pid);
+
+/* s-trace loop in the background; its stdin is our pipe */
+struct bg {
+	pid_t pid;
+	int in, out;
+};
+struct bg bg_start(void);
+/* close the target's stdin: it checks work() still computes, prints ok */
+void bg_finish(struct bg *b);
 
 #endif /* __UTRACE_TRACE_UTIL_H */
