@@ -423,16 +423,21 @@ static void chrome_track(struct atracer *t, pid_t tid)
  * The return line of an injected call ("answer() = 42 (injected)", dur 0),
  * as cmd-trace.c prints it.
  */
-static void show_injected_return(struct atracer *t, const struct apoint *p,
-				 const struct utrace_abi_event *ev, struct proto_regs *r)
+/*
+ * A return line: the value returned @ret after @dur ns, or, @injected, the
+ * value --inject made the call return (the function did not run).
+ */
+static void show_return(struct atracer *t, const struct apoint *p,
+			const struct utrace_abi_event *ev, struct proto_regs *r, uint64_t ret,
+			uint64_t dur, bool injected)
 {
 	struct proto_val v;
 	FILE *f = t->out.f;
 	bool is_void = p->proto->ret == PK_VOID;
 
-	proto_format_ret(p->proto, p->inj_value, r, t->opts->strsize, &v);
+	proto_format_ret(p->proto, ret, r, t->opts->strsize, &v);
 	if (t->chrome_on) {
-		char *a = chrome_call_args(NULL, &v, true);
+		char *a = chrome_call_args(NULL, &v, injected);
 
 		chrome_end(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p), p->name, a);
 		free(a);
@@ -443,7 +448,8 @@ static void show_injected_return(struct atracer *t, const struct apoint *p,
 			fputs("null", f);
 		else
 			proto_val_print_json(f, &v);
-		fputs(", \"dur_ns\": 0, \"injected\": true}\n", f);
+		fprintf(f, ", \"dur_ns\": %" PRIu64 "%s}\n", dur,
+			injected ? ", \"injected\": true" : "");
 	} else {
 		output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
 		fprintf(f, "%s() = ", fn_name(p));
@@ -451,8 +457,9 @@ static void show_injected_return(struct atracer *t, const struct apoint *p,
 			fputs("<void>", f);
 		else
 			proto_val_print_text(f, &v);
-		fputs(" (injected)", f);
-		output_duration(&t->out, 0);
+		if (injected)
+			fputs(" (injected)", f);
+		output_duration(&t->out, dur);
 		fputc('\n', f);
 	}
 	proto_val_clear(&v);
@@ -493,7 +500,7 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 	if (inj && p->shown) {
 		/* the entry record of the same hit was shown already */
 		if (p->kind == CLI_PROBE_FUNC)
-			show_injected_return(t, p, ev, &r);
+			show_return(t, p, ev, &r, p->inj_value, 0, true);
 		return;
 	}
 	if (ev->kind == UTRACE_EV_ENTRY || inj) {
@@ -547,46 +554,12 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 		}
 		proto_vals_clear(&vals);
 		if (inj)
-			show_injected_return(t, p, ev, &r);
+			show_return(t, p, ev, &r, p->inj_value, 0, true);
 	} else if (ev->kind == UTRACE_EV_RETURN) {
-		struct proto_val v;
-		bool is_void = p->proto->ret == PK_VOID;
-
-		proto_format_ret(p->proto, ev->args[0], &r, t->opts->strsize, &v);
-		if (t->chrome_on) {
-			char *a = chrome_call_args(NULL, &v, false);
-
-			chrome_end(&agent_chrome, t->pid, (pid_t)ev->tid, ev->ts, fn_name(p),
-				   p->name, a);
-			free(a);
-		} else if (t->out.format == CLI_FMT_JSON) {
-			json_head(t, p, ev->ts, ev->tid, "return");
-			fputs(", \"ret\": ", f);
-			if (is_void)
-				fputs("null", f);
-			else
-				proto_val_print_json(f, &v);
-			fprintf(f, ", \"dur_ns\": %" PRIu64 "}\n", ev->dur);
-		} else {
-			output_prefix(&t->out, real_ns(t, ev->ts), (pid_t)ev->tid, true);
-			fprintf(f, "%s() = ", fn_name(p));
-			if (is_void)
-				fputs("<void>", f);
-			else
-				proto_val_print_text(f, &v);
-			output_duration(&t->out, ev->dur);
-			fputc('\n', f);
-		}
-		proto_val_clear(&v);
+		show_return(t, p, ev, &r, ev->args[0], ev->dur, false);
 	}
 }
 
-/*
- * A ring record. An ENTRY or INJECT record with ext > 0 is followed by its
- * ext STACK records in the same ring; the agent publishes a group at once
- * and ahost_drain() hands a ring's records over in order, so the group is
- * complete in this pass: hold the event until its last STACK record.
- */
 /*
  * -m: is @real (checked in our mount namespace by modload.c) the same file
  * in the target's? The target's dlopen() resolves the path in its own
@@ -692,6 +665,12 @@ static void agent_modules_count(struct atracer *t)
 		agent_modules_count(t->kids[k]);
 }
 
+/*
+ * A ring record. An ENTRY or INJECT record with ext > 0 is followed by its
+ * ext STACK records in the same ring; the agent publishes a group at once
+ * and ahost_drain() hands a ring's records over in order, so the group is
+ * complete in this pass: hold the event until its last STACK record.
+ */
 static void on_event(const struct utrace_abi_event *ev, void *data)
 {
 	struct atracer *t = data;
