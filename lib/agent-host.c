@@ -3,9 +3,13 @@
  * agent-host.c - the host side of the agent protocol; see agent-host.h.
  * Runs in the tracer process. Every function returns 0 (or a count/id) on
  * success and a negative errno on failure, with h->why saying what failed.
+ *
+ * The arena is untrusted input: its readers are in agent-arena.c.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,7 +29,7 @@
 #include "util.h"
 #include "agent-host.h"
 
-#define XOL_SIZE (256 * 1024)
+#define XOL_SIZE AHOST_XOL_SIZE
 
 /* $UTRACE_AGENT, else the build tree's ($UTRACE_BUILD_DIR), else the loader's search. */
 const char *ahost_agent_path(void)
@@ -62,6 +66,8 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	hd.host_pid = (uint32_t)getpid();
 	hd.flags = o->flags | UTRACE_ARENA_F_WAIT_START;
 	hd.max_depth = o->max_depth;
+	if (ahost_set_layout(h, &hd))
+		return -ENOMEM;
 	h->fd = memfd_create("utrace-arena", 0);
 	if (h->fd < 0 || fchmod(h->fd, 0600) < 0 || ftruncate(h->fd, (off_t)hd.arena_size) < 0)
 		return -errno;
@@ -132,7 +138,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 {
-	uint32_t seq = h->hdr->cmd_seq + 1;
+	uint32_t seq = ++h->seq;
 	uint32_t exec_seq = __atomic_load_n(&h->hdr->exec_seq, __ATOMIC_ACQUIRE);
 	struct timespec ts = { 0, 50000000 };
 	int i;
@@ -168,11 +174,6 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 	snprintf(h->why, sizeof(h->why), "command %u: no ack (agent state %u, seq %u ack %u)", cmd,
 		 h->hdr->agent_state, seq, h->hdr->ack_seq);
 	return -ETIMEDOUT;
-}
-
-struct utrace_abi_probe *ahost_abi(struct ahost *h, int id)
-{
-	return utrace_abi_probe(h->arena, (uint32_t)id);
 }
 
 static int resolve(struct ahost *h, const char *text, struct utrace_image **ret_img,
@@ -217,24 +218,6 @@ uint64_t ahost_sym(struct ahost *h, const char *text)
 		return 0;
 	utrace_image__close(img);
 	return m.addr;
-}
-
-/* An XOL area near @addr (and @targets) with room for one slot. */
-void ahost_adopt_areas(struct ahost *h)
-{
-	uint32_t i, n = h->hdr->nr_xol_prev;
-
-	for (i = 0; i < n && i < UTRACE_ABI_XOL_PREV && h->nr_areas < 64; i++) {
-		const struct utrace_abi_xol *x = &h->hdr->xol_prev[i];
-
-		if (x->used >= x->size || x->used < UTRACE_XOL_HDR ||
-		    (x->used - UTRACE_XOL_HDR) % UTRACE_TRAMP_SLOT)
-			continue;
-		h->areas[h->nr_areas].base = x->vaddr;
-		h->areas[h->nr_areas].next = x->vaddr + x->used;
-		h->areas[h->nr_areas].end = x->vaddr + x->size;
-		h->nr_areas++;
-	}
 }
 
 /* Make area @k the current one (the slot allocator works on h->xol_*). */
@@ -317,7 +300,7 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 	struct utrace_match m;
 	int err;
 
-	if (h->nr_probes >= h->hdr->max_probes)
+	if (h->nr_probes >= h->lay.max_probes)
 		return -ENOSPC;
 	err = resolve(h, text, &img, &m);
 	if (err)
@@ -401,9 +384,9 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	int err, nt, id = (int)h->nr_probes;
 	uint8_t len;
 
-	if (h->nr_probes + h->reserved_top >= h->hdr->max_probes) {
+	if (h->nr_probes + h->reserved_top >= h->lay.max_probes) {
 		snprintf(h->why, sizeof(h->why), "more than %u probe points",
-			 h->hdr->max_probes - h->reserved_top);
+			 h->lay.max_probes - h->reserved_top);
 		return -ENOSPC;
 	}
 	pl = utrace_planner__new(img);
@@ -497,59 +480,6 @@ int ahost_start(struct ahost *h)
 	return ahost_cmd(h, UTRACE_CMD_START, 0, 0);
 }
 
-uint64_t ahost_hits_tid(struct ahost *h, int id, uint32_t tid)
-{
-	uint64_t n = tid ? 0 : __atomic_load_n(&ahost_abi(h, id)->hits_shared, __ATOMIC_RELAXED);
-	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
-
-	for (i = 0; i < nt; i++) {
-		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
-
-		if (tid && t->tid != tid)
-			continue;
-		n += __atomic_load_n(&utrace_abi_hits(t)[id], __ATOMIC_RELAXED);
-	}
-	return n;
-}
-
-uint64_t ahost_hits(struct ahost *h, int id)
-{
-	return ahost_hits_tid(h, id, 0);
-}
-
-uint64_t ahost_drops(struct ahost *h)
-{
-	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
-	uint64_t n = 0;
-
-	for (i = 0; i < nt; i++)
-		n += utrace_abi_thread(h->arena, i)->drops;
-	return n;
-}
-
-uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data)
-{
-	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
-	uint64_t n = 0, mask = h->hdr->ring_records - 1;
-
-	for (i = 0; i < nt; i++) {
-		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
-		struct utrace_abi_event *ring = utrace_abi_ring(h->arena, i);
-		uint64_t head =
-			__atomic_load_n(&t->head, __ATOMIC_ACQUIRE); /* pairs: ring_emit() */
-		uint64_t tail = t->tail;
-
-		for (; tail != head; tail++, n++) {
-			struct utrace_abi_event ev = ring[tail & mask];
-
-			if (fn)
-				fn(&ev, data);
-		}
-		__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE); /* the slots may be reused */
-	}
-	return n;
-}
-
 int ahost_wait(struct ahost *h)
 {
 	int st;
@@ -577,7 +507,8 @@ void ahost_close(struct ahost *h)
 	if (h->stdout_fd >= 0)
 		close(h->stdout_fd);
 	if (h->arena && h->arena != MAP_FAILED)
-		munmap(h->arena, h->hdr->arena_size);
+		munmap(h->arena, h->lay.arena_size);
+	free(h->tails);
 	if (h->fd >= 0)
 		close(h->fd);
 	memset(h, 0, sizeof(*h));
