@@ -263,14 +263,20 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 		chain(&old_trap, sig, info, ucv);
 		return 0;
 	}
+	/*
+	 * A kept first instruction (abi.h pre_len) ran in place: give back
+	 * the rsp it moved, the slot's copy runs it again.
+	 */
 	if (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP) {
 		if (agent_hdr && agent_active)
 			__atomic_fetch_add(&agent_hdr->late_traps, 1, __ATOMIC_RELAXED);
+		g[REG_RSP] += p->undo;
 		g[REG_RIP] = (greg_t)p->xol;
 		return 1;
 	}
 	regs_from_uc(&regs, g);
-	regs.rip = site;
+	regs.rsp += p->undo;
+	regs.rip = p->entry;
 	r = dispatch_hit(p, &regs);
 	regs_to_uc(&regs, g);
 	g[REG_RIP] = (greg_t)(r ? regs.rip : p->xol);
@@ -607,6 +613,8 @@ static int probe_load(uint32_t id)
 	p->abi = a;
 	p->id = id;
 	p->addr = a->addr;
+	p->entry = a->addr - a->pre_len;
+	p->undo = a->undo;
 	p->slot = a->slot;
 	p->xol = a->slot + UTRACE_TRAMP_XOL_OFF;
 	p->flags = a->flags;
@@ -617,7 +625,8 @@ static int probe_load(uint32_t id)
 	utrace_memcpy(p->orig, a->orig, sizeof(p->orig));
 	if (!p->addr || !p->len || p->len > sizeof(p->orig) || a->nr_insns > UTRACE_ABI_MAX_INSNS ||
 	    (p->mode != UTRACE_PM_INT3 && p->mode != UTRACE_PM_JMP) ||
-	    (p->mode == UTRACE_PM_JMP && p->len < 5))
+	    (p->mode == UTRACE_PM_JMP && p->len < 5) || (a->pre_len && p->mode != UTRACE_PM_JMP) ||
+	    a->pre_len > 4 || a->undo > 127)
 		return -EINVAL;
 	if (in_agent(p->addr))
 		return -EPERM;

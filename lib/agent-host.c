@@ -343,27 +343,32 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
  * 0 no, negative errno when the file cannot be read (then nothing is said).
  * Tracer process.
  */
-static int live_equals_file(pid_t pid, uint64_t addr, const uint8_t *live, size_t len)
+static int file_bytes(pid_t pid, uint64_t addr, uint8_t *file, size_t len)
 {
 	struct utrace_maps *maps = utrace_maps__read(pid);
 	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
-	uint8_t file[16];
 	int fd, r = -ENOENT;
 
 	if (m && m->path && m->path[0] == '/' && !m->deleted && addr + len <= m->end) {
 		fd = open(m->path, O_RDONLY | O_CLOEXEC);
 		r = fd < 0 ? -errno : 0;
 		if (fd >= 0) {
-			if (pread(fd, file, len, (off_t)(m->offset + (addr - m->start))) ==
+			if (pread(fd, file, len, (off_t)(m->offset + (addr - m->start))) !=
 			    (ssize_t)len)
-				r = !memcmp(file, live, len);
-			else
 				r = -EIO;
 			close(fd);
 		}
 	}
 	utrace_maps__free(maps);
 	return r;
+}
+
+static int live_equals_file(pid_t pid, uint64_t addr, const uint8_t *live, size_t len)
+{
+	uint8_t file[16];
+	int r = file_bytes(pid, addr, file, len);
+
+	return r < 0 ? r : !memcmp(file, live, len);
 }
 
 int ahost_insn_offsets(struct ahost *h, uint64_t addr, size_t span, uint32_t *offs, int max)
@@ -407,10 +412,10 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	struct utrace_abi_probe *a;
 	struct reloc r;
 	struct writer w;
-	uint8_t bytes[64];
-	uint64_t targets[8];
+	uint8_t all[64], *bytes;
+	uint64_t targets[8], entry;
 	int err, nt, id = (int)h->nr_probes;
-	uint8_t len;
+	uint8_t len, pre;
 
 	if (h->nr_probes + h->reserved_top >= h->lay.max_probes) {
 		snprintf(h->why, sizeof(h->why), "more than %u probe points",
@@ -418,6 +423,8 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 		return -ENOSPC;
 	}
 	pl = utrace_planner__new(img);
+	/* jmp sites keep a short first instruction in place (planner.c rule 5) */
+	utrace_planner__keep_first(pl, !force_int3);
 	err = pl ? utrace_planner__plan(pl, m, &plan) : -ENOMEM;
 	utrace_planner__free(pl);
 	if (err) {
@@ -425,8 +432,23 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			 err);
 		return err;
 	}
-	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0)
+	/*
+	 * @all from the entry on: a kept first instruction (plan.pre_len bytes)
+	 * is relocated into the slot too; @bytes are the patched ones.
+	 */
+	pre = plan.mode == UTRACE_PLAN_JMP ? (uint8_t)plan.pre_len : 0;
+	entry = plan.addr - pre;
+	if (utrace_mem__read(h->pid, entry, all, sizeof(all)) < 0)
 		return -EFAULT;
+	bytes = all + pre;
+	/*
+	 * The kept instruction runs in place, and a copy of it in the slot:
+	 * the copy comes from the file, so that a kernel uprobe's (or a
+	 * debugger's) int3 already on the entry is not copied; that int3 can
+	 * stay, the kernel's resumes after the instruction, on our jmp.
+	 */
+	if (pre && file_bytes(h->pid, entry, all, pre) < 0)
+		return -EIO;
 	/*
 	 * Someone patched the site already: another utrace session (each has
 	 * its own agent instance and puts the bytes back when it ends), or a
@@ -459,7 +481,7 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			len = (uint8_t)l;
 		}
 	}
-	nt = reloc_targets(bytes, len, plan.addr, targets, 8);
+	nt = reloc_targets(all, pre + len, entry, targets, 8);
 	if (nt < 0)
 		return nt;
 	err = xol_for(h, plan.addr, targets, nt > 8 ? 8 : nt);
@@ -472,8 +494,10 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	a->flags = flags;
 	a->mode = (force_int3 || plan.mode != UTRACE_PLAN_JMP) ? UTRACE_PM_INT3 : UTRACE_PM_JMP;
 	a->len = len;
+	a->pre_len = pre;
+	a->undo = (uint8_t)plan.undo;
 	memcpy(a->orig, bytes, sizeof(a->orig));
-	reloc_init(&r, bytes, len, plan.addr);
+	reloc_init(&r, all, pre + len, entry);
 	writer_init(&w, a->code, UTRACE_ABI_MAX_CODE, a->slot + UTRACE_TRAMP_XOL_OFF);
 	err = reloc_relocate(&r, &w, true);
 	if (err < 0 || w.err) {
@@ -481,10 +505,11 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 		return err < 0 ? err : w.err;
 	}
 	a->code_len = (uint8_t)w.len;
-	a->nr_insns = (uint8_t)r.nr;
-	for (unsigned int i = 0; i < r.nr && i < UTRACE_ABI_MAX_INSNS; i++) {
-		a->src_off[i] = r.src_off[i];
-		a->dst_off[i] = r.dst_off[i];
+	/* the instruction map of the patched bytes: the kept one is not among them */
+	a->nr_insns = (uint8_t)(r.nr - (pre ? 1 : 0));
+	for (unsigned int i = 0; i < a->nr_insns && i < UTRACE_ABI_MAX_INSNS; i++) {
+		a->src_off[i] = (uint8_t)(r.src_off[i + (pre ? 1 : 0)] - pre);
+		a->dst_off[i] = r.dst_off[i + (pre ? 1 : 0)];
 	}
 	reloc_clear(&r);
 	h->xol_next += UTRACE_TRAMP_SLOT;
