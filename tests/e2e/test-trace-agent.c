@@ -777,7 +777,9 @@ TEST_TIMEOUT(agent_follow_forks_summary, 120)
  * semtimedop, semop), each checking its own timeout, and handlers that count.
  * 100 probes (libwaits.so, dlopen()ed while the threads sleep) are armed
  * and upgraded to jmps (s-waits sees the 0xe9s), then disarmed at exit or
- * detach. Its line must say no early return, no EINTR, no handler.
+ * detach. Its line must say no early return, no EINTR, no handler; also
+ * with a thread that computes all along ("busy": the one thread that the
+ * upgrade may interrupt).
  */
 static const char *waits(void)
 {
@@ -819,11 +821,13 @@ TEST_TIMEOUT(agent_arming_leaves_sleeps_alone_launch, 120)
 {
 	const char *args[] = { "-b", "agent", "-c",  "-f",   "libwaits:waits_fn_*",
 			       "--", waits(), "200", "1500", waits_lib(),
-			       NULL };
+			       NULL, NULL };
 	char *out = NULL, *err = NULL;
 	int i;
 
+	/* then with a thread that computes all along: the upgrade signals it alone */
 	for (i = 0; i < 3; i++) {
+		args[10] = i ? "busy" : NULL;
 		CHECK_MSG(run_utrace(args, &out, &err) == 0, "s-waits said: %s", out);
 		check_waits(out);
 		CHECK_EQ(table_calls(err, "waits_fn_000") > 0, 1);
@@ -847,7 +851,7 @@ TEST_TIMEOUT(agent_attach_detach_leaves_sleeps_alone, 180)
 	if (p == 0) {
 		dup2(pin[0], 0);
 		dup2(pout[1], 1);
-		execl(waits(), "s-waits", "200", "0", waits_lib(), (char *)NULL);
+		execl(waits(), "s-waits", "200", "0", waits_lib(), "busy", (char *)NULL);
 		_exit(99);
 	}
 	close(pin[0]);

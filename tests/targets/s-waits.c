@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * s-waits T_MS RUN_MS LIB - threads that sit in the blocking calls the
+ * s-waits T_MS RUN_MS LIB [busy|burst] - threads that sit in the blocking calls the
  * kernel never restarts once a signal handler has run (signal(7)), or that
  * fail with EINTR even after a mere stop (epoll_wait, sigtimedwait, semop,
  * io_getevents), while a tracer arms, upgrades and disarms probes.
@@ -25,6 +25,12 @@
  * (jmp, int3: functions seen so at one look, at most), one
  * "FAIL: CALL ..." line per wrong return before it, and exits 0 if early,
  * eintr, bad and handlers are 0, else 1.
+ *
+ * busy: one more thread computes all along (it calls the 100 functions in
+ * a loop, no syscall): a tracer may interrupt it, never the others. burst:
+ * one more thread computes for 2 ms of CPU time (calling the functions),
+ * then sleeps 2 ms (a checked nanosleep), over and over: the worst case for
+ * a tracer that interrupts only threads it sees busy.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,6 +38,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +193,44 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
+static double cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* busy (@arg 0) and burst (1) */
+static void *computer(void *arg)
+{
+	bool burst = arg != NULL;
+	unsigned int x = 0;
+
+	while (!stop) {
+		double c0 = cpu_ms();
+		struct timespec ts = { 0, 2000000 };
+		double t0;
+		long r;
+
+		do {
+			for (int i = 0; i < NR_FNS; i++) {
+				int (*fn)(int) = __atomic_load_n(&fns[i], __ATOMIC_ACQUIRE);
+
+				if (fn)
+					x += (unsigned int)fn((int)x);
+			}
+		} while (!stop && (!burst || cpu_ms() - c0 < 2));
+		if (!burst)
+			break;
+		t0 = now_ms();
+		errno = 0;
+		r = nanosleep(&ts, NULL);
+		check(K_NANOSLEEP, r, errno, 0, now_ms() - t0, 1.9);
+	}
+	return (void *)(unsigned long)x;
+}
+
 /* Functions whose first byte (after an endbr64) is 0xe9 and 0xcc. */
 static void look(int *jmp, int *int3)
 {
@@ -206,7 +251,9 @@ static void look(int *jmp, int *int3)
 int main(int argc, char **argv)
 {
 	static const int sigs[] = { SIGUSR1, SIGALRM, SIGCHLD, SIGWINCH, SIGURG, SIGPIPE };
-	pthread_t th[K_NR];
+	pthread_t th[K_NR], extra;
+	const char *mode = argc > 4 ? argv[4] : "";
+	bool more = !strcmp(mode, "busy") || !strcmp(mode, "burst");
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct sembuf up = { 1, 1, 0 };
 	struct sigaction sa;
@@ -235,6 +282,8 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < K_NR; i++)
 		pthread_create(&th[i], NULL, waiter, (void *)(long)i);
+	if (more)
+		pthread_create(&extra, NULL, computer, (void *)(long)!strcmp(mode, "burst"));
 	nanosleep(&settle, NULL);
 	h = dlopen(argv[3], RTLD_NOW);
 	if (!h) {
@@ -276,6 +325,8 @@ int main(int argc, char **argv)
 	semop(semid, &up, 1);
 	for (i = 0; i < K_NR; i++)
 		pthread_join(th[i], NULL);
+	if (more)
+		pthread_join(extra, NULL);
 	semctl(semid, 0, IPC_RMID);
 	syscall(SYS_io_destroy, aio);
 	bad = nr_early + nr_eintr + nr_bad + handlers;
