@@ -82,7 +82,9 @@
  * them apart, and such threads are skipped. attach() waits
  * ATTACH_GRACE_MS for the first stops, not forever: a thread that cannot
  * stop now (vfork parent, uninterruptible sleep) keeps its interrupt
- * pending and is handled by the loop when it stops. Another tracer
+ * pending and is handled by the loop when it stops.
+ * utrace_session__attach_thread() seizes one thread alone (lib/inject.c):
+ * the others are never stopped. Another tracer
  * (TracerPid, which names the tracing *thread*) is an error, never a
  * reason to touch the target.
  *
