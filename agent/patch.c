@@ -73,7 +73,9 @@
  *    microseconds between the last look and the signal's arrival still
  *    sees EINTR. It needs a thread that computed for 1 ms without a
  *    blocking call and then blocks at that very moment; a thread that
- *    blocks often is seen blocked first. Threads that only sleep, or only
+ *    blocks often is seen blocked first. The file does not tell user
+ *    from kernel mode: a thread busy for 1 ms inside one syscall (a long
+ *    copy) counts as busy, and the signal may cut that syscall short. Threads that only sleep, or only
  *    wake up briefly, are never signalled (tests/e2e/test-trace-agent.c,
  *    s-waits).
  *    A thread that cannot be cleared in time (busy while it blocks the
