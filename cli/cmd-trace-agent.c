@@ -136,6 +136,7 @@ struct atracer {
 	size_t nr_kids;
 	uint32_t forks_seen, forks_lost;
 	bool detached; /* a child whose probes were taken out */
+	bool corrupt_said; /* drain() said that the arena is corrupt */
 	/* Libraries loaded later and exec (agent_image_events()). */
 	const struct cli_probe *probes;
 	int nr_probes;
@@ -156,6 +157,13 @@ struct atracer {
 };
 
 static volatile sig_atomic_t agent_signal;
+/*
+ * An arena failed the host's checks (ahost_check(), ahost_drain()): the
+ * agent of that process cannot be believed. Said once per process by
+ * drain(); the loops then detach as for Ctrl-C, and the exit status is 1.
+ */
+static bool agent_corrupt;
+#define agent_stop() (agent_signal || agent_corrupt)
 static struct chrome agent_chrome; /* --format chrome: one file for every process */
 
 static void on_agent_interrupt(int sig)
@@ -588,7 +596,7 @@ static const char *module_same_file(pid_t pid, const char *real)
  */
 static int agent_modules_load(struct atracer *t)
 {
-	uint32_t total = 0, max = t->h.hdr->max_probes;
+	uint32_t total = 0, max = t->h.lay.max_probes;
 	int i, r;
 
 	for (i = 0; i < cli_nr_modules; i++)
@@ -613,11 +621,13 @@ static int agent_modules_load(struct atracer *t)
 		r = ahost_cmd(&t->h, UTRACE_CMD_MODULE_LOAD, t->mod_base[i],
 			      (uint64_t)m->nr_counters);
 		if (r < 0) {
-			t->h.hdr->cmd_str[sizeof(t->h.hdr->cmd_str) - 1] = '\0';
+			char why[sizeof(t->h.hdr->cmd_str)];
+
+			ahost_agent_str(&t->h, why, sizeof(why)); /* the target wrote it */
 			cli_error("module '%s': the target could not load it: %s", m->path,
-				  t->h.hdr->cmd_str[0] ? t->h.hdr->cmd_str :
-				  t->h.why[0]	       ? t->h.why :
-							 strerror(-r));
+				  why[0]      ? why :
+				  t->h.why[0] ? t->h.why :
+						strerror(-r));
 			return EXIT_TRACE;
 		}
 		t->mod_idx[i] = r;
@@ -711,6 +721,14 @@ static void drain(struct atracer *t)
 	uint64_t drops;
 
 	ahost_drain(&t->h, t->quiet ? NULL : on_event, t);
+	if (t->h.corrupt) {
+		if (!t->corrupt_said)
+			cli_error("the agent's arena in pid %d is corrupt (%s): detaching",
+				  (int)t->pid, t->h.why);
+		t->corrupt_said = true;
+		agent_corrupt = true;
+		return;
+	}
 	drops = ahost_drops(&t->h);
 	if (drops > t->lost)
 		emit_lost(t, drops - t->lost);
@@ -1191,6 +1209,12 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	t->h.fd = inj.arena_fd;
 	t->h.arena = inj.arena;
 	t->h.hdr = inj.arena;
+	if (ahost_set_layout(&t->h, &hd)) { /* before any read of the arena */
+		attach_error("out of memory");
+		ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
+		t->h.pid = 0;
+		return -ENOMEM;
+	}
 	t->h.pid = pid;
 	t->h.stdin_fd = t->h.stdout_fd = -1;
 	for (i = 0; i < 1000; i++) { /* 10 s */
@@ -1215,6 +1239,9 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 static int check_restored(struct atracer *t)
 {
 	int i, bad = 0;
+
+	if (t->h.corrupt)
+		return 1; /* its sites' records cannot be believed; drain() said why */
 
 	for (i = 0; i < t->nr_guards; i++) {
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->guards[i]);
@@ -1520,29 +1547,67 @@ static bool proc_gone(pid_t pid)
  * copied). A child that has exec'ed or exited since cannot be opened:
  * there is nothing left to follow.
  */
+/* Is @pid a child of @parent, now? (/proc/PID/stat's 4th field) */
+static bool is_child_of(pid_t pid, pid_t parent)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent;
+}
+
 static void kid_add(struct atracer *t, pid_t pid, int fd)
 {
-	struct utrace_arena_hdr *hd;
+	struct utrace_arena_hdr *hd, lay = { .max_probes = t->h.lay.max_probes,
+					     .max_threads = t->h.lay.max_threads,
+					     .ring_records = t->h.lay.ring_records };
 	struct atracer *k, **kids;
-	char path[64];
+	char path[64], link[64];
 	struct stat st;
+	ssize_t n;
 	void *m;
 	int afd;
 
+	/*
+	 * The pid and the fd come from the arena, which the target writes: a
+	 * tracer running as root must not be steered into opening another
+	 * process's file. Only a child of the traced process, and only its
+	 * arena memfd (agent.c fork_rearena names it "utrace-arena").
+	 */
+	if (pid <= 0 || fd < 0 || !is_child_of(pid, t->pid))
+		return;
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	if (strncmp(link, "/memfd:utrace-arena", 19))
+		return;
+	utrace_abi_layout(&lay); /* the child's arena has its parent's sizes */
 	afd = open(path, O_RDWR | O_CLOEXEC);
 	if (afd < 0)
 		return;
-	if (fstat(afd, &st) || (uint64_t)st.st_size < t->h.hdr->arena_size) {
+	if (fstat(afd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < lay.arena_size) {
 		close(afd);
 		return;
 	}
-	m = mmap(NULL, t->h.hdr->arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, afd, 0);
+	m = mmap(NULL, lay.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, afd, 0);
 	hd = m;
 	if (m == MAP_FAILED || hd->magic != UTRACE_ABI_MAGIC || hd->version != UTRACE_ABI_VERSION ||
-	    hd->agent_pid != (uint32_t)pid || hd->arena_size != t->h.hdr->arena_size) {
+	    hd->agent_pid != (uint32_t)pid || hd->arena_size != lay.arena_size) {
 		if (m != MAP_FAILED)
-			munmap(m, t->h.hdr->arena_size);
+			munmap(m, lay.arena_size);
 		close(afd);
 		return;
 	}
@@ -1556,7 +1621,15 @@ static void kid_add(struct atracer *t, pid_t pid, int fd)
 		if (k)
 			free(k->pts);
 		free(k);
-		munmap(m, t->h.hdr->arena_size);
+		munmap(m, lay.arena_size);
+		close(afd);
+		return;
+	}
+	if (ahost_set_layout(&k->h, &lay)) {
+		t->kids = kids;
+		free(k->pts);
+		free(k);
+		munmap(m, lay.arena_size);
 		close(afd);
 		return;
 	}
@@ -1593,29 +1666,21 @@ static void kid_add(struct atracer *t, pid_t pid, int fd)
 /* Drain @t's children (and theirs): new ones first, then their rings. */
 static int kids_poll(struct atracer *t)
 {
-	struct utrace_arena_hdr *hd = t->h.hdr;
-	uint32_t head;
-	int alive = 0;
+	uint32_t *acked;
+	int alive = 0, kfd, guard;
+	pid_t kpid;
 	size_t i;
 
-	if (!hd || !t->opts->follow_forks)
+	if (!t->h.hdr || !t->opts->follow_forks || t->h.corrupt)
 		return 0;
-	head = __atomic_load_n(&hd->fork_head, __ATOMIC_ACQUIRE);
-	while (t->forks_seen != head) {
-		struct utrace_abi_fork *e;
-
-		if (head - t->forks_seen > UTRACE_ABI_FORKS) {
-			t->forks_lost += head - t->forks_seen - UTRACE_ABI_FORKS;
-			t->forks_seen = head - UTRACE_ABI_FORKS;
-		}
-		e = &hd->forks[t->forks_seen % UTRACE_ABI_FORKS];
-		if (__atomic_load_n(&e->seq, __ATOMIC_ACQUIRE) != t->forks_seen + 1)
-			break; /* being written */
-		t->forks_seen++;
-		kid_add(t, (pid_t)e->pid, e->fd);
+	/* bounded: a target that keeps bumping fork_head cannot hold us here */
+	for (guard = 0; guard < UTRACE_ABI_FORKS &&
+			ahost_next_fork(&t->h, &t->forks_seen, &t->forks_lost, &kpid, &kfd, &acked);
+	     guard++) {
+		kid_add(t, kpid, kfd);
 		/* the child may go on (it waits for this, agent.c fork_rearena) */
-		__atomic_store_n(&e->acked, 1, __ATOMIC_RELEASE);
-		syscall(SYS_futex, &e->acked, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		__atomic_store_n(acked, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, acked, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 	}
 	for (i = 0; i < t->nr_kids; i++) {
 		struct atracer *k = t->kids[i];
@@ -1670,7 +1735,7 @@ static int kids_wait(struct atracer *t, uint64_t deadline)
 	struct timespec ts = { 0, 1000000 };
 
 	while (kids_poll(t) > 0) {
-		if (agent_signal || (deadline && now_mono_ns() >= deadline))
+		if (agent_stop() || (deadline && now_mono_ns() >= deadline))
 			return kids_detach(t);
 		nanosleep(&ts, NULL);
 	}
@@ -1766,7 +1831,7 @@ static void pid_stats(struct atracer *t, bool detached)
 static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
 			    bool fallback_ok, const char *so, const struct ahost_opts *ho)
 {
-	struct sigaction sa = { .sa_handler = on_agent_interrupt };
+	struct sigaction sa = { .sa_handler = on_agent_interrupt, .sa_flags = SA_RESTART };
 	int n = opts->nr_pids, ret = EXIT_TRACE, err, i, k, armed = 0;
 	struct atracer *ts = calloc((size_t)n, sizeof(*ts));
 	bool detached = false, any_lost = false, bad = false;
@@ -1784,6 +1849,10 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		t->counting = opts->summary || opts->hist;
 		t->quiet = t->counting && opts->format != CLI_FMT_CHROME;
 	}
+	/* a Ctrl-C while attaching and arming detaches cleanly (cmd_trace_agent()) */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	for (i = 0; i < n; i++) {
 		struct atracer *t = &ts[i];
 
@@ -1868,9 +1937,6 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 	}
 	if (opts->format == CLI_FMT_CHROME)
 		chrome_open(&agent_chrome, ts[0].out.f);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	if (opts->duration > 0)
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	for (;;) {
@@ -1889,7 +1955,7 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		}
 		if (!alive)
 			break;
-		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
+		if (agent_stop() || (deadline && now_mono_ns() >= deadline)) {
 			detached = true;
 			for (i = 0; i < n; i++) {
 				if (ts[i].exited)
@@ -1953,7 +2019,7 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 			kids_stats(&ts[i]);
 		}
 	}
-	ret = bad ? EXIT_TRACE : 0;
+	ret = bad || agent_corrupt ? EXIT_TRACE : 0;
 	armed = 0; /* detached, or exited */
 out:
 	for (i = 0; i < n; i++) {
@@ -1997,7 +2063,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	struct ahost_opts ho = { .max_probes = AGENT_MAX_PROBES,
 				 .max_threads = AGENT_MAX_THREADS,
 				 .ring_records = AGENT_RING_RECORDS };
-	struct sigaction sa = { .sa_handler = on_agent_interrupt };
+	struct sigaction sa = { .sa_handler = on_agent_interrupt, .sa_flags = SA_RESTART };
 	char path[PATH_MAX];
 	char **argv = NULL;
 	const char *so = trace_agent_path(), *why;
@@ -2032,6 +2098,15 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	}
 	if (opts->nr_pids > 1)
 		return trace_agent_pids(opts, probes, nr_probes, fallback_ok, so, &ho);
+	/*
+	 * From here on a Ctrl-C (or SIGTERM, SIGHUP) detaches cleanly, also one
+	 * that comes while the agent is loaded or the probes armed: the loop
+	 * below sees it first thing. SA_RESTART: the injection's waits and
+	 * the mailbox's futex waits go on.
+	 */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	t->counting = opts->summary || opts->hist;
 	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	if (opts->nr_pids) {
@@ -2158,9 +2233,6 @@ armed:
 		chrome_open(&agent_chrome, t->out.f);
 	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	if (opts->duration > 0)
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	t->maps = utrace_maps__read(t->pid); /* the libraries loaded at start are in */
@@ -2179,7 +2251,7 @@ armed:
 			st = t->h.status; /* exited during a command (a re-arm) */
 			break;
 		}
-		if (attached && (agent_signal || (deadline && now_mono_ns() >= deadline))) {
+		if (attached && (agent_stop() || (deadline && now_mono_ns() >= deadline))) {
 			before_detach(t);
 			err = t->agent_gone ? 0 : ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err < 0)
@@ -2194,7 +2266,7 @@ armed:
 		agent_image_events(t);
 		drain(t);
 		kids_poll(t); /* -F */
-		if (agent_signal || (deadline && now_mono_ns() >= deadline)) {
+		if (agent_stop() || (deadline && now_mono_ns() >= deadline)) {
 			/* every probe out, then the command runs on: wait for it */
 			err = t->agent_gone ? 0 : ahost_cmd(&t->h, UTRACE_CMD_DETACH, 0, 0);
 			if (err && err != -ESRCH)
@@ -2212,6 +2284,8 @@ armed:
 	t->exited = !attached || !detached; /* a detached process can still be read */
 	ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	drain(t);
+	if (attached && agent_corrupt)
+		ret = EXIT_TRACE; /* drain() said why */
 	if (kids_wait(t, deadline) && attached)
 		ret = EXIT_TRACE; /* -F: said which child */
 	if (t->chrome_on)

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Build the SPEC parser fuzzer with clang (libFuzzer + ASan + UBSan) straight
-# from lib/spec.c and run it for SECONDS (default 20). Exit 0 if it found
+# Build the fuzzers with clang (libFuzzer + ASan + UBSan) straight from their
+# sources and run each for SECONDS (default 20): the SPEC parser (lib/spec.c)
+# and the host's arena readers (lib/agent-arena.c). Exit 0 if they found
 # nothing; 77 if clang/libFuzzer is not available; 1 on a finding.
 #
 #   fuzz/run.sh [SECONDS]
@@ -17,24 +18,37 @@ for s in 'malloc' 'libc:mem*' '*:*_alloc*' 'main+0x10' '0x1139' 'puts@plt' \
 	printf '%s' "$s" >"$out/corpus/seed$i"
 	i=$((i + 1))
 done
-if ! clang -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined -Iinclude -Icommon -Ilib \
-	fuzz/spec-fuzzer.c lib/spec.c -o "$out/spec-fuzzer" 2>"$out/build.log"; then
-	if grep -q -i 'fuzzer' "$out/build.log"; then
-		echo "fuzz: cannot build with -fsanitize=fuzzer (libFuzzer missing?), skipped"
-		exit 77
+rc=0
+# NAME SOURCES...: build with libFuzzer + ASan + UBSan, run for $secs.
+fuzz() {
+	name=$1
+	shift
+	if ! clang -g -O1 -std=gnu11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -Iinclude -Icommon -Ilib \
+		"$@" -o "$out/$name" 2>"$out/$name.build.log"; then
+		if grep -q -i 'fuzzer' "$out/$name.build.log"; then
+			echo "fuzz: cannot build with -fsanitize=fuzzer (libFuzzer missing?), skipped"
+			exit 77
+		fi
+		cat "$out/$name.build.log"
+		rc=1
+		return
 	fi
-	cat "$out/build.log"
-	exit 1
-fi
-"$out/spec-fuzzer" -max_total_time="$secs" -max_len=256 -print_final_stats=1 \
-	-artifact_prefix="$out/" "$out/corpus" >"$out/run.log" 2>&1
-rc=$?
-tail -n 12 "$out/run.log" | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' || true
-if [ $rc -eq 0 ]; then
-	echo "fuzz: spec-fuzzer ran ${secs}s without findings"
-else
-	echo "fuzz: spec-fuzzer FAILED (see $out/run.log)"
-	rc=1
-fi
+	mkdir -p "$out/corpus-$name"
+	"$out/$name" -max_total_time="$secs" -max_len="$maxlen" -print_final_stats=1 \
+		-artifact_prefix="$out/$name-" "$out/corpus-$name" $seeds >"$out/$name.log" 2>&1
+	r=$?
+	tail -n 12 "$out/$name.log" | grep -E 'stat::number_of_executed_units|ERROR|SUMMARY' || true
+	if [ $r -eq 0 ]; then
+		echo "fuzz: $name ran ${secs}s without findings"
+	else
+		echo "fuzz: $name FAILED (see $out/$name.log)"
+		rc=1
+	fi
+}
+maxlen=256 seeds="$out/corpus"
+fuzz spec-fuzzer fuzz/spec-fuzzer.c lib/spec.c
+# the host's readers of the agent's arena, on arenas a hostile target wrote
+maxlen=8192 seeds=
+fuzz arena-fuzzer fuzz/arena-fuzzer.c lib/agent-arena.c
 exit $rc

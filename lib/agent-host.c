@@ -3,15 +3,20 @@
  * agent-host.c - the host side of the agent protocol; see agent-host.h.
  * Runs in the tracer process. Every function returns 0 (or a count/id) on
  * success and a negative errno on failure, with h->why saying what failed.
+ *
+ * The arena is untrusted input: its readers are in agent-arena.c.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,7 +30,7 @@
 #include "util.h"
 #include "agent-host.h"
 
-#define XOL_SIZE (256 * 1024)
+#define XOL_SIZE AHOST_XOL_SIZE
 
 /* $UTRACE_AGENT, else the build tree's ($UTRACE_BUILD_DIR), else the loader's search. */
 const char *ahost_agent_path(void)
@@ -46,12 +51,27 @@ static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
 }
 
+/*
+ * A descriptor number for the launched program's arena fd: high, below
+ * the soft RLIMIT_NOFILE, and not so high that the target's fd table grows
+ * (a service with a limit of 524288 would get a 4 MiB table for one fd).
+ */
+static int high_fd(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur < 64)
+		return 3;
+	return rl.rlim_cur > 1024 ? 992 : (int)rl.rlim_cur - 32;
+}
+
 int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[])
 {
 	struct utrace_arena_hdr hd = { 0 };
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
-	char fdbuf[32];
+	char fdbuf[32], agent[4096];
 	struct timespec ts = { 10, 0 };
+	int afd;
 
 	memset(h, 0, sizeof(*h));
 	h->stdin_fd = h->stdout_fd = -1;
@@ -62,7 +82,9 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	hd.host_pid = (uint32_t)getpid();
 	hd.flags = o->flags | UTRACE_ARENA_F_WAIT_START;
 	hd.max_depth = o->max_depth;
-	h->fd = memfd_create("utrace-arena", 0);
+	if (ahost_set_layout(h, &hd))
+		return -ENOMEM;
+	h->fd = memfd_create("utrace-arena", MFD_CLOEXEC); /* the child dups it */
 	if (h->fd < 0 || fchmod(h->fd, 0600) < 0 || ftruncate(h->fd, (off_t)hd.arena_size) < 0)
 		return -errno;
 	h->arena = mmap(NULL, hd.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
@@ -72,7 +94,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	memcpy(h->hdr, &hd, sizeof(hd));
 	if ((o->pipe_stdin && pipe(in) < 0) || (o->pipe_stdout && pipe(out) < 0))
 		return -errno;
-	snprintf(fdbuf, sizeof(fdbuf), "%d", h->fd);
+	snprintf(agent, sizeof(agent), "%s", ahost_agent_path()); /* before UTRACE_AGENT goes */
 	h->pid = fork();
 	if (h->pid < 0)
 		return -errno;
@@ -87,16 +109,28 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 			close(out[0]);
 			close(out[1]);
 		}
+		/*
+		 * The arena fd, high up: out of the numbers a program
+		 * dup2()s onto or passes across execve() (3, 4, ...). The
+		 * agent takes it and these variables out of the program's
+		 * sight (agent.c strip_env()); UTRACE_AGENT is ours only.
+		 */
+		afd = fcntl(h->fd, F_DUPFD, high_fd());
+		if (afd < 0)
+			_exit(127);
+		close(h->fd);
+		snprintf(fdbuf, sizeof(fdbuf), "%d", afd);
+		unsetenv("UTRACE_AGENT");
 		setenv("UTRACE_AGENT_FD", fdbuf, 1);
 		/* the agent first, then the user's own preloads */
 		if (getenv("LD_PRELOAD") && *getenv("LD_PRELOAD")) {
 			char *pre = NULL;
 
-			if (asprintf(&pre, "%s:%s", ahost_agent_path(), getenv("LD_PRELOAD")) < 0)
+			if (asprintf(&pre, "%s:%s", agent, getenv("LD_PRELOAD")) < 0)
 				_exit(127);
 			setenv("LD_PRELOAD", pre, 1);
 		} else {
-			setenv("LD_PRELOAD", ahost_agent_path(), 1);
+			setenv("LD_PRELOAD", agent, 1);
 		}
 		execv(argv[0], argv);
 		_exit(127);
@@ -132,7 +166,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 {
-	uint32_t seq = h->hdr->cmd_seq + 1;
+	uint32_t seq = ++h->seq;
 	uint32_t exec_seq = __atomic_load_n(&h->hdr->exec_seq, __ATOMIC_ACQUIRE);
 	struct timespec ts = { 0, 50000000 };
 	int i;
@@ -168,11 +202,6 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 	snprintf(h->why, sizeof(h->why), "command %u: no ack (agent state %u, seq %u ack %u)", cmd,
 		 h->hdr->agent_state, seq, h->hdr->ack_seq);
 	return -ETIMEDOUT;
-}
-
-struct utrace_abi_probe *ahost_abi(struct ahost *h, int id)
-{
-	return utrace_abi_probe(h->arena, (uint32_t)id);
 }
 
 static int resolve(struct ahost *h, const char *text, struct utrace_image **ret_img,
@@ -217,24 +246,6 @@ uint64_t ahost_sym(struct ahost *h, const char *text)
 		return 0;
 	utrace_image__close(img);
 	return m.addr;
-}
-
-/* An XOL area near @addr (and @targets) with room for one slot. */
-void ahost_adopt_areas(struct ahost *h)
-{
-	uint32_t i, n = h->hdr->nr_xol_prev;
-
-	for (i = 0; i < n && i < UTRACE_ABI_XOL_PREV && h->nr_areas < 64; i++) {
-		const struct utrace_abi_xol *x = &h->hdr->xol_prev[i];
-
-		if (x->used >= x->size || x->used < UTRACE_XOL_HDR ||
-		    (x->used - UTRACE_XOL_HDR) % UTRACE_TRAMP_SLOT)
-			continue;
-		h->areas[h->nr_areas].base = x->vaddr;
-		h->areas[h->nr_areas].next = x->vaddr + x->used;
-		h->areas[h->nr_areas].end = x->vaddr + x->size;
-		h->nr_areas++;
-	}
 }
 
 /* Make area @k the current one (the slot allocator works on h->xol_*). */
@@ -317,7 +328,7 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 	struct utrace_match m;
 	int err;
 
-	if (h->nr_probes >= h->hdr->max_probes)
+	if (h->nr_probes >= h->lay.max_probes)
 		return -ENOSPC;
 	err = resolve(h, text, &img, &m);
 	if (err)
@@ -401,9 +412,9 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	int err, nt, id = (int)h->nr_probes;
 	uint8_t len;
 
-	if (h->nr_probes + h->reserved_top >= h->hdr->max_probes) {
+	if (h->nr_probes + h->reserved_top >= h->lay.max_probes) {
 		snprintf(h->why, sizeof(h->why), "more than %u probe points",
-			 h->hdr->max_probes - h->reserved_top);
+			 h->lay.max_probes - h->reserved_top);
 		return -ENOSPC;
 	}
 	pl = utrace_planner__new(img);
@@ -497,59 +508,6 @@ int ahost_start(struct ahost *h)
 	return ahost_cmd(h, UTRACE_CMD_START, 0, 0);
 }
 
-uint64_t ahost_hits_tid(struct ahost *h, int id, uint32_t tid)
-{
-	uint64_t n = tid ? 0 : __atomic_load_n(&ahost_abi(h, id)->hits_shared, __ATOMIC_RELAXED);
-	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
-
-	for (i = 0; i < nt; i++) {
-		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
-
-		if (tid && t->tid != tid)
-			continue;
-		n += __atomic_load_n(&utrace_abi_hits(t)[id], __ATOMIC_RELAXED);
-	}
-	return n;
-}
-
-uint64_t ahost_hits(struct ahost *h, int id)
-{
-	return ahost_hits_tid(h, id, 0);
-}
-
-uint64_t ahost_drops(struct ahost *h)
-{
-	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
-	uint64_t n = 0;
-
-	for (i = 0; i < nt; i++)
-		n += utrace_abi_thread(h->arena, i)->drops;
-	return n;
-}
-
-uint64_t ahost_drain(struct ahost *h, ahost_event_fn fn, void *data)
-{
-	uint32_t i, nt = (uint32_t)MIN(h->hdr->nr_threads, h->hdr->max_threads);
-	uint64_t n = 0, mask = h->hdr->ring_records - 1;
-
-	for (i = 0; i < nt; i++) {
-		struct utrace_abi_thread *t = utrace_abi_thread(h->arena, i);
-		struct utrace_abi_event *ring = utrace_abi_ring(h->arena, i);
-		uint64_t head =
-			__atomic_load_n(&t->head, __ATOMIC_ACQUIRE); /* pairs: ring_emit() */
-		uint64_t tail = t->tail;
-
-		for (; tail != head; tail++, n++) {
-			struct utrace_abi_event ev = ring[tail & mask];
-
-			if (fn)
-				fn(&ev, data);
-		}
-		__atomic_store_n(&t->tail, tail, __ATOMIC_RELEASE); /* the slots may be reused */
-	}
-	return n;
-}
-
 int ahost_wait(struct ahost *h)
 {
 	int st;
@@ -577,7 +535,8 @@ void ahost_close(struct ahost *h)
 	if (h->stdout_fd >= 0)
 		close(h->stdout_fd);
 	if (h->arena && h->arena != MAP_FAILED)
-		munmap(h->arena, h->hdr->arena_size);
+		munmap(h->arena, h->lay.arena_size);
+	free(h->tails);
 	if (h->fd >= 0)
 		close(h->fd);
 	memset(h, 0, sizeof(*h));

@@ -19,6 +19,20 @@
 
 #include "abi.h"
 
+#define AHOST_XOL_SIZE (256 * 1024) /* bytes per XOL area the host maps */
+
+/*
+ * The arena's layout as the host made it. The target can write every byte
+ * of the arena (it is the agent's working memory), so a traced program
+ * could steer a privileged tracer through any offset, size or index it
+ * finds there: the host computes these once, at creation, and never
+ * re-reads them. ahost_check() compares the arena's copy with this one.
+ */
+struct ahost_layout {
+	uint32_t max_probes, max_threads, ring_records;
+	uint64_t probes_off, threads_off, thread_stride, rings_off, arena_size;
+};
+
 struct ahost {
 	int fd;
 	void *arena;
@@ -41,6 +55,14 @@ struct ahost {
 	bool reaped; /* a command found the target dead and reaped it ... */
 	int status; /* ... with this wait status */
 	char why[256]; /* last failure, for test messages */
+	struct ahost_layout lay; /* ahost_set_layout(): never read back from the arena */
+	uint64_t *tails; /* lay.max_threads consumer indexes: ours, not the arena's */
+	uint32_t seq; /* the last command's sequence number */
+	/*
+	 * The arena failed a check (ahost_check(), ahost_drain()): the agent
+	 * is not to be believed any more. @why says what; the caller detaches.
+	 */
+	bool corrupt;
 };
 
 struct ahost_opts {
@@ -48,6 +70,31 @@ struct ahost_opts {
 	bool pipe_stdin, pipe_stdout;
 };
 
+/*
+ * Take @hd's layout (computed by utrace_abi_layout() on the host's side) as
+ * @h's: before @h reads anything from its arena. Return: 0 or -ENOMEM.
+ */
+int ahost_set_layout(struct ahost *h, const struct utrace_arena_hdr *hd);
+/*
+ * Is the arena still the one the host made (magic, version, sizes,
+ * offsets)? Return: 0, or -EBADMSG with h->corrupt set and h->why =
+ * "the agent's arena in pid N is corrupt: WHAT". Cheap: once a drain.
+ */
+int ahost_check(struct ahost *h);
+/*
+ * Copy the agent's string answer (cmd_str) into @buf: bounded, and with
+ * every byte that is not printable ASCII replaced by '?' (a target must not
+ * write terminal escapes into the tracer's stderr).
+ */
+void ahost_agent_str(struct ahost *h, char *buf, size_t len);
+/*
+ * -F: the next fork child announced in the arena (hdr->forks), after
+ * *@seen. Return: 1 with *@pid and *@fd (unchecked values: the caller
+ * verifies that pid is a child of h->pid before opening anything), 0 when
+ * there is none (yet), and adds entries that were overwritten to *@lost.
+ */
+int ahost_next_fork(struct ahost *h, uint32_t *seen, uint32_t *lost, pid_t *pid, int *fd,
+		    uint32_t **acked);
 int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]);
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1);
 /* Re-attach: take the XOL areas the agent offers (hdr->xol_prev), once READY. */
