@@ -190,6 +190,7 @@ struct utrace_task *guard_task(void);
 struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);
 void guard_cloak_self(void);
+bool guard_busy(void);
 uint32_t guard_gettid(void);
 
 /* ring.c */
@@ -228,6 +229,8 @@ void patch_reset(void);
 void patch_agent_signals(sigset_t *set);
 int patch_sync(void);
 void patch_disarm_all(void);
+void patch_release(void);
+int patch_quiesce(void);
 void patch_atfork_child(void);
 void patch_atfork_follow(void);
 int patch_trap_handler(int sig, siginfo_t *info, void *uc);

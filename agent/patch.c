@@ -143,12 +143,16 @@ static bool have_membarrier;
 static struct sigaction old_trap;
 static int upgrade_sig;
 static struct sigaction old_upgrade;
+static uint64_t self_lo, self_hi; /* the agent's own mapped range (find_self()) */
 
 /* The batch being upgraded, read by the upgrade signal handler. */
 static uint32_t upg_ids[AGENT_MAX_PROBES];
 static volatile uint32_t upg_nr;
 static uint32_t upg_acks; /* futex word */
 static volatile int upg_epoch; /* the broadcast being answered (si_value) */
+/* patch_quiesce()'s broadcast: answers of threads that were inside the agent */
+static volatile int upg_quiesce;
+static uint32_t upg_busy;
 
 static bool slot_written[AGENT_MAX_PROBES];
 
@@ -344,6 +348,16 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 		/* A late answer to an earlier broadcast that timed out: ignore. */
 		errno = saved;
 		return;
+	}
+	if (upg_quiesce) {
+		/*
+		 * patch_quiesce(): was this thread inside the agent (its code,
+		 * or a handler under the guard, or making its task)? Without
+		 * the agent's range (self_hi 0) nothing is proved.
+		 */
+		if (!self_hi || (rip >= self_lo && rip < self_hi) || guard_busy())
+			__atomic_fetch_add(&upg_busy, 1, __ATOMIC_RELAXED);
+		n = 0;
 	}
 	for (i = 0; i < n; i++) {
 		struct utrace_probe *p = &agent_probes[upg_ids[i]];
@@ -586,11 +600,32 @@ void patch_reset(void)
 {
 	uint32_t i;
 
+	if (mem_fd < 0) /* closed when the last session ended (patch_release()) */
+		mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 	__atomic_store_n(&agent_nr_probes, 0, __ATOMIC_RELEASE);
-	for (i = 0; i < AGENT_MAX_PROBES; i++) {
+	/*
+	 * Only the ids the last session could use (agent_layout is still
+	 * its own): the rest of the table was never written, and clearing
+	 * it would make all 750 KiB of it resident.
+	 */
+	for (i = 0; i < agent_layout.max_probes && i < AGENT_MAX_PROBES; i++) {
 		utrace_memset(&agent_probes[i], 0, sizeof(agent_probes[i]));
 		slot_written[i] = false;
 	}
+}
+
+/**
+ * patch_release - close /proc/self/mem when the agent goes dormant: a
+ * dormant agent writes no code, and the program must not see our fd
+ * (patch_reset() opens it again for the next session)
+ *
+ * Control thread, after patch_disarm_all().
+ */
+void patch_release(void)
+{
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = -1;
 }
 
 /* ---- the transaction ---------------------------------------------------- */
@@ -601,8 +636,6 @@ void patch_reset(void)
  * does), because a thread that waits for the host in our dlopen()
  * interposer may hold it (a dlopen() nested in a library's constructor).
  */
-static uint64_t self_lo, self_hi;
-
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
 	uint64_t self = (uint64_t)(uintptr_t)patch_init, lo = UINT64_MAX, hi = 0;
@@ -1202,6 +1235,50 @@ skip:
 	for (i = 0; i < nu; i++)
 		__atomic_store_n(&agent_probes[ids_b[i]].abi->err, -ETIMEDOUT, __ATOMIC_RELAXED);
 	return (int)changed;
+}
+
+/**
+ * patch_quiesce - prove that no other thread is inside the agent
+ *
+ * The upgrade broadcast without a batch: each thread answers from its
+ * signal handler whether it was interrupted inside the agent's code or
+ * while it held the guard (a handler, a module's handler, the making of
+ * its task; guard_busy()). Threads that were are asked again (every 2 ms,
+ * 50 times at most). The caller has cleared agent_active: every path into
+ * the agent that writes the arena checks it first, in the agent's code or
+ * under the guard, so a thread that answered "outside" once writes nothing
+ * into the arena any more (agent.c, "THE ARENA OF A DORMANT AGENT", also
+ * for the one case this cannot see).
+ *
+ * Control thread. Return: 0 when proved; -EBUSY (someone stays inside),
+ * -ETIMEDOUT (a thread did not answer: it blocks the signal, or is
+ * stopped), -ENOSYS (no signal), or a broadcast error.
+ */
+int patch_quiesce(void)
+{
+	int round, sent = 0;
+
+	if (!upgrade_sig)
+		return -ENOSYS;
+	for (round = 0; round < 50; round++) {
+		struct timespec ts = { 0, 2000000 };
+
+		upg_nr = 0;
+		upg_epoch = upg_epoch + 1;
+		__atomic_store_n(&upg_busy, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&upg_acks, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&upg_quiesce, 1, __ATOMIC_RELEASE);
+		sent = broadcast();
+		if (sent < 0 || !wait_acks(sent))
+			break;
+		if (!__atomic_load_n(&upg_busy, __ATOMIC_ACQUIRE)) {
+			upg_quiesce = 0;
+			return 0;
+		}
+		nanosleep(&ts, NULL);
+	}
+	upg_quiesce = 0;
+	return sent < 0 ? sent : round < 50 ? -ETIMEDOUT : -EBUSY;
 }
 
 /**

@@ -60,7 +60,9 @@
  *  7. dlsym(handle, init_symbol); NULL: dlerror() again, dlclose(handle).
  *  8. init(arena_fd, flags, arg), after the caller's prepare_arena() has
  *     filled the arena. A negative int: dlclose(handle), the arena fd
- *     closed in the target.
+ *     closed in the target. On success the object owns that fd (the
+ *     agent maps the arena and closes it: a successful injection leaves
+ *     no fd of ours in the target, except a copy's, "COPIES" below).
  *  9. munmap the scratch page; resume the thread: its registers come back
  *     and the syscall it was blocked in restarts (remote.c's essay).
  * 10. Detach if we attached: while traced, every signal the target gets
