@@ -801,7 +801,7 @@ int cmd_syscalls(struct cli_opts *opts)
 	}
 	if (opts->summary)
 		print_summary(t);
-	fflush(t->out.f);
+	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)

@@ -2006,7 +2006,7 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		modules_print_counters(ts[0].chrome_on ? stderr : ts[0].out.f,
 				       opts->format == CLI_FMT_JSON, now_realtime_ns(), ts[0].pid);
 	}
-	fflush(ts[0].out.f);
+	output_flush(&ts[0].out);
 	if (any_lost && opts->verbose >= 0)
 		for (i = 0; i < n; i++)
 			if (ts[i].lost)
@@ -2311,7 +2311,7 @@ armed:
 		modules_print_counters(t->chrome_on ? stderr : t->out.f,
 				       opts->format == CLI_FMT_JSON, now_realtime_ns(), t->pid);
 	}
-	fflush(t->out.f);
+	output_flush(&t->out);
 	if (t->lost && opts->verbose >= 0)
 		cli_error("%" PRIu64 " events were lost (ring buffers full)", t->lost);
 	if (opts->verbose > 0) {

@@ -1346,7 +1346,7 @@ int cmd_trace(struct cli_opts *opts)
 	if (t->chrome_on)
 		chrome_close(&t->chrome);
 	print_at_exit(t);
-	fflush(t->out.f);
+	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)

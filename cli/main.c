@@ -14,6 +14,7 @@
 
 #include "utrace/utrace.h"
 #include "cli.h"
+#include "output.h"
 #include "sysdec.h"
 
 void cli_error(const char *fmt, ...)
@@ -252,6 +253,31 @@ static bool next_is_set(int argc, char **argv, int idx)
 }
 
 /*
+ * Output that could not be written is an error, as in every coreutils
+ * tool: one line, exit status 1 (a usage error keeps its 2). Return: the
+ * exit status.
+ */
+static int check_output(int ret)
+{
+	const char *name;
+	int err = output_error(&name);
+
+	if (!err)
+		return ret;
+	if (!name)
+		cli_error("cannot write to stderr: %s (output was lost; give -o FILE)",
+			  strerror(-err));
+	else if (!strcmp(name, "stdout"))
+		cli_error("cannot write to stdout: %s (output was lost)", strerror(-err));
+	else
+		cli_error("cannot write to '%s': %s (output was lost; free space or choose "
+			  "another -o FILE)",
+			  name, strerror(-err));
+	fflush(stderr);
+	return ret == EXIT_USAGE ? ret : EXIT_TRACE;
+}
+
+/*
  * strace spells -tt and -ttt as repeated flags; getopt sees each 't'
  * separately, which counts them for free.
  */
@@ -404,10 +430,10 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(check_output(0));
 		case 'V':
 			printf("utrace %s\n", UTRACE_VERSION_STRING);
-			exit(0);
+			exit(check_output(0));
 		default:
 			fprintf(stderr, "Try 'utrace --help' for more information.\n");
 			return -EINVAL;
@@ -467,7 +493,7 @@ int main(int argc, char **argv)
 	utrace_set_print(cli_print);
 	if (parse_args(argc, argv, &opts)) {
 		opts_clear(&opts);
-		return EXIT_USAGE;
+		return check_output(EXIT_USAGE);
 	}
 	if (opts.list_spec)
 		ret = cmd_list(&opts);
@@ -476,5 +502,5 @@ int main(int argc, char **argv)
 	else
 		ret = cmd_syscalls(&opts);
 	opts_clear(&opts);
-	return ret;
+	return check_output(ret);
 }

@@ -23,6 +23,7 @@ int output_open(struct output *o, const struct cli_opts *opts)
 		if (!o->f)
 			return -errno;
 		o->own = true;
+		o->name = opts->output;
 	} else {
 		o->f = stderr;
 	}
@@ -31,14 +32,66 @@ int output_open(struct output *o, const struct cli_opts *opts)
 	return 0;
 }
 
-void output_close(struct output *o)
+/* The first write error on the output, kept for output_error(). */
+static int first_err;
+static const char *first_name;
+
+static void note_error(int err, const char *name)
 {
+	if (!first_err) {
+		first_err = err;
+		first_name = name;
+	}
+}
+
+int output_flush(struct output *o)
+{
+	int err;
+
+	if (!o->f || !fflush(o->f))
+		return 0;
+	err = -errno;
+	note_error(err, o->name);
+	return err;
+}
+
+int output_close(struct output *o)
+{
+	int err = 0;
+
 	if (!o->f)
-		return;
-	fflush(o->f);
-	if (o->own)
-		fclose(o->f);
+		return 0;
+	/* what fflush() cannot write, and what an earlier flush could not */
+	if (fflush(o->f))
+		err = -errno;
+	else if (ferror(o->f))
+		err = -EIO;
+	if (o->own && fclose(o->f) && !err)
+		err = -errno;
+	if (err)
+		note_error(err, o->name);
 	o->f = NULL;
+	return err;
+}
+
+int output_error(const char **ret_name)
+{
+	int err;
+
+	/* stderr carries the events without -o, and the tables with chrome */
+	if (fflush(stderr))
+		note_error(-errno, NULL);
+	else if (ferror(stderr))
+		note_error(-EIO, NULL);
+	/* -l lists, --help and --version print on stdout */
+	if (fflush(stdout))
+		note_error(-errno, "stdout");
+	else if (ferror(stdout))
+		note_error(-EIO, "stdout");
+	err = first_err;
+	if (err)
+		*ret_name = first_name;
+	return err;
 }
 
 uint64_t now_realtime_ns(void)

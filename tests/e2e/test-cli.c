@@ -7,15 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
-
-static const char *utrace(void)
-{
-	const char *u = getenv("UTRACE");
-
-	if (!u)
-		SKIP("UTRACE is not set");
-	return u;
-}
+#include "trace-util.h"
 
 /* Calls of @name in a -c table, or -1 if absent. */
 static long calls_of(const char *table, const char *name)
@@ -89,6 +81,79 @@ TEST(usage_errors_exit_2_with_one_line)
 		nl = strchr(err, '\n');
 		/* one line, optionally followed by the "Try 'utrace --help'" hint */
 		CHECK_MSG(nl && (!nl[1] || !strncmp(nl + 1, "Try ", 4)), "case %zu: %s", i, err);
+		free(err);
+	}
+}
+
+/* Run utrace with @args; its stderr must be exactly @line; return the status. */
+static int run_line(const char *const *args, const char *line)
+{
+	char *err = NULL;
+	int rc = run_utrace(args, NULL, &err);
+
+	CHECK_MSG(err && !strcmp(err, line), "%s: got \"%s\", want \"%s\"", args[0], err ? err : "",
+		  line);
+	free(err);
+	return rc;
+}
+
+TEST(write_error_on_output_exits_1_with_one_line)
+{
+	static const char *const backends[] = { "agent", "ptrace" };
+	static const char *const formats[] = { "text", "json", "chrome" };
+	const char *full = "utrace: cannot write to '/dev/full': No space left on device (output "
+			   "was lost; free space or choose another -o FILE)\n";
+	char *sh[16] = { "sh", "-c", "exec \"$@\" 2>/dev/full", "sh", (char *)utrace() };
+	size_t b, f;
+
+	for (b = 0; b < 2; b++) {
+		for (f = 0; f < 3; f++) {
+			const char *a[] = { "-b", backends[b], "--format", formats[f],
+					    "-o", "/dev/full", "-f",	   "work",
+					    "--", target(),    "calls",	   "3",
+					    "0",  "0",	       NULL };
+
+			CHECK_MSG(run_line(a, full) == 1, "-b %s --format %s", backends[b],
+				  formats[f]);
+		}
+		{
+			/* the -c table */
+			const char *a[] = { "-b", backends[b], "-c", "-o",     "/dev/full",
+					    "-f", "work",      "--", target(), "calls",
+					    "3",  "0",	       "0",  NULL };
+
+			CHECK_MSG(run_line(a, full) == 1, "-b %s -c", backends[b]);
+		}
+	}
+	{
+		const char *a[] = { "-s", "-o", "/dev/full", "--", "true", NULL };
+		const char *c[] = { "-s", "-c", "-o", "/dev/full", "--", "true", NULL };
+
+		CHECK_EQ(run_line(a, full), 1);
+		CHECK_EQ(run_line(c, full), 1);
+	}
+	/* events, or the -c table, on a stderr that cannot be written */
+	sh[5] = "-s";
+	sh[6] = "--";
+	sh[7] = "true";
+	CHECK_EQ(harness_run(sh, NULL, NULL, 60), 1);
+	sh[5] = "-c";
+	sh[6] = "-f";
+	sh[7] = "work";
+	sh[8] = "--";
+	sh[9] = (char *)target();
+	sh[10] = "exit";
+	sh[11] = "0";
+	CHECK_EQ(harness_run(sh, NULL, NULL, 60), 1);
+	{
+		/* -l lists on stdout */
+		char *l[] = { "sh",   "-c", "exec \"$@\" >/dev/full", "sh", (char *)utrace(), "-l",
+			      "work", "--", (char *)target(),	      NULL };
+		char *err = NULL;
+
+		CHECK_EQ(harness_run(l, NULL, &err, 60), 1);
+		CHECK_STREQ(err, "utrace: cannot write to stdout: No space left on device (output "
+				 "was lost)\n");
 		free(err);
 	}
 }
