@@ -632,9 +632,7 @@ static int parse_injects(struct tracer *t)
 		at = strchr(val, '@');
 		if (at) {
 			*at++ = '\0';
-			errno = 0;
-			in->every = strtoull(at, &end, 10);
-			if (errno || *end || !in->every) {
+			if (cli_parse_every(at, &in->every)) {
 				cli_error("bad --inject '%s': @EVERY must be a positive integer",
 					  arg);
 				return -EINVAL;

@@ -36,6 +36,22 @@ void cli_lib_error(const char *what, int err)
 	cli_error("%s: %s", what, buf);
 }
 
+int cli_parse_every(const char *s, uint64_t *ret_every)
+{
+	unsigned long long v;
+	char *end;
+
+	/* strtoull() takes "-1" (as ULLONG_MAX) and leading blanks: digits only */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || !v)
+		return -EINVAL;
+	*ret_every = v;
+	return 0;
+}
+
 /*
  * While attaching or injecting, the library's warnings are held back: when
  * it fails, the one line printed is ours, which says what to do.

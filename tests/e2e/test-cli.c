@@ -157,3 +157,21 @@ TEST(write_error_on_output_exits_1_with_one_line)
 		free(err);
 	}
 }
+
+TEST(inject_every_not_a_positive_integer_is_a_usage_error)
+{
+	static const char *const bad[] = { "libc:malloc=0@-1", "work=0@ 2", "openat=ENOENT@-1",
+					   "openat=ENOENT@+1" };
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *a[] = {
+			"--inject", bad[i], "--", target(), "calls", "1", "0", "0", NULL
+		};
+		char line[256];
+
+		snprintf(line, sizeof(line),
+			 "utrace: bad --inject '%s': @EVERY must be a positive integer\n", bad[i]);
+		CHECK_MSG(run_line(a, line) == 2, "%s", bad[i]);
+	}
+}
