@@ -64,6 +64,7 @@ struct cli_opts {
 	pid_t *pids;
 	int nr_pids;
 	char **argv; /* COMMAND [ARG...] after '--', NULL-terminated */
+	const char *exe; /* COMMAND as execvp() finds it (launch mode) */
 	int argc;
 };
 

@@ -1293,7 +1293,8 @@ int cmd_trace(struct cli_opts *opts)
 				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));
 			else
 				cli_lib_error("cannot launch the command", pid);
-			ret = pid == -ENOENT || pid == -EACCES ? EXIT_USAGE : EXIT_TRACE;
+			/* a shell's statuses */
+			ret = pid == -ENOENT ? 127 : pid == -EACCES ? 126 : EXIT_TRACE;
 			goto out;
 		}
 		t->main_pid = pid;

@@ -14,6 +14,7 @@
 
 #include "utrace/utrace.h"
 #include "cli.h"
+#include "launch.h"
 #include "output.h"
 #include "sysdec.h"
 
@@ -510,6 +511,17 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &opts)) {
 		opts_clear(&opts);
 		return check_output(EXIT_USAGE);
+	}
+	if (opts.argc && !opts.list_spec) {
+		/* a command that cannot run: said before any tracing starts */
+		static char exe[PATH_MAX];
+
+		ret = launch_resolve(opts.argv[0], exe, sizeof(exe));
+		if (ret) {
+			opts_clear(&opts);
+			return check_output(ret);
+		}
+		opts.exe = exe;
 	}
 	if (opts.list_spec)
 		ret = cmd_list(&opts);

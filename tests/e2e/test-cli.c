@@ -3,8 +3,10 @@
  * test-cli.c - option spellings of the utrace command that users carry over
  * from strace, and usage errors. Runs $UTRACE.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "trace-util.h"
@@ -174,4 +176,50 @@ TEST(inject_every_not_a_positive_integer_is_a_usage_error)
 			 "utrace: bad --inject '%s': @EVERY must be a positive integer\n", bad[i]);
 		CHECK_MSG(run_line(a, line) == 2, "%s", bad[i]);
 	}
+}
+
+TEST(command_that_cannot_run_says_why_with_a_shells_status)
+{
+	static const char *const modes[][4] = { { "-s", NULL },
+						{ "-f", "work", NULL },
+						{ "-b", "ptrace", "-f", "work" } };
+	char dir[] = "/tmp/utrace-cli-XXXXXX", file[64], line[512];
+	size_t m;
+	FILE *f;
+
+	CHECK(mkdtemp(dir));
+	snprintf(file, sizeof(file), "%s/not-exec", dir);
+	f = fopen(file, "w");
+	CHECK(f);
+	fputs("#!/bin/sh\necho ran\n", f);
+	fclose(f);
+	for (m = 0; m < 3; m++) {
+		const char *a[8] = { 0 };
+		int n = 0, k;
+
+		for (k = 0; k < 4 && modes[m][k]; k++)
+			a[n++] = modes[m][k];
+		a[n++] = "--";
+		a[n] = dir;
+		snprintf(line, sizeof(line),
+			 "utrace: cannot run '%s': Is a directory (give the program to run)\n",
+			 dir);
+		CHECK_MSG(run_line(a, line) == 126, "%s", modes[m][0]);
+		a[n] = file;
+		snprintf(line, sizeof(line),
+			 "utrace: cannot run '%s': Permission denied (not an executable file: "
+			 "check its mode and the name)\n",
+			 file);
+		CHECK_MSG(run_line(a, line) == 126, "%s", modes[m][0]);
+		a[n] = "utrace-no-such-command";
+		CHECK_MSG(run_line(a, "utrace: cannot run 'utrace-no-such-command': command not "
+				      "found (check the name and PATH)\n") == 127,
+			  "%s", modes[m][0]);
+		a[n] = "/no/such/program";
+		CHECK_MSG(run_line(a, "utrace: cannot run '/no/such/program': No such file or "
+				      "directory (check the name)\n") == 127,
+			  "%s", modes[m][0]);
+	}
+	unlink(file);
+	rmdir(dir);
 }
