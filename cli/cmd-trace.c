@@ -55,6 +55,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "launch.h"
 #include "modload.h"
 #include "output.h"
 #include "protos.h"
@@ -1167,8 +1168,8 @@ int cmd_trace(struct cli_opts *opts)
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
-	const char *auto_why = "";
-	static char why[640];
+	const char *auto_why = "", *no_agent;
+	static char why[640], agent_why[PATH_MAX + 128];
 	int ret, err, r, i;
 
 	memset(t, 0, sizeof(*t));
@@ -1180,13 +1181,20 @@ int cmd_trace(struct cli_opts *opts)
 	ret = check_specs(t);
 	if (ret)
 		goto out_free;
+	/* decided before anything runs: a command runs once, never again with ptrace */
+	no_agent = launched ? launch_agent_why(opts->exe, agent_why, sizeof(agent_why)) : NULL;
+	if (no_agent && opts->backend == CLI_BACKEND_AGENT) {
+		cli_error("cannot preload the agent: %s (use -b ptrace)", no_agent);
+		ret = EXIT_TRACE;
+		goto out_free;
+	}
 	/*
 	 * The agent: every option supported, and (auto) specs that could be
 	 * checked before anything runs; a SPEC waiting for a library is armed
 	 * by the agent in one process, not (yet) with several pids.
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec &&
+	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !no_agent &&
 	     !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
 	     !modules_simd_why() && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
@@ -1223,6 +1231,9 @@ int cmd_trace(struct cli_opts *opts)
 		if (t->check_after_exec)
 			auto_why =
 				" (auto: the command's SPECs can only be checked after its exec)";
+		else if (no_agent)
+			snprintf(why, sizeof(why), " (auto: the agent cannot be preloaded: %s)",
+				 no_agent);
 		else if (t->pending && opts->nr_pids > 1)
 			auto_why =
 				" (auto: a SPEC waits for a library; the agent arms those in one "

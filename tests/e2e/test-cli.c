@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -221,5 +222,122 @@ TEST(command_that_cannot_run_says_why_with_a_shells_status)
 			  "%s", modes[m][0]);
 	}
 	unlink(file);
+	rmdir(dir);
+}
+
+/* Lines in @path, -1 if it cannot be read. */
+static int file_lines(const char *path)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "r");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(buf, sizeof(buf), f))
+		n++;
+	fclose(f);
+	return n;
+}
+
+TEST(auto_starts_a_static_program_once_with_ptrace)
+{
+	const char *st = harness_build_path("tests/targets/s-static");
+	char dir[] = "/tmp/utrace-cli-XXXXXX", log[64], script[64], line[1024];
+	char *out = NULL, *err = NULL;
+	FILE *f;
+
+	if (access(st, X_OK))
+		SKIP("no s-static (no libc.a to link it)");
+	CHECK(mkdtemp(dir));
+	snprintf(log, sizeof(log), "%s/log", dir);
+	{
+		const char *a[] = { "-v", "-f", "work", "--", st, log, NULL };
+
+		CHECK_EQ(run_utrace(a, &out, &err), 0);
+		CHECK_MSG(file_lines(log) == 1, "it ran %d times: %s", file_lines(log), err);
+		snprintf(line, sizeof(line),
+			 "utrace: backend: ptrace (auto: the agent cannot be preloaded: '%s' is "
+			 "statically linked)\n",
+			 st);
+		CHECK_MSG(strstr(err, line), "%s", err);
+		CHECK_MSG(strstr(err, "work() = 3\n"), "%s", err);
+		free(out);
+		free(err);
+	}
+	{
+		const char *a[] = { "-b", "agent", "-f", "work", "--", st, log, NULL };
+
+		snprintf(line, sizeof(line),
+			 "utrace: cannot preload the agent: '%s' is statically linked (use -b "
+			 "ptrace)\n",
+			 st);
+		CHECK_EQ(run_line(a, line), 1);
+		CHECK_EQ(file_lines(log), 1); /* not run */
+	}
+	/* a #! script: decided on its interpreter */
+	snprintf(script, sizeof(script), "%s/script", dir);
+	f = fopen(script, "w");
+	CHECK(f);
+	fprintf(f, "#!%s %s\n", st, log);
+	fclose(f);
+	CHECK(!chmod(script, 0755));
+	{
+		const char *a[] = { "-b", "agent", "-f", "work", "--", script, NULL };
+
+		CHECK_EQ(run_line(a, line), 1);
+		CHECK_EQ(file_lines(log), 1);
+	}
+	unlink(script);
+	unlink(log);
+	rmdir(dir);
+}
+
+TEST(auto_starts_a_setuid_program_once_for_a_user)
+{
+	char dir[] = "/tmp/utrace-cli-XXXXXX", prog[64], line[1024], cmd[4096];
+	char *as_nobody[] = { "setpriv",
+			      "--reuid=65534",
+			      "--regid=65534",
+			      "--clear-groups",
+			      (char *)utrace(),
+			      "-v",
+			      "-f",
+			      "work",
+			      "--",
+			      prog,
+			      "calls",
+			      "1",
+			      "0",
+			      "0",
+			      NULL };
+	char *probe[] = { "setpriv",
+			  "--reuid=65534",
+			  "--regid=65534",
+			  "--clear-groups",
+			  (char *)utrace(),
+			  "--version",
+			  NULL };
+	char *out = NULL, *err = NULL;
+
+	if (geteuid() != 0)
+		SKIP("needs root to make a setuid copy owned by another user");
+	if (harness_run(probe, NULL, NULL, 20) != 0)
+		SKIP("setpriv cannot run utrace as nobody");
+	CHECK(mkdtemp(dir));
+	CHECK(!chmod(dir, 0755));
+	snprintf(prog, sizeof(prog), "%s/s-suid", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 4755 '%s'", target(), prog, prog);
+	CHECK(!system(cmd));
+	CHECK_EQ(harness_run(as_nobody, &out, &err, 60), 0);
+	CHECK_MSG(count(out, "answers=") == 1, "it ran %d times:\n%s", count(out, "answers="), out);
+	snprintf(line, sizeof(line),
+		 "utrace: backend: ptrace (auto: the agent cannot be preloaded: '%s' is setuid, "
+		 "setgid or has file capabilities (ld.so ignores LD_PRELOAD there))\n",
+		 prog);
+	CHECK_MSG(strstr(err, line), "%s", err);
+	free(out);
+	free(err);
+	unlink(prog);
 	rmdir(dir);
 }
