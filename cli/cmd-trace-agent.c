@@ -80,6 +80,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "internal.h"
 #include "modload.h"
 #include "output.h"
 #include "protos.h"
@@ -171,16 +172,27 @@ static void on_agent_interrupt(int sig)
 	agent_signal = sig;
 }
 
-/* Does @path name a regular file that only its owner or root can change? */
+static char agent_unsafe[2 * PATH_MAX + 512]; /* why $UTRACE_AGENT is not used */
+
+/*
+ * Does @path name a regular file that only its owner or root can change, in
+ * directories only they can change? The rule of utrace_session__inject(),
+ * for the agent preloaded at a launch as for one injected into a process.
+ */
 static bool safe_file(const char *path)
 {
-	struct stat st;
+	char real[PATH_MAX], why[PATH_MAX + 128];
 
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return false;
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return false;
-	return st.st_uid == 0 || st.st_uid == geteuid();
+	if (inject_check_path(path, real, why, sizeof(why)) == 0)
+		return true;
+	snprintf(agent_unsafe, sizeof(agent_unsafe), "UTRACE_AGENT '%s' is not safe: %s", path,
+		 why);
+	return false;
+}
+
+const char *trace_agent_unsafe(void)
+{
+	return agent_unsafe;
 }
 
 const char *trace_agent_path(void)
@@ -190,6 +202,7 @@ const char *trace_agent_path(void)
 	const char *env = getenv("UTRACE_AGENT");
 	ssize_t n;
 
+	agent_unsafe[0] = '\0';
 	if (env && *env)
 		return safe_file(env) ? env : NULL;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -2092,8 +2105,13 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	if (!so) {
 		if (fallback_ok)
 			return TRACE_AGENT_FALLBACK;
-		cli_error("cannot find libutrace-agent.so (set UTRACE_AGENT=PATH, a file only its "
-			  "owner can write, or use -b ptrace)");
+		if (agent_unsafe[0])
+			cli_error("%s (only its owner may write it and the directories above, or "
+				  "use -b ptrace)",
+				  agent_unsafe);
+		else
+			cli_error("cannot find libutrace-agent.so (set UTRACE_AGENT=PATH, a file "
+				  "only its owner can write, or use -b ptrace)");
 		return EXIT_TRACE;
 	}
 	if (opts->nr_pids > 1)

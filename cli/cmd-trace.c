@@ -1244,6 +1244,8 @@ int cmd_trace(struct cli_opts *opts)
 			snprintf(why, sizeof(why),
 				 " (auto: %s is not available with the agent yet)",
 				 trace_agent_unsupported(opts));
+		else if (trace_agent_unsafe()[0])
+			snprintf(why, sizeof(why), " (auto: %s)", trace_agent_unsafe());
 		else
 			auto_why = " (auto: libutrace-agent.so not found)";
 		if (why[0])

@@ -341,3 +341,53 @@ TEST(auto_starts_a_setuid_program_once_for_a_user)
 	unlink(prog);
 	rmdir(dir);
 }
+
+TEST(unsafe_utrace_agent_is_refused_in_both_modes)
+{
+	char dir[] = "/tmp/utrace-cli-XXXXXX", so[64], line[1024], cmd[4096], pid[16];
+	char *out = NULL, *err = NULL;
+	struct bg b;
+
+	CHECK(mkdtemp(dir));
+	CHECK(!chmod(dir, 0777)); /* writable by others, not sticky */
+	snprintf(so, sizeof(so), "%s/libutrace-agent.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0755 '%s'",
+		 harness_build_path("agent/libutrace-agent.so"), so, so);
+	CHECK(!system(cmd));
+	setenv("UTRACE_AGENT", so, 1);
+	snprintf(line, sizeof(line),
+		 "utrace: UTRACE_AGENT '%s' is not safe: '%s' is writable by others (mode 0777) "
+		 "and not sticky (only its owner may write it and the directories above, or use "
+		 "-b ptrace)\n",
+		 so, dir);
+	{
+		const char *a[] = {
+			"-b", "agent", "-f", "work", "--", target(), "exit", "0", NULL
+		};
+
+		CHECK_EQ(run_line(a, line), 1);
+	}
+	b = bg_start();
+	snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+	{
+		const char *a[] = { "-b", "agent", "-f", "work", "-p", pid, NULL };
+
+		CHECK_EQ(run_line(a, line), 1);
+	}
+	bg_finish(&b);
+	{
+		/* -b auto: ptrace, and -v says why */
+		const char *a[] = { "-v", "-f", "work", "--", target(), "exit", "0", NULL };
+
+		CHECK_EQ(run_utrace(a, &out, &err), 0);
+		snprintf(line, sizeof(line),
+			 "utrace: backend: ptrace (auto: UTRACE_AGENT '%s' is not safe: '%s' is "
+			 "writable by others (mode 0777) and not sticky)\n",
+			 so, dir);
+		CHECK_MSG(strstr(err, line), "%s", err);
+		free(out);
+		free(err);
+	}
+	unlink(so);
+	rmdir(dir);
+}
