@@ -1554,6 +1554,38 @@ static bool proc_gone(pid_t pid)
 }
 
 /*
+ * The wait status of @pid, a zombie that is not our child (attach mode), from
+ * /proc/PID/stat's exit_code (field 52); -1 once its parent has reaped it.
+ */
+static int proc_exit_status(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int fd, i, st = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] != 'Z')
+		return -1;
+	/* ") Z ..." is field 3: skip to field 52 */
+	for (p += 2, i = 3; p && i < 52; i++) {
+		p = strchr(p, ' ');
+		p = p ? p + 1 : NULL;
+	}
+	if (p)
+		st = atoi(p);
+	return st;
+}
+
+/*
  * A fork child of @t's process announced its arena (agent.c fork_rearena):
  * map it (through /proc/PID/fd/FD: the child's memfd) and trace the child
  * as one more process with @t's probe points (same ids: the table was
@@ -2083,7 +2115,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	struct utrace_image *img = NULL;
 	uint64_t deadline = 0;
 	bool detached = false, attached = false;
-	int ret = EXIT_TRACE, err, i, st = 0;
+	int ret = EXIT_TRACE, err, i, st = 0, exit_st = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->opts = opts;
@@ -2263,8 +2295,12 @@ armed:
 		struct timespec ts = { 0, 1000000 };
 		pid_t w = attached ? 0 : waitpid(t->h.pid, &st, WNOHANG);
 
-		if (w == t->h.pid || (attached && proc_gone(t->pid)))
+		if (w == t->h.pid)
 			break;
+		if (attached && proc_gone(t->pid)) {
+			exit_st = proc_exit_status(t->pid);
+			break;
+		}
 		if (!attached && t->h.reaped) {
 			st = t->h.status; /* exited during a command (a re-arm) */
 			break;
@@ -2304,6 +2340,8 @@ armed:
 	drain(t);
 	if (attached && agent_corrupt)
 		ret = EXIT_TRACE; /* drain() said why */
+	if (exit_st > 0 && !t->quiet)
+		output_killed(&t->out, t->pid, exit_st); /* as strace -p; still exit 0 */
 	if (kids_wait(t, deadline) && attached)
 		ret = EXIT_TRACE; /* -F: said which child */
 	if (t->chrome_on)

@@ -952,6 +952,9 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 
 	if (t->chrome_on)
 		chrome_thread_exit(&t->chrome, tid, now_mono_ns());
+	/* attach mode: the exit status cannot say it (launch mode: it does) */
+	if (tid == pid && t->opts->nr_pids && wanted(t, pid) && !t->quiet_events)
+		output_killed(&t->out, pid, status);
 	if (tid != pid || !wanted(t, pid) || t->opts->follow_forks)
 		return UTRACE_RESUME;
 	if (--t->roots_left > 0)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "output.h"
@@ -131,6 +132,21 @@ void output_prefix(struct output *o, uint64_t ts_ns, pid_t tid, bool show_pid)
 	}
 	if (show_pid)
 		fprintf(o->f, "[%d] ", (int)tid);
+}
+
+void output_killed(struct output *o, pid_t pid, int status)
+{
+	const char *name = sigabbrev_np(WTERMSIG(status));
+
+	if (o->format != CLI_FMT_TEXT || !WIFSIGNALED(status))
+		return;
+	output_prefix(o, o->timestamps ? now_realtime_ns() : 0, pid, true);
+	if (name)
+		fprintf(o->f, "+++ killed by SIG%s%s +++\n", name,
+			WCOREDUMP(status) ? " (core dumped)" : "");
+	else
+		fprintf(o->f, "+++ killed by signal %d%s +++\n", WTERMSIG(status),
+			WCOREDUMP(status) ? " (core dumped)" : "");
 }
 
 void output_duration(struct output *o, uint64_t dur_ns)

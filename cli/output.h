@@ -50,6 +50,12 @@ int output_error(const char **ret_name);
 /* output_prefix - "12:00:01.000130 [4243] " (text), per -t/-tt/-ttt and @show_pid. */
 void output_prefix(struct output *o, uint64_t ts_ns, pid_t tid, bool show_pid);
 
+/*
+ * output_killed - "[PID] +++ killed by SIGSEGV +++" (text) when the wait
+ * status @status says @pid was killed by a signal, as strace -p says it.
+ */
+void output_killed(struct output *o, pid_t pid, int status);
+
 /* output_duration - " <0.000009>" when -T. */
 void output_duration(struct output *o, uint64_t dur_ns);
 

@@ -3,10 +3,14 @@
  * test-cli.c - option spellings of the utrace command that users carry over
  * from strace, and usage errors. Runs $UTRACE.
  */
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -390,4 +394,67 @@ TEST(unsafe_utrace_agent_is_refused_in_both_modes)
 	}
 	unlink(so);
 	rmdir(dir);
+}
+
+/* Has @pid a tracer, or the agent mapped? */
+static bool attached_to(pid_t pid, bool agent)
+{
+	char path[64], buf[512];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), agent ? "/proc/%d/maps" : "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	while (!yes && fgets(buf, sizeof(buf), f))
+		yes = agent ? strstr(buf, "libutrace-agent.so") != NULL :
+			      !strncmp(buf, "TracerPid:", 10) && atoi(buf + 10) > 0;
+	fclose(f);
+	return yes;
+}
+
+TEST(attach_target_killed_by_a_signal_says_so)
+{
+	static const char *const backends[] = { "agent", "ptrace" };
+	struct rlimit nocore = { 0, 0 };
+	size_t i;
+
+	setrlimit(RLIMIT_CORE, &nocore); /* no "(core dumped)" */
+	for (i = 0; i < 2; i++) {
+		char log[] = "/tmp/utrace-cli-XXXXXX", pid[16], line[128], buf[65536];
+		struct bg b = bg_start();
+		int fd = mkstemp(log), st, k;
+		ssize_t n;
+		pid_t u;
+
+		CHECK(fd >= 0);
+		snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+		u = fork();
+		CHECK(u >= 0);
+		if (u == 0) {
+			dup2(fd, 2);
+			execl(utrace(), "utrace", "-b", backends[i], "-f", "work", "-p", pid,
+			      (char *)NULL);
+			_exit(99);
+		}
+		for (k = 0; k < 1000 && !attached_to(b.pid, i == 0); k++)
+			usleep(10000);
+		CHECK_MSG(attached_to(b.pid, i == 0), "-b %s did not attach", backends[i]);
+		usleep(300000);
+		/* we are its parent and reap it only afterwards: utrace sees the zombie */
+		kill(b.pid, SIGSEGV);
+		CHECK(waitpid(u, &st, 0) == u);
+		n = pread(fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = '\0';
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "-b %s: status %#x: %s",
+			  backends[i], st, buf); /* strace -p: 0 */
+		snprintf(line, sizeof(line), "[%d] +++ killed by SIGSEGV +++\n", (int)b.pid);
+		CHECK_MSG(strstr(buf, line), "-b %s: %s", backends[i], buf);
+		CHECK(waitpid(b.pid, &st, 0) == b.pid && WIFSIGNALED(st));
+		close(b.in);
+		close(b.out);
+		close(fd);
+		unlink(log);
+	}
 }
