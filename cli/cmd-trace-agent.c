@@ -1184,6 +1184,24 @@ __attribute__((format(printf, 1, 2))) static void attach_error(const char *fmt, 
 		cli_error("%s", fallback_why);
 }
 
+/* @pid's state letter in /proc/PID/stat ('R', 'S', 'T' stopped ...); '?' if unknown. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] ? p[2] : '?';
+}
+
 /*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
@@ -1207,6 +1225,13 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	utrace_abi_layout(&hd);
 	hd.host_pid = (uint32_t)getpid();
 	io.arena_size = hd.arena_size;
+	if (proc_state(pid) == 'T') {
+		/* the agent's thread could not run: nothing would ever be armed */
+		attach_error("pid %d is stopped (state T): continue it (kill -CONT %d), then "
+			     "attach",
+			     pid, pid);
+		return -EAGAIN;
+	}
 	cli_hold_warnings(); /* a failure gets one line, ours */
 	err = utrace_inject(pid, so, &io, &inj);
 	cli_release_warnings(!err);
@@ -1242,8 +1267,13 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}
-	attach_error("the agent in pid %d did not start (state %u, error %d)", pid,
-		     t->h.hdr->agent_state, t->h.hdr->agent_err);
+	if (proc_state(pid) == 'T')
+		attach_error("pid %d was stopped (state T) while the agent was loaded: continue "
+			     "it (kill -CONT %d), then attach again",
+			     pid, pid);
+	else
+		attach_error("the agent in pid %d did not start (state %u, error %d)", pid,
+			     t->h.hdr->agent_state, t->h.hdr->agent_err);
 	t->h.pid = 0; /* not our child: ahost_close() must not kill it */
 	return -EPROTO;
 }

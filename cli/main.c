@@ -224,6 +224,7 @@ static int add_str(const char ***arr, int *nr, const char *s)
 static int parse_pids(struct cli_opts *o, const char *arg)
 {
 	const char *p = arg;
+	int i;
 
 	while (*p) {
 		char *end;
@@ -236,6 +237,12 @@ static int parse_pids(struct cli_opts *o, const char *arg)
 			cli_error("bad pid list '%s': expected PID[,PID...] of positive numbers",
 				  arg);
 			return -EINVAL;
+		}
+		for (i = 0; i < o->nr_pids; i++) {
+			if (o->pids[i] == (pid_t)v) {
+				cli_error("bad pid list '%s': pid %ld is given twice", arg, v);
+				return -EINVAL;
+			}
 		}
 		np = realloc(o->pids, (o->nr_pids + 1) * sizeof(*np));
 		if (!np)
@@ -494,6 +501,36 @@ static bool syscall_injects(const struct cli_opts *o)
 	return o->nr_injects > 0;
 }
 
+/*
+ * A kernel thread has no user space: no attach failure should suggest
+ * permissions for it. Return: 0, or the exit status after one line.
+ */
+static int check_pids(const struct cli_opts *o)
+{
+	int i;
+
+	for (i = 0; i < o->nr_pids; i++) {
+		char path[64], buf[1024], *p;
+		unsigned long flags = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)o->pids[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue; /* the attach says what is wrong */
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* ") S ppid pgrp session tty tpgid flags": flags is field 9 */
+		if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+			continue;
+		if (flags & 0x00200000) { /* PF_KTHREAD */
+			cli_error("pid %d is a kernel thread; nothing to trace", o->pids[i]);
+			return EXIT_TRACE;
+		}
+	}
+	return 0;
+}
+
 static void opts_clear(struct cli_opts *o)
 {
 	free(o->probes);
@@ -517,18 +554,20 @@ int main(int argc, char **argv)
 		static char exe[PATH_MAX];
 
 		ret = launch_resolve(opts.argv[0], exe, sizeof(exe));
-		if (ret) {
-			opts_clear(&opts);
-			return check_output(ret);
-		}
+		if (ret)
+			goto out;
 		opts.exe = exe;
 	}
+	ret = check_pids(&opts);
+	if (ret)
+		goto out;
 	if (opts.list_spec)
 		ret = cmd_list(&opts);
 	else if (opts.nr_probes || opts.nr_modules || (opts.nr_injects && !syscall_injects(&opts)))
 		ret = cmd_trace(&opts);
 	else
 		ret = cmd_syscalls(&opts);
+out:
 	opts_clear(&opts);
 	return check_output(ret);
 }

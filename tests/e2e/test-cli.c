@@ -458,3 +458,94 @@ TEST(attach_target_killed_by_a_signal_says_so)
 		unlink(log);
 	}
 }
+
+/* A kernel thread's pid (kthreadd is 2 outside a pid namespace), or 0. */
+static pid_t kernel_thread(void)
+{
+	pid_t pid;
+
+	for (pid = 2; pid < 200; pid++) {
+		char path[64], buf[1024], *p;
+		unsigned long flags;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		if (p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 &&
+		    (flags & 0x00200000))
+			return pid;
+	}
+	return 0;
+}
+
+TEST(attach_errors_say_what_is_the_case)
+{
+	char pid[16], twice[40], line[256], state[512] = "";
+	pid_t k = kernel_thread();
+	struct bg b;
+	int i;
+
+	/* the same pid twice: a usage error, not "patched already" */
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(twice, sizeof(twice), "%s,%s", pid, pid);
+	{
+		const char *a[] = { "-f", "work", "-p", twice, NULL };
+		const char *c[] = { "-s", "-p", pid, "-p", pid, NULL };
+
+		snprintf(line, sizeof(line), "utrace: bad pid list '%s': pid %s is given twice\n",
+			 twice, pid);
+		CHECK_EQ(run_line(a, line), 2);
+		snprintf(line, sizeof(line), "utrace: bad pid list '%s': pid %s is given twice\n",
+			 pid, pid);
+		CHECK_EQ(run_line(c, line), 2);
+	}
+	/* a kernel thread: nothing to trace, not ptrace_scope */
+	if (k) {
+		char kp[16];
+		const char *s[] = { "-s", "-p", kp, NULL };
+		const char *pt[] = { "-b", "ptrace", "-f", "work", "-p", kp, NULL };
+		const char *ag[] = { "-b", "agent", "-f", "work", "-p", kp, NULL };
+
+		snprintf(kp, sizeof(kp), "%d", (int)k);
+		snprintf(line, sizeof(line),
+			 "utrace: pid %d is a kernel thread; nothing to trace\n", (int)k);
+		CHECK_EQ(run_line(s, line), 1);
+		CHECK_EQ(run_line(pt, line), 1);
+		CHECK_EQ(run_line(ag, line), 1);
+	} else {
+		harness_note("no kernel thread visible (pid namespace): that case is skipped");
+	}
+	/* a stopped process: say so, and load nothing into it */
+	b = bg_start();
+	snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+	kill(b.pid, SIGSTOP);
+	for (i = 0; i < 500 && !strstr(state, ") T "); i++) {
+		char path[64];
+		FILE *f;
+
+		usleep(10000);
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)b.pid);
+		f = fopen(path, "r");
+		if (f) {
+			if (!fgets(state, sizeof(state), f))
+				state[0] = '\0';
+			fclose(f);
+		}
+	}
+	{
+		const char *a[] = { "-b", "agent", "-f", "work", "-p", pid, NULL };
+
+		snprintf(line, sizeof(line),
+			 "utrace: pid %s is stopped (state T): continue it (kill -CONT %s), then "
+			 "attach\n",
+			 pid, pid);
+		CHECK_EQ(run_line(a, line), 1);
+		CHECK(!attached_to(b.pid, true));
+	}
+	kill(b.pid, SIGCONT);
+	bg_finish(&b);
+}
