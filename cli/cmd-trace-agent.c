@@ -2227,15 +2227,24 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	err = ahost_launch(&t->h, &ho, argv);
 	unsetenv("UTRACE_AGENT");
 	if (err) {
-		/* main() has not run: the command can be started again */
-		if (fallback_ok) {
+		/*
+		 * main() has not run: the command can be started again; unless
+		 * it has exited (-ECHILD: ld.so did not run the agent, and the
+		 * program ran without it), which a command does only once.
+		 */
+		if (fallback_ok && err != -ECHILD) {
 			ahost_close(&t->h);
 			t->h.fd = -1;
 			ret = TRACE_AGENT_FALLBACK;
 			goto out;
 		}
-		cli_error("cannot start '%s' with the agent (%s): %s", opts->argv[0], so,
-			  t->h.why[0] ? t->h.why : strerror(-err));
+		if (err == -ECHILD)
+			cli_error("cannot start '%s' with the agent (%s): %s (it is not started "
+				  "again; use -b ptrace)",
+				  opts->argv[0], so, t->h.why);
+		else
+			cli_error("cannot start '%s' with the agent (%s): %s", opts->argv[0], so,
+				  t->h.why[0] ? t->h.why : strerror(-err));
 		goto out;
 	}
 armed:

@@ -549,3 +549,29 @@ TEST(attach_errors_say_what_is_the_case)
 	kill(b.pid, SIGCONT);
 	bg_finish(&b);
 }
+
+TEST(auto_never_starts_a_command_twice)
+{
+	/* an agent ld.so preloads but that never reports: the program runs without it */
+	char dir[] = "/tmp/utrace-cli-XXXXXX", so[64], cmd[4096], line[1024];
+	const char *a[] = { "-f", "work", "--", target(), "calls", "1", "0", "0", NULL };
+	char *out = NULL, *err = NULL;
+
+	CHECK(mkdtemp(dir));
+	snprintf(so, sizeof(so), "%s/libfoo.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", harness_build_path("tests/targets/libfoo.so"),
+		 so);
+	CHECK(!system(cmd));
+	setenv("UTRACE_AGENT", so, 1);
+	CHECK_EQ(run_utrace(a, &out, &err), 1);
+	CHECK_MSG(count(out, "answers=") == 1, "it ran %d times", count(out, "answers="));
+	snprintf(line, sizeof(line),
+		 "utrace: cannot start '%s' with the agent (%s): target exited before the agent "
+		 "was ready (it is not started again; use -b ptrace)\n",
+		 target(), so);
+	CHECK_STREQ(err, line);
+	free(out);
+	free(err);
+	unlink(so);
+	rmdir(dir);
+}
