@@ -2016,17 +2016,25 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	for (;;) {
 		struct timespec tsl = { 0, 1000000 };
-		int alive = 0;
+		int alive = 0, st;
 
 		for (i = 0; i < n; i++) {
 			alive += kids_poll(&ts[i]); /* -F */
 			if (ts[i].exited)
 				continue;
+			/* a zombie, which we may see before its parent reaps it */
+			st = proc_exit_status(ts[i].pid);
 			drain(&ts[i]);
-			if (kill(ts[i].pid, 0) && errno == ESRCH)
+			if (st > 0 && WIFSIGNALED(st)) {
+				ts[i].exited = true;
+				drain(&ts[i]); /* its last records, then the line strace -p prints */
+				if (!ts[i].quiet)
+					output_killed(&ts[i].out, ts[i].pid, st);
+			} else if (kill(ts[i].pid, 0) && errno == ESRCH) {
 				ts[i].exited = true; /* its last records are drained below */
-			else
+			} else {
 				alive++;
+			}
 		}
 		if (!alive)
 			break;

@@ -416,41 +416,50 @@ static bool attached_to(pid_t pid, bool agent)
 
 TEST(attach_target_killed_by_a_signal_says_so)
 {
-	static const char *const backends[] = { "agent", "ptrace" };
+	/* the agent, ptrace, and the agent in two processes (one loop each) */
+	static const char *const backends[] = { "agent", "ptrace", "agent" };
 	struct rlimit nocore = { 0, 0 };
 	size_t i;
 
 	setrlimit(RLIMIT_CORE, &nocore); /* no "(core dumped)" */
-	for (i = 0; i < 2; i++) {
-		char log[] = "/tmp/utrace-cli-XXXXXX", pid[16], line[128], buf[65536];
-		struct bg b = bg_start();
+	for (i = 0; i < 3; i++) {
+		char log[] = "/tmp/utrace-cli-XXXXXX", pids[40], line[128], buf[65536];
+		struct bg b = bg_start(), b2 = { 0 };
 		int fd = mkstemp(log), st, k;
 		ssize_t n;
 		pid_t u;
 
 		CHECK(fd >= 0);
-		snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+		snprintf(pids, sizeof(pids), "%d", (int)b.pid);
+		if (i == 2) {
+			b2 = bg_start();
+			snprintf(pids, sizeof(pids), "%d,%d", (int)b.pid, (int)b2.pid);
+		}
 		u = fork();
 		CHECK(u >= 0);
 		if (u == 0) {
 			dup2(fd, 2);
-			execl(utrace(), "utrace", "-b", backends[i], "-f", "work", "-p", pid,
+			execl(utrace(), "utrace", "-b", backends[i], "-f", "work", "-p", pids,
 			      (char *)NULL);
 			_exit(99);
 		}
-		for (k = 0; k < 1000 && !attached_to(b.pid, i == 0); k++)
+		for (k = 0; k < 1000 && !attached_to(i == 2 ? b2.pid : b.pid, i != 1); k++)
 			usleep(10000);
-		CHECK_MSG(attached_to(b.pid, i == 0), "-b %s did not attach", backends[i]);
+		CHECK_MSG(attached_to(b.pid, i != 1), "-b %s did not attach", backends[i]);
 		usleep(300000);
 		/* we are its parent and reap it only afterwards: utrace sees the zombie */
 		kill(b.pid, SIGSEGV);
+		if (i == 2) {
+			usleep(300000);
+			bg_finish(&b2); /* then utrace has nothing left to trace */
+		}
 		CHECK(waitpid(u, &st, 0) == u);
 		n = pread(fd, buf, sizeof(buf) - 1, 0);
 		buf[n > 0 ? n : 0] = '\0';
-		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "-b %s: status %#x: %s",
-			  backends[i], st, buf); /* strace -p: 0 */
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "-b %s -p %s: status %#x: %s",
+			  backends[i], pids, st, buf); /* strace -p: 0 */
 		snprintf(line, sizeof(line), "[%d] +++ killed by SIGSEGV +++\n", (int)b.pid);
-		CHECK_MSG(strstr(buf, line), "-b %s: %s", backends[i], buf);
+		CHECK_MSG(strstr(buf, line), "-b %s -p %s: %s", backends[i], pids, buf);
 		CHECK(waitpid(b.pid, &st, 0) == b.pid && WIFSIGNALED(st));
 		close(b.in);
 		close(b.out);
