@@ -1296,6 +1296,13 @@ int cmd_trace(struct cli_opts *opts)
 	sigaction(SIGHUP, &sa, NULL);
 
 	if (launched) {
+		/*
+		 * If utrace is killed, the command is killed too (SIGKILL, as
+		 * strace --kill-on-exit): its int3s would otherwise stay in its
+		 * code with nobody to take the traps, and it would die of
+		 * SIGTRAP at its next probed call. A detach leaves it running.
+		 */
+		UTRACE_OPTS(utrace_launch_opts, lo, .kill_if_tracer_dies = true);
 		pid_t pid;
 
 		/* registered before the launch: armed at the exec, before main() */
@@ -1303,7 +1310,7 @@ int cmd_trace(struct cli_opts *opts)
 		if (ret)
 			goto out;
 		ret = EXIT_TRACE;
-		pid = utrace_session__launch(t->s, opts->argv, NULL);
+		pid = utrace_session__launch(t->s, opts->argv, &lo);
 		if (pid < 0) {
 			if (pid == -ENOENT || pid == -EACCES)
 				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));

@@ -2229,6 +2229,7 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		return -ECHILD; /* died before stopping, and reaped */
 	options = s->options;
 	if (OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false) ||
+	    OPTS_GET(opts, utrace_launch_opts, kill_if_tracer_dies, false) ||
 	    s->mode == UTRACE_SYSCALLS_SECCOMP)
 		options |= PTRACE_O_EXITKILL;
 	r = ptrace_seize(pid, options);

@@ -128,7 +128,10 @@ typedef int (*utrace_pre_exec_fn_t)(void *ctx);
  *	traced syscalls fail with ENOSYS), but close() kills only if asked.
  * @show_pre_exec: also report the events of the child before it calls
  *	execve (by default they are hidden: the first reported event is the
- *	entry of the execve syscall, or the exec event)
+ *	entry of the execve syscall, or the exec event) * @kill_if_tracer_dies: PTRACE_O_EXITKILL only: the command ends with
+ *	SIGKILL if the tracer dies (its breakpoints would otherwise make it
+ *	die of SIGTRAP, or run on with the tracer's int3s in its code); a
+ *	detach or close() leaves it running
  */
 struct utrace_launch_opts {
 	size_t sz;
@@ -137,6 +140,7 @@ struct utrace_launch_opts {
 	void *pre_exec_ctx;
 	bool kill_on_exit;
 	bool show_pre_exec;
+	bool kill_if_tracer_dies;
 	size_t : 0;
 };
 #define utrace_launch_opts__last_field show_pre_exec

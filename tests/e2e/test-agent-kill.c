@@ -348,3 +348,42 @@ TEST_TIMEOUT(tracer_killed_20_times_same_target, 300)
 	close(pin[1]);
 	close(pout[0]);
 }
+
+/*
+ * -b ptrace in launch mode: a killed utrace takes its command with it,
+ * always by SIGKILL (PTRACE_O_EXITKILL, as strace --kill-on-exit), never
+ * by the SIGTRAP of an int3 nobody takes any more (before: SIGTRAP or
+ * SIGKILL by chance). The command waits on stdin after its work, so it is
+ * still there whenever the kill comes.
+ */
+TEST_TIMEOUT(ptrace_launch_tracer_killed_means_sigkill, 300)
+{
+	unsigned int s = seed();
+	int i, st;
+
+	signal(SIGPIPE, SIG_IGN);
+	CHECK_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	for (i = 0; i < 10; i++) {
+		const char *uargv[] = { utrace(),    "-b", "ptrace", "-f", "life_work", "-o",
+					"/dev/null", "--", life(),   "2",  "20",	NULL };
+		char buf[512] = "";
+		size_t len = 0;
+		int pin[2], pout[2];
+		pid_t u, t;
+
+		CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+		u = spawn(uargv, pin[0], pout[1]);
+		close(pin[0]);
+		close(pout[1]);
+		CHECK_MSG(read_until(pout[0], buf, sizeof(buf), &len, "\n", 30000),
+			  "round %d: no pid line", i);
+		t = (pid_t)atoi(strstr(buf, "pid=") ? strstr(buf, "pid=") + 4 : "0");
+		CHECK(t > 0);
+		kill_after(u, (long)(rand_r(&s) % 100000));
+		CHECK_EQ(waitpid(t, &st, 0), t);
+		CHECK_MSG(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+			  "round %d: the command ended with status %#x, not by SIGKILL", i, st);
+		close(pin[1]);
+		close(pout[0]);
+	}
+}
