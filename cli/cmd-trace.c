@@ -558,10 +558,11 @@ static int on_entry(struct utrace_probe_ctx *ctx, void *data)
 	if (!wanted_ctx(t, ctx))
 		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
-	if (tp->kind == CLI_PROBE_ENTRY && st)
-		aggr_count(st, false);
+	/* -f counts a call here, like -u: one unwound by an exception never returns */
 	if (tp->kind == CLI_PROBE_FUNC && injected && st)
 		aggr_add(st, true, 0, proto_is_error(proto, t->inj_value));
+	else if ((tp->kind == CLI_PROBE_ENTRY || tp->kind == CLI_PROBE_FUNC) && st)
+		aggr_count(st, false);
 	if (t->quiet_events && !t->chrome_on)
 		return UTRACE_PROBE_OK;
 	if (!at_entry && tp->kind == CLI_PROBE_ENTRY) {
@@ -588,7 +589,9 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 	if (!wanted_ctx(t, ctx))
 		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
-	if (st)
+	if (st && tp->kind == CLI_PROBE_FUNC)
+		aggr_time(st, dur, proto_is_error(proto, rax)); /* counted at its entry */
+	else if (st)
 		aggr_add(st, ctx->entry_ns != 0, dur, proto_is_error(proto, rax));
 	if (t->quiet_events && !t->chrome_on)
 		return UTRACE_PROBE_OK;
