@@ -83,6 +83,7 @@ struct tprobe {
 	int module, mprobe; /* CLI_PROBE_MODULE */
 	const char *spec;
 	char *owned; /* @spec, when rewritten by check_specs() */
+	const char *refused; /* every match refuses return probes: why (Go code) */
 	struct utrace_probe *p;
 	struct tracer *t;
 };
@@ -791,6 +792,41 @@ static char *fallback_spec(struct cli_opts *o, struct utrace_image **imgs, int n
 }
 
 /*
+ * -f/-r SPECs whose every match refuses return probes (Go code): one line
+ * each; an error (exit 2) when nothing else is left to trace, else a
+ * warning and they are left out.
+ */
+static int drop_refused(struct tracer *t)
+{
+	int i, j, n = 0, left = t->nr_injects;
+
+	for (i = 0; i < t->nr_probes; i++)
+		left += !t->probes[i].refused;
+	for (i = 0; i < t->nr_probes; i++) {
+		struct tprobe *tp = &t->probes[i];
+
+		if (!tp->refused) {
+			t->probes[n++] = *tp;
+			continue;
+		}
+		if (!left || t->opts->verbose >= 0)
+			cli_error("%sprobe '%s': refused: %s; -u traces its entries",
+				  left ? "warning: " : "", tp->spec, tp->refused);
+		free(tp->owned);
+	}
+	t->nr_probes = n;
+	for (i = 0; i < t->nr_injects; i++) {
+		t->injects[i].shown = false;
+		for (j = 0; j < n; j++)
+			if (t->probes[j].kind != CLI_PROBE_RET &&
+			    t->probes[j].kind != CLI_PROBE_MODULE &&
+			    !strcmp(t->probes[j].spec, t->injects[i].spec))
+				t->injects[i].shown = true;
+	}
+	return left ? 0 : EXIT_USAGE;
+}
+
+/*
  * Check every SPEC's syntax, and its resolution against the command's image
  * (launch mode: the executable and its DT_NEEDED closure) or the images of
  * the processes to attach to, before anything is touched. A bare PATTERN
@@ -831,8 +867,11 @@ static int check_specs(struct tracer *t)
 					     (const char **)&t->injects[i - t->nr_probes].spec;
 		const char *text = *textp;
 		struct utrace_spec spec;
-		size_t total = 0;
-		bool any_pending = false;
+		size_t total = 0, refused = 0;
+		const char *ret_why = NULL;
+		bool any_pending = false,
+		     returns = i < t->nr_probes && (t->probes[i].kind == CLI_PROBE_FUNC ||
+						    t->probes[i].kind == CLI_PROBE_RET);
 		char *alt;
 		int err = 0;
 
@@ -843,12 +882,18 @@ static int check_specs(struct tracer *t)
 		}
 		for (k = 0; k < nr_imgs && !err; k++) {
 			struct utrace_match *m = NULL;
-			size_t nr = 0;
+			size_t nr = 0, j;
 			bool pending = false;
 
 			err = utrace_image__resolve(imgs[k], &spec, &m, &nr, &pending);
 			if (!err)
 				warn_ifunc(o, text, m, nr);
+			for (j = 0; !err && returns && j < nr; j++) {
+				const char *r = utrace_plan__ret_refused(imgs[k], &m[j]);
+
+				refused += !!r;
+				ret_why = r ?: ret_why;
+			}
 			free(m);
 			total += nr;
 			any_pending |= pending;
@@ -864,6 +909,9 @@ static int check_specs(struct tracer *t)
 			snprintf(errbuf, sizeof(errbuf), "probe '%s'", text);
 			cli_lib_error(errbuf, err);
 			ret = EXIT_USAGE;
+		} else if (total && refused == total && !any_pending) {
+			/* some refused, some not: the backends skip those, with a warning */
+			t->probes[i].refused = ret_why;
 		} else if (!nr_imgs || total) {
 			/* resolved, or nothing to check against */
 		} else if (any_pending) {
@@ -903,7 +951,7 @@ static int check_specs(struct tracer *t)
 	for (k = 0; k < nr_imgs; k++)
 		utrace_image__close(imgs[k]);
 	free(imgs);
-	return ret;
+	return ret ?: drop_refused(t);
 }
 
 /* A SPEC neither armed nor pending anywhere: nothing will ever hit it. */

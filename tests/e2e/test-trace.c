@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -611,4 +612,93 @@ TEST(inject_syscall_errno)
 	free(out);
 	free(err);
 	one_line_error(mixed, 1, "cannot be combined with -f/-u/-r yet");
+}
+
+/*
+ * tests/targets/s-go.go, built once into the build tree with the Go
+ * toolchain (cgo: dynamically linked, so that the agent can be preloaded);
+ * the test is skipped when there is no `go`.
+ */
+static const char *go_target(void)
+{
+	static char prog[4200], src[4096], dir[4000], cache[4200];
+	char *argv[] = { "go", "build", "-o", prog, src, NULL };
+	char *err = NULL;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s", harness_build_path("tests/go"));
+	snprintf(prog, sizeof(prog), "%s/s-go", dir);
+	if (!access(prog, X_OK))
+		return prog;
+	snprintf(src, sizeof(src), "%s/tests/targets/s-go.go", getenv("UTRACE_SOURCE_DIR") ?: "..");
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	mkdir(dir, 0755);
+	setenv("GOCACHE", cache, 1);
+	setenv("GOPATH", dir, 1);
+	setenv("CGO_ENABLED", "1", 1);
+	rc = harness_run(argv, NULL, &err, 240);
+	if (rc == 127 || rc == -1 || access(prog, X_OK)) {
+		if (rc != 127 && rc != -1)
+			harness_note("go build: %d: %s", rc, err ? err : "");
+		free(err);
+		SKIP("no Go toolchain (go build: %d)", rc);
+	}
+	free(err);
+	return prog;
+}
+
+/*
+ * Go code: return probes are refused in one line (the runtime walks and
+ * copies goroutine stacks: a hijacked return address is "unexpected
+ * return pc", fatal), before the program runs, with both backends; -u
+ * counts main.work exactly; -l says so; -u and -f together: a warning,
+ * and the entries are traced.
+ */
+TEST_TIMEOUT(go_return_probes_refused, 300)
+{
+	static const char *const backends[] = { "ptrace", "agent" };
+	const char *prog = go_target();
+	char *out = NULL, *err = NULL;
+	long calls = -1, errors = -1;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		const char *f[] = { "-b", backends[i], "-f", "main.work", "--", prog, "100", NULL };
+		const char *r[] = { "-b", backends[i], "-r", "main.*", "--", prog, "100", NULL };
+		const char *u[] = { "-b", backends[i], "-c",	 "-u", "main.work",
+				    "--", prog,	       "100000", NULL };
+		const char *uf[] = { "-b",	  backends[i], "-c", "-u",   "main.work", "-f",
+				     "main.work", "--",	       prog, "1000", NULL };
+
+		harness_note("backend %s", backends[i]);
+		one_line_error(f, 2,
+			       "probe 'main.work': refused: return probes on Go code (its runtime "
+			       "walks and copies goroutine stacks); -u traces its entries");
+		one_line_error(r, 2, "probe 'main.*': refused: return probes on Go code");
+		CHECK_EQ(run_utrace(u, &out, &err), 0);
+		note_lines(err);
+		CHECK_EQ(target_count(out, "work"), 100000);
+		CHECK(table_row(err, "main.work", &calls, &errors));
+		CHECK_EQ(calls, 100000);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(uf, &out, &err), 0);
+		CHECK_EQ(target_count(out, "work"), 1000);
+		CHECK(strstr(err, "utrace: warning: probe 'main.work': refused: return probes on "
+				  "Go code"));
+		CHECK(!strstr(err, "unexpected return pc"));
+		free(out);
+		free(err);
+	}
+	{
+		const char *l[] = { "-l", "main.work", "--", prog, NULL };
+
+		CHECK_EQ(run_utrace(l, &out, &err), 0);
+		CHECK_MSG(strstr(out,
+				 "; -f/-r refused: return probes on Go code (its runtime walks "
+				 "and copies goroutine stacks)\n"),
+			  "%s", out);
+		free(out);
+		free(err);
+	}
 }
