@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utrace/utrace.h"
@@ -954,6 +955,41 @@ static int check_specs(struct tracer *t)
 	return ret ?: drop_refused(t);
 }
 
+/*
+ * -p: a thread that blocks SIGTRAP cannot take a breakpoint, with either
+ * backend (the agent arms every site as an int3 first): the kernel forces
+ * the signal, unblocking it and resetting its action, and the process
+ * dies of it once no tracer stops it. Refused before the process is
+ * touched. A new thread blocks every signal until it sets its own mask,
+ * so look again for ~200 ms. (Launch mode cannot know in advance: a
+ * program that blocks SIGTRAP later is docs/uprobes.md's limit.)
+ */
+static int check_sigtrap(struct tracer *t)
+{
+	int i, k, r = 0;
+	pid_t tid = 0;
+
+	for (i = 0; i < t->opts->nr_pids; i++) {
+		for (k = 0; k < 20; k++) {
+			struct timespec ts = { 0, 10000000 };
+
+			r = utrace_proc__blocks_signal(t->opts->pids[i], SIGTRAP, &tid);
+			if (r <= 0)
+				break; /* an error is the attach's to report */
+			nanosleep(&ts, NULL);
+		}
+		if (r > 0) {
+			cli_error(
+				"cannot trace pid %d: its thread %d blocks SIGTRAP, which a "
+				"probe's breakpoint raises (the kernel would unblock it and reset "
+				"its action, or kill the process)",
+				t->opts->pids[i], (int)tid);
+			return EXIT_TRACE;
+		}
+	}
+	return 0;
+}
+
 /* A SPEC neither armed nor pending anywhere: nothing will ever hit it. */
 static const char *unmatched_spec(struct tracer *t)
 {
@@ -1233,6 +1269,8 @@ int cmd_trace(struct cli_opts *opts)
 	if (ret)
 		goto out_free;
 	ret = check_specs(t);
+	if (!ret)
+		ret = check_sigtrap(t);
 	if (ret)
 		goto out_free;
 	/* decided before anything runs: a command runs once, never again with ptrace */

@@ -702,3 +702,55 @@ TEST_TIMEOUT(go_return_probes_refused, 300)
 		free(err);
 	}
 }
+
+/*
+ * A thread that blocks SIGTRAP (here: every signal) cannot take a
+ * breakpoint: -p refuses it in one line, exit 1, before touching the
+ * process, with both backends (were: the agent "could not be armed",
+ * exit 0; ptrace unblocked the target's SIGTRAP and reset its action).
+ * The target's mask is the same afterwards and it runs on.
+ */
+static char *proc_status(pid_t pid)
+{
+	char path[64], *buf = calloc(1, 8192);
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || !buf || read(fd, buf, 8191) <= 0) {
+		free(buf);
+		buf = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+TEST_TIMEOUT(attach_refuses_sigtrap_blocked, 120)
+{
+	static const char *const backends[] = { "ptrace", "agent", "auto" };
+	struct bg b = bg_start_mode("blocked");
+	char pid[16], want[64], *status, *p;
+	size_t i;
+
+	snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+	status = proc_status(b.pid);
+	CHECK(status && (p = strstr(status, "SigBlk:")));
+	snprintf(want, sizeof(want), "%.*s", (int)strcspn(p, "\n"), p);
+	free(status);
+	for (i = 0; i < 3; i++) {
+		const char *args[] = { "-b", backends[i], "-c", "-f", "work",
+				       "-p", pid,	  "-d", "1",  NULL };
+		char what[128];
+
+		snprintf(what, sizeof(what), "cannot trace pid %s: its thread %s blocks SIGTRAP",
+			 pid, pid);
+		one_line_error(args, 1, what);
+		status = proc_status(b.pid);
+		CHECK_MSG(status && strstr(status, want), "%s: mask changed: %s", backends[i],
+			  status);
+		free(status);
+		CHECK_EQ(traced_threads(b.pid), 0);
+	}
+	bg_finish(&b);
+}
