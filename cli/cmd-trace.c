@@ -970,6 +970,8 @@ static int check_sigtrap(struct tracer *t)
 	pid_t tid = 0;
 
 	for (i = 0; i < t->opts->nr_pids; i++) {
+		if (utrace_proc__check_access(t->opts->pids[i]))
+			continue; /* the attach says why it cannot */
 		for (k = 0; k < 20; k++) {
 			struct timespec ts = { 0, 10000000 };
 
