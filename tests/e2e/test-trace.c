@@ -616,35 +616,71 @@ TEST(inject_syscall_errno)
 
 /*
  * tests/targets/s-go.go, built once into the build tree with the Go
- * toolchain (cgo: dynamically linked, so that the agent can be preloaded);
- * the test is skipped when there is no `go`.
+ * toolchain: @dynamic with -linkmode=external (so that the agent can be
+ * preloaded), else as Go links by default (static). The test is skipped
+ * when there is no `go`.
  */
-static const char *go_target(void)
+static const char *go_target(bool dynamic)
 {
-	static char prog[4200], src[4096], dir[4000], cache[4200];
-	char *argv[] = { "go", "build", "-o", prog, src, NULL };
+	static char prog[2][4200], src[4096], dir[4000], cache[4200];
+	char *argv[] = { "go", "build", "-ldflags=-linkmode=external", "-o", prog[dynamic],
+			 src,  NULL };
 	char *err = NULL;
 	int rc;
 
 	snprintf(dir, sizeof(dir), "%s", harness_build_path("tests/go"));
-	snprintf(prog, sizeof(prog), "%s/s-go", dir);
-	if (!access(prog, X_OK))
-		return prog;
+	snprintf(prog[dynamic], sizeof(prog[dynamic]), "%s/%s", dir, dynamic ? "s-go-dyn" : "s-go");
+	if (!access(prog[dynamic], X_OK))
+		return prog[dynamic];
 	snprintf(src, sizeof(src), "%s/tests/targets/s-go.go", getenv("UTRACE_SOURCE_DIR") ?: "..");
 	snprintf(cache, sizeof(cache), "%s/cache", dir);
 	mkdir(dir, 0755);
 	setenv("GOCACHE", cache, 1);
 	setenv("GOPATH", dir, 1);
-	setenv("CGO_ENABLED", "1", 1);
+	setenv("CGO_ENABLED", dynamic ? "1" : "0", 1);
+	if (!dynamic)
+		memmove(&argv[2], &argv[3], 4 * sizeof(argv[0]));
 	rc = harness_run(argv, NULL, &err, 240);
-	if (rc == 127 || rc == -1 || access(prog, X_OK)) {
+	if (rc == 127 || rc == -1 || access(prog[dynamic], X_OK)) {
 		if (rc != 127 && rc != -1)
 			harness_note("go build: %d: %s", rc, err ? err : "");
 		free(err);
 		SKIP("no Go toolchain (go build: %d)", rc);
 	}
 	free(err);
-	return prog;
+	return prog[dynamic];
+}
+
+/*
+ * Statically linked Go (no dynamic loader, no agent): -f refused, -u
+ * exact with ptrace; -b agent says it cannot preload in one line before
+ * the program runs, and -b auto takes ptrace, running it once.
+ */
+static void go_static(const char *prog)
+{
+	const char *f[] = { "-f", "main.work", "--", prog, "10", NULL };
+	const char *u[] = { "-b", "ptrace", "-c", "-u", "main.work", "--", prog, "100000", NULL };
+	const char *agent[] = { "-b", "agent", "-u", "main.work", "--", prog, "10", NULL };
+	const char *autob[] = { "-v", "-c", "-u", "main.work", "--", prog, "10", NULL };
+	char *out = NULL, *err = NULL;
+	long calls = -1, errors = -1;
+
+	one_line_error(f, 2, "probe 'main.work': refused: return probes on Go code");
+	CHECK_EQ(run_utrace(u, &out, &err), 0);
+	CHECK_EQ(target_count(out, "work"), 100000);
+	CHECK(table_row(err, "main.work", &calls, &errors));
+	CHECK_EQ(calls, 100000);
+	free(out);
+	free(err);
+	one_line_error(agent, 1, "' is statically linked (use -b ptrace)");
+	CHECK_EQ(run_utrace(autob, &out, &err), 0);
+	note_lines(err);
+	CHECK_EQ(count(out, "work="), 1);
+	CHECK(strstr(err, "utrace: backend: ptrace (auto: the agent cannot be preloaded: '"));
+	CHECK(table_row(err, "main.work", &calls, &errors));
+	CHECK_EQ(calls, 10);
+	free(out);
+	free(err);
 }
 
 /*
@@ -652,12 +688,12 @@ static const char *go_target(void)
  * copies goroutine stacks: a hijacked return address is "unexpected
  * return pc", fatal), before the program runs, with both backends; -u
  * counts main.work exactly; -l says so; -u and -f together: a warning,
- * and the entries are traced.
+ * and the entries are traced. Then the same program statically linked.
  */
 TEST_TIMEOUT(go_return_probes_refused, 300)
 {
 	static const char *const backends[] = { "ptrace", "agent" };
-	const char *prog = go_target();
+	const char *prog = go_target(true);
 	char *out = NULL, *err = NULL;
 	long calls = -1, errors = -1;
 	size_t i;
@@ -690,6 +726,7 @@ TEST_TIMEOUT(go_return_probes_refused, 300)
 		free(out);
 		free(err);
 	}
+	go_static(go_target(false));
 	{
 		const char *l[] = { "-l", "main.work", "--", prog, NULL };
 
