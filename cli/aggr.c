@@ -171,8 +171,14 @@ void aggr_add(struct aggr_stat *st, bool has_dur, uint64_t dur_ns, bool error)
 	st->calls++;
 	if (error)
 		st->errors++;
-	if (!has_dur)
-		return;
+	if (has_dur)
+		aggr_time(st, dur_ns, false);
+}
+
+void aggr_time(struct aggr_stat *st, uint64_t dur_ns, bool error)
+{
+	if (error)
+		st->errors++;
 	if (!st->timed || dur_ns < st->min_ns)
 		st->min_ns = dur_ns;
 	if (dur_ns > st->max_ns)
@@ -285,8 +291,11 @@ void aggr_print_hist(FILE *f, struct aggr *a)
 			if (st->hist[b] > peak)
 				peak = st->hist[b];
 		}
-		fprintf(f, "@%s [%s]: %" PRIu64 " calls, latency\n", st->name, st->probe,
-			st->timed);
+		fprintf(f, "@%s [%s]: %" PRIu64 " calls, latency", st->name, st->probe, st->timed);
+		if (st->calls > st->timed) /* counted at entry: some never returned */
+			fprintf(f, " (of %" PRIu64 " calls, %" PRIu64 " did not return)", st->calls,
+				st->calls - st->timed);
+		fputc('\n', f);
 		for (b = first; b <= last; b++) {
 			char lo[24], hi[24], range[56];
 			uint64_t l, h;

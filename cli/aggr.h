@@ -52,7 +52,15 @@ struct aggr_stat *aggr_get(struct aggr *a, const char *probe, const char *name);
 /* aggr_add - count one call; @has_dur: @dur_ns is meaningful. */
 void aggr_add(struct aggr_stat *st, bool has_dur, uint64_t dur_ns, bool error);
 
-/* aggr_count - count one call without a duration (entry-only probes). */
+/*
+ * aggr_time - the return of a call counted at its entry (aggr_count()):
+ * its duration and error, without counting it again. Calls that never
+ * return (unwound by an exception or longjmp, still running at exit) are
+ * in @calls but not in @timed, the times or the histogram.
+ */
+void aggr_time(struct aggr_stat *st, uint64_t dur_ns, bool error);
+
+/* aggr_count - count one call without a duration (entry-only probes, or at entry). */
 static inline void aggr_count(struct aggr_stat *st, bool error)
 {
 	aggr_add(st, false, 0, error);

@@ -16,7 +16,9 @@
  * (include/utrace/plan.h): "jmp" (a 5-byte jmp to a trampoline), "int3" (a
  * breakpoint, the instruction run out of line) or "refused: WHY". With
  * --why, jmp says how many bytes it displaces (and where the probe moved
- * past endbr64), and int3 says why it is not a jmp.
+ * past endbr64), and int3 says why it is not a jmp. Where return probes
+ * are refused (Go code) while the entry is not, the column goes on with
+ * "; -f/-r refused: WHY".
  *
  * Exit status: 0 with matches, or when the SPEC is pending on an object
  * that is not loaded (a warning on stderr); 2 for a malformed SPEC or one
@@ -170,6 +172,18 @@ static void plan_text(struct utrace_planner *pl, const struct utrace_match *m, b
 	}
 }
 
+/* Go code: the entry can be probed (-u), its returns cannot (-f, -r). */
+static void ret_text(struct utrace_image *img, const struct utrace_match *m, char *buf, size_t size)
+{
+	const char *why = utrace_plan__ret_refused(img, m);
+	size_t len = strlen(buf);
+
+	if (why && !strncmp(buf, "refused", 7))
+		return;
+	if (why && len < size)
+		snprintf(buf + len, size - len, "; -f/-r refused: %s", why);
+}
+
 /* With -v: the primary name of an alias (same address), else NULL. */
 static const char *alias_of(struct utrace_image *img, const struct utrace_match *m)
 {
@@ -252,6 +266,7 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 		else
 			snprintf(sym, sizeof(sym), "%s", m[i].symbol);
 		plan_text(pl, &m[i], t->why, plan, sizeof(plan));
+		ret_text(img, &m[i], plan, sizeof(plan));
 		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size, plan,
 				t->verbose ? alias_of(img, &m[i]) : NULL);
 	}

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "utrace/utrace.h"
@@ -83,6 +84,7 @@ struct tprobe {
 	int module, mprobe; /* CLI_PROBE_MODULE */
 	const char *spec;
 	char *owned; /* @spec, when rewritten by check_specs() */
+	const char *refused; /* every match refuses return probes: why (Go code) */
 	struct utrace_probe *p;
 	struct tracer *t;
 };
@@ -558,10 +560,11 @@ static int on_entry(struct utrace_probe_ctx *ctx, void *data)
 	if (!wanted_ctx(t, ctx))
 		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
-	if (tp->kind == CLI_PROBE_ENTRY && st)
-		aggr_count(st, false);
+	/* -f counts a call here, like -u: one unwound by an exception never returns */
 	if (tp->kind == CLI_PROBE_FUNC && injected && st)
 		aggr_add(st, true, 0, proto_is_error(proto, t->inj_value));
+	else if ((tp->kind == CLI_PROBE_ENTRY || tp->kind == CLI_PROBE_FUNC) && st)
+		aggr_count(st, false);
 	if (t->quiet_events && !t->chrome_on)
 		return UTRACE_PROBE_OK;
 	if (!at_entry && tp->kind == CLI_PROBE_ENTRY) {
@@ -588,7 +591,9 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 	if (!wanted_ctx(t, ctx))
 		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
-	if (st)
+	if (st && tp->kind == CLI_PROBE_FUNC)
+		aggr_time(st, dur, proto_is_error(proto, rax)); /* counted at its entry */
+	else if (st)
 		aggr_add(st, ctx->entry_ns != 0, dur, proto_is_error(proto, rax));
 	if (t->quiet_events && !t->chrome_on)
 		return UTRACE_PROBE_OK;
@@ -788,6 +793,41 @@ static char *fallback_spec(struct cli_opts *o, struct utrace_image **imgs, int n
 }
 
 /*
+ * -f/-r SPECs whose every match refuses return probes (Go code): one line
+ * each; an error (exit 2) when nothing else is left to trace, else a
+ * warning and they are left out.
+ */
+static int drop_refused(struct tracer *t)
+{
+	int i, j, n = 0, left = t->nr_injects;
+
+	for (i = 0; i < t->nr_probes; i++)
+		left += !t->probes[i].refused;
+	for (i = 0; i < t->nr_probes; i++) {
+		struct tprobe *tp = &t->probes[i];
+
+		if (!tp->refused) {
+			t->probes[n++] = *tp;
+			continue;
+		}
+		if (!left || t->opts->verbose >= 0)
+			cli_error("%sprobe '%s': refused: %s; -u traces its entries",
+				  left ? "warning: " : "", tp->spec, tp->refused);
+		free(tp->owned);
+	}
+	t->nr_probes = n;
+	for (i = 0; i < t->nr_injects; i++) {
+		t->injects[i].shown = false;
+		for (j = 0; j < n; j++)
+			if (t->probes[j].kind != CLI_PROBE_RET &&
+			    t->probes[j].kind != CLI_PROBE_MODULE &&
+			    !strcmp(t->probes[j].spec, t->injects[i].spec))
+				t->injects[i].shown = true;
+	}
+	return left ? 0 : EXIT_USAGE;
+}
+
+/*
  * Check every SPEC's syntax, and its resolution against the command's image
  * (launch mode: the executable and its DT_NEEDED closure) or the images of
  * the processes to attach to, before anything is touched. A bare PATTERN
@@ -828,8 +868,11 @@ static int check_specs(struct tracer *t)
 					     (const char **)&t->injects[i - t->nr_probes].spec;
 		const char *text = *textp;
 		struct utrace_spec spec;
-		size_t total = 0;
-		bool any_pending = false;
+		size_t total = 0, refused = 0;
+		const char *ret_why = NULL;
+		bool any_pending = false,
+		     returns = i < t->nr_probes && (t->probes[i].kind == CLI_PROBE_FUNC ||
+						    t->probes[i].kind == CLI_PROBE_RET);
 		char *alt;
 		int err = 0;
 
@@ -840,12 +883,18 @@ static int check_specs(struct tracer *t)
 		}
 		for (k = 0; k < nr_imgs && !err; k++) {
 			struct utrace_match *m = NULL;
-			size_t nr = 0;
+			size_t nr = 0, j;
 			bool pending = false;
 
 			err = utrace_image__resolve(imgs[k], &spec, &m, &nr, &pending);
 			if (!err)
 				warn_ifunc(o, text, m, nr);
+			for (j = 0; !err && returns && j < nr; j++) {
+				const char *r = utrace_plan__ret_refused(imgs[k], &m[j]);
+
+				refused += !!r;
+				ret_why = r ?: ret_why;
+			}
 			free(m);
 			total += nr;
 			any_pending |= pending;
@@ -861,6 +910,9 @@ static int check_specs(struct tracer *t)
 			snprintf(errbuf, sizeof(errbuf), "probe '%s'", text);
 			cli_lib_error(errbuf, err);
 			ret = EXIT_USAGE;
+		} else if (total && refused == total && !any_pending) {
+			/* some refused, some not: the backends skip those, with a warning */
+			t->probes[i].refused = ret_why;
 		} else if (!nr_imgs || total) {
 			/* resolved, or nothing to check against */
 		} else if (any_pending) {
@@ -900,7 +952,44 @@ static int check_specs(struct tracer *t)
 	for (k = 0; k < nr_imgs; k++)
 		utrace_image__close(imgs[k]);
 	free(imgs);
-	return ret;
+	return ret ?: drop_refused(t);
+}
+
+/*
+ * -p: a thread that blocks SIGTRAP cannot take a breakpoint, with either
+ * backend (the agent arms every site as an int3 first): the kernel forces
+ * the signal, unblocking it and resetting its action, and the process
+ * dies of it once no tracer stops it. Refused before the process is
+ * touched. A new thread blocks every signal until it sets its own mask,
+ * so look again for ~200 ms. (Launch mode cannot know in advance: a
+ * program that blocks SIGTRAP later is docs/uprobes.md's limit.)
+ */
+static int check_sigtrap(struct tracer *t)
+{
+	int i, k, r = 0;
+	pid_t tid = 0;
+
+	for (i = 0; i < t->opts->nr_pids; i++) {
+		if (utrace_proc__check_access(t->opts->pids[i]))
+			continue; /* the attach says why it cannot */
+		for (k = 0; k < 20; k++) {
+			struct timespec ts = { 0, 10000000 };
+
+			r = utrace_proc__blocks_signal(t->opts->pids[i], SIGTRAP, &tid);
+			if (r <= 0)
+				break; /* an error is the attach's to report */
+			nanosleep(&ts, NULL);
+		}
+		if (r > 0) {
+			cli_error(
+				"cannot trace pid %d: its thread %d blocks SIGTRAP, which a "
+				"probe's breakpoint raises (the kernel would unblock it and reset "
+				"its action, or kill the process)",
+				t->opts->pids[i], (int)tid);
+			return EXIT_TRACE;
+		}
+	}
+	return 0;
 }
 
 /* A SPEC neither armed nor pending anywhere: nothing will ever hit it. */
@@ -1182,6 +1271,8 @@ int cmd_trace(struct cli_opts *opts)
 	if (ret)
 		goto out_free;
 	ret = check_specs(t);
+	if (!ret)
+		ret = check_sigtrap(t);
 	if (ret)
 		goto out_free;
 	/* decided before anything runs: a command runs once, never again with ptrace */

@@ -422,6 +422,10 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			 h->lay.max_probes - h->reserved_top);
 		return -ENOSPC;
 	}
+	if ((flags & UTRACE_PF_RETPROBE) && utrace_plan__ret_refused(img, m)) {
+		snprintf(h->why, sizeof(h->why), "%s", utrace_plan__ret_refused(img, m));
+		return -UTRACE_ERRNO__NOT_PATCHABLE;
+	}
 	pl = utrace_planner__new(img);
 	/* jmp sites keep a short first instruction in place (planner.c rule 5) */
 	utrace_planner__keep_first(pl, !force_int3);

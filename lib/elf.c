@@ -70,6 +70,7 @@ struct utrace_elf {
 	size_t nr_syms;
 	char **strs; /* names this object allocated (versions cut off) */
 	size_t nr_strs;
+	bool go; /* built by the Go toolchain */
 };
 
 const char *utrace_elf__path(const struct utrace_elf *elf)
@@ -80,6 +81,11 @@ const char *utrace_elf__path(const struct utrace_elf *elf)
 bool utrace_elf__is_dyn(const struct utrace_elf *elf)
 {
 	return elf && elf->ehdr.e_type == ET_DYN;
+}
+
+bool utrace_elf__is_go(const struct utrace_elf *elf)
+{
+	return elf && elf->go;
 }
 
 size_t utrace_elf__sym_count(const struct utrace_elf *elf)
@@ -508,6 +514,50 @@ void utrace_elf__close(struct utrace_elf *elf)
 	free(elf);
 }
 
+#define NT_GO_BUILDID 4
+
+/* A "Go" note of type NT_GO_BUILDID in any note section. */
+static bool has_go_note(struct utrace_elf *elf)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf->elf, scn))) {
+		GElf_Shdr shdr;
+		GElf_Nhdr nhdr;
+		size_t off = 0, name_off, desc_off;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_NOTE ||
+		    !(data = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0)
+			if (nhdr.n_type == NT_GO_BUILDID && nhdr.n_namesz == 3 &&
+			    !memcmp((const char *)data->d_buf + name_off, "Go", 3))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Go code: its runtime walks goroutine stacks (the collector, panics,
+ * tracebacks) and copies them when they grow, reading every return address
+ * through its own tables; a hijacked one is "unexpected return pc", fatal.
+ * Linkers may drop the note (external linking keeps it); the pcln table
+ * and the runtime's symbols stay.
+ */
+static bool detect_go(struct utrace_elf *elf)
+{
+	GElf_Shdr shdr;
+	size_t i;
+
+	if (has_go_note(elf) || find_section(elf, ".gopclntab", &shdr))
+		return true;
+	for (i = 0; i < elf->nr_syms; i++)
+		if (!strcmp(elf->syms[i].name, "runtime.goexit"))
+			return true;
+	return false;
+}
+
 static int elf_open(const char *path, struct utrace_elf **ret)
 {
 	struct utrace_elf *elf;
@@ -576,7 +626,8 @@ static int elf_open(const char *path, struct utrace_elf **ret)
 	err = read_syms(elf);
 	if (err)
 		goto err_free;
-	pr_debug("%s: %zu function symbols\n", path, elf->nr_syms);
+	elf->go = detect_go(elf);
+	pr_debug("%s: %zu function symbols%s\n", path, elf->nr_syms, elf->go ? ", Go" : "");
 	*ret = elf;
 	return 0;
 

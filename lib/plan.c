@@ -67,6 +67,15 @@ const char *utrace_plan_mode_str(enum utrace_plan_mode mode)
 	return site_mode_str((enum site_mode)mode);
 }
 
+const char *utrace_plan__ret_refused(struct utrace_image *img, const struct utrace_match *m)
+{
+	struct utrace_elf *elf = img && m ? utrace_image__elf(img, m->object) : NULL;
+
+	if (utrace_elf__is_go(elf))
+		return "return probes on Go code (its runtime walks and copies goroutine stacks)";
+	return NULL;
+}
+
 /* Sweep the object's code once; symbol starts re-synchronise the sweep. */
 static int obj_index(struct plan_obj *po, const struct utrace_elf *elf)
 {

@@ -315,6 +315,33 @@ int proc_status_field(pid_t pid, const char *key, char *buf, size_t size)
 	return ret;
 }
 
+int utrace_proc__blocks_signal(pid_t pid, int sig, pid_t *ret_tid)
+{
+	pid_t *tids = NULL;
+	size_t nr = 0, i;
+	int err, ret = 0;
+
+	if (sig < 1 || sig > 64)
+		return -EINVAL;
+	err = utrace_proc__threads(pid, &tids, &nr);
+	if (err)
+		return err;
+	for (i = 0; i < nr && !ret; i++) {
+		char buf[32];
+
+		/* /proc/TID/status is the thread's own; a thread gone meanwhile is no matter */
+		if (proc_status_field(tids[i], "SigBlk", buf, sizeof(buf)))
+			continue;
+		if ((strtoull(buf, NULL, 16) >> (sig - 1)) & 1) {
+			ret = 1;
+			if (ret_tid)
+				*ret_tid = tids[i];
+		}
+	}
+	free(tids);
+	return ret;
+}
+
 int utrace_proc__tracer(pid_t pid)
 {
 	char buf[32];

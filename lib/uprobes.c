@@ -541,6 +541,25 @@ static int point_remove(struct uprobes_proc *pp, struct probe_point *pt)
 	return err;
 }
 
+/*
+ * A probe with a return half cannot go where return probes are refused
+ * (Go code): -UTRACE_ERRNO__NOT_PATCHABLE with @why, before anything is
+ * armed. Entry-only probes can.
+ */
+static int ret_refused(struct uprobes_proc *pp, const struct utrace_probe *p,
+		       const struct utrace_match *m, char *why, size_t whylen)
+{
+	const char *r;
+
+	if (!p->opts.ret_handler && !p->opts.retprobe)
+		return 0;
+	r = utrace_plan__ret_refused(pp->img, m);
+	if (!r)
+		return 0;
+	snprintf(why, whylen, "%s", r);
+	return -UTRACE_ERRNO__NOT_PATCHABLE;
+}
+
 /* Arm SPEC probe @p in @pp. Return: points added, or negative errno. */
 static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *ret_pending)
 {
@@ -559,7 +578,9 @@ static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *
 		struct probe_point *pt;
 
 		why[0] = 0;
-		err = point_get(pp, &m[i], false, &pt, why, sizeof(why));
+		err = ret_refused(pp, p, &m[i], why, sizeof(why));
+		if (!err)
+			err = point_get(pp, &m[i], false, &pt, why, sizeof(why));
 		if (!err)
 			err = point_add_probe(pt, p);
 		if (err) {
@@ -961,6 +982,11 @@ static int do_register(struct utrace_probe *p)
 			m.symbol = sym->name;
 			m.sym_size = sym->size;
 			m.offset = m.file_addr - sym->addr;
+		}
+		err = ret_refused(pp, p, &m, why, sizeof(why));
+		if (err) {
+			pr_warn("probe '%s': cannot probe: %s\n", p->name, why);
+			return err;
 		}
 		err = ptrace_backend_quiesce(pp);
 		if (!err) {

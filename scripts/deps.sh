@@ -5,7 +5,8 @@
 # if something is missing.
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libc6-dev binutils libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace"
 # Used by the benchmarks and comparison tests when present (skipped otherwise).
-OPT_PKGS="bpftrace uftrace linux-perf sqlite3"
+# golang-go (about 80 MB to download): the Go target of tests/e2e/test-trace.c.
+OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go"
 
 missing=""
 for p in $PKGS; do

@@ -68,6 +68,14 @@ UTRACE_API const char *utrace_elf__path(const struct utrace_elf *elf);
 /** @return true for ET_DYN (PIE executables, shared libraries). */
 UTRACE_API bool utrace_elf__is_dyn(const struct utrace_elf *elf);
 
+/**
+ * @return true for an object built by the Go toolchain: a "Go" build-id
+ * note (NT_GO_BUILDID, .note.go.buildid), a .gopclntab section or a
+ * runtime.goexit symbol (executables, also stripped, and -buildmode=c-shared
+ * libraries).
+ */
+UTRACE_API bool utrace_elf__is_go(const struct utrace_elf *elf);
+
 /** @return the number of symbols; symbols are sorted by address, then name. */
 UTRACE_API size_t utrace_elf__sym_count(const struct utrace_elf *elf);
 

@@ -78,6 +78,20 @@ UTRACE_API void utrace_planner__free(struct utrace_planner *pl);
 UTRACE_API int utrace_planner__plan(struct utrace_planner *pl, const struct utrace_match *m,
 				    struct utrace_plan *ret_plan);
 
+/**
+ * @brief **utrace_plan__ret_refused()** says whether return probes (the
+ * return address replaced for the call's duration) are refused for the
+ * match @m, whatever its entry's plan: on Go code, whose runtime walks and
+ * copies goroutine stacks and dies of an address it does not know. Entry
+ * probes there are fine.
+ * @param img image @m was resolved in
+ * @param m a match from utrace_image__resolve()
+ * @return a static reason ("return probes on Go code (...)"), or NULL when
+ * return probes are allowed
+ */
+UTRACE_API const char *utrace_plan__ret_refused(struct utrace_image *img,
+						const struct utrace_match *m);
+
 /** @return "jmp", "int3" or "refused". */
 UTRACE_API const char *utrace_plan_mode_str(enum utrace_plan_mode mode);
 

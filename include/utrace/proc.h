@@ -95,6 +95,19 @@ UTRACE_API int utrace_proc__exe(pid_t pid, char *buf, size_t size);
 UTRACE_API int utrace_proc__check_access(pid_t pid);
 
 /**
+ * @brief **utrace_proc__blocks_signal()** tells whether a thread of @pid
+ * has signal @sig blocked (SigBlk in /proc/PID/task/TID/status). A thread
+ * that blocks SIGTRAP cannot take a breakpoint: the kernel forces the
+ * signal, unblocking it and resetting its action, and without a tracer the
+ * process dies. Transient blocks (pthread_create() blocks every signal
+ * around clone()) are seen too: look again before concluding.
+ * @param ret_tid receives the first such thread, when not NULL
+ * @return 1 if some thread blocks @sig, 0 if none; negative errno on
+ * failure (-ESRCH: no such process, -EINVAL: bad @sig)
+ */
+UTRACE_API int utrace_proc__blocks_signal(pid_t pid, int sig, pid_t *ret_tid);
+
+/**
  * @brief **utrace_proc__tracer()** reads TracerPid of @pid.
  * @return the tracer's pid, 0 if untraced; negative errno on failure
  */

@@ -243,6 +243,57 @@ TEST_TIMEOUT(agent_hist_sums_to_calls, 120)
 	free(err);
 }
 
+/*
+ * -c counts calls at their entry with both backends, also those that never
+ * return: s-agent-cxx 50 10 throws from probed_throw(10) through 11 frames
+ * (550 calls, none returns; __cxa_throw: 50, never returns), then
+ * probed_fib(10) = 177 calls per round, all returning (8850). -H shows
+ * the calls that returned, and says how many did not. (The ptrace
+ * backend used to count at the return: probed_throw 0, __cxa_throw 0.)
+ */
+static void cxx_counts(const char *backend, long *thr, long *cxa, long *fib, char **err)
+{
+	const char *args[] = { "-b", backend,
+			       "-c", "-H",
+			       "-f", "probed_throw",
+			       "-f", "probed_fib",
+			       "-f", "libstdc++:__cxa_throw",
+			       "--", harness_build_path("tests/agent/s-agent-cxx"),
+			       "50", "10",
+			       NULL };
+	char *out = NULL;
+
+	CHECK_EQ(run_utrace(args, &out, err), 0);
+	note_lines(*err);
+	*thr = table_calls(*err, "probed_throw");
+	*cxa = table_calls(*err, "__cxa_throw");
+	*fib = table_calls(*err, "probed_fib");
+	free(out);
+}
+
+TEST_TIMEOUT(summary_counts_calls_at_entry, 120)
+{
+	long thr, cxa, fib, athr, acxa, afib;
+	char *err = NULL, *aerr = NULL;
+
+	if (access(harness_build_path("tests/agent/s-agent-cxx"), X_OK))
+		SKIP("no C++ compiler: s-agent-cxx not built");
+	cxx_counts("ptrace", &thr, &cxa, &fib, &err);
+	cxx_counts("agent", &athr, &acxa, &afib, &aerr);
+	CHECK_EQ(thr, 550);
+	CHECK_EQ(cxa, 50);
+	CHECK_EQ(fib, 8850);
+	CHECK_EQ(athr, thr);
+	CHECK_EQ(acxa, cxa);
+	CHECK_EQ(afib, fib);
+	/* -H: the returned calls only; none of probed_throw's returned */
+	CHECK(strstr(err, "@probed_fib [s-agent-cxx:probed_fib]: 8850 calls, latency\n"));
+	CHECK(!strstr(err, "@probed_throw ["));
+	CHECK(strstr(aerr, "@probed_fib [s-agent-cxx:probed_fib]: 8850 calls, latency\n"));
+	free(err);
+	free(aerr);
+}
+
 TEST_TIMEOUT(agent_drops_are_counted, 120)
 {
 	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -611,4 +612,182 @@ TEST(inject_syscall_errno)
 	free(out);
 	free(err);
 	one_line_error(mixed, 1, "cannot be combined with -f/-u/-r yet");
+}
+
+/*
+ * tests/targets/s-go.go, built once into the build tree with the Go
+ * toolchain: @dynamic with -linkmode=external (so that the agent can be
+ * preloaded), else as Go links by default (static). The test is skipped
+ * when there is no `go`.
+ */
+static const char *go_target(bool dynamic)
+{
+	static char prog[2][4200], src[4096], dir[4000], cache[4200];
+	char *argv[] = { "go", "build", "-ldflags=-linkmode=external", "-o", prog[dynamic],
+			 src,  NULL };
+	char *err = NULL;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s", harness_build_path("tests/go"));
+	snprintf(prog[dynamic], sizeof(prog[dynamic]), "%s/%s", dir, dynamic ? "s-go-dyn" : "s-go");
+	if (!access(prog[dynamic], X_OK))
+		return prog[dynamic];
+	snprintf(src, sizeof(src), "%s/tests/targets/s-go.go", getenv("UTRACE_SOURCE_DIR") ?: "..");
+	snprintf(cache, sizeof(cache), "%s/cache", dir);
+	mkdir(dir, 0755);
+	setenv("GOCACHE", cache, 1);
+	setenv("GOPATH", dir, 1);
+	setenv("CGO_ENABLED", dynamic ? "1" : "0", 1);
+	if (!dynamic)
+		memmove(&argv[2], &argv[3], 4 * sizeof(argv[0]));
+	rc = harness_run(argv, NULL, &err, 240);
+	if (rc == 127 || rc == -1 || access(prog[dynamic], X_OK)) {
+		if (rc != 127 && rc != -1)
+			harness_note("go build: %d: %s", rc, err ? err : "");
+		free(err);
+		SKIP("no Go toolchain (go build: %d)", rc);
+	}
+	free(err);
+	return prog[dynamic];
+}
+
+/*
+ * Statically linked Go (no dynamic loader, no agent): -f refused, -u
+ * exact with ptrace; -b agent says it cannot preload in one line before
+ * the program runs, and -b auto takes ptrace, running it once.
+ */
+static void go_static(const char *prog)
+{
+	const char *f[] = { "-f", "main.work", "--", prog, "10", NULL };
+	const char *u[] = { "-b", "ptrace", "-c", "-u", "main.work", "--", prog, "100000", NULL };
+	const char *agent[] = { "-b", "agent", "-u", "main.work", "--", prog, "10", NULL };
+	const char *autob[] = { "-v", "-c", "-u", "main.work", "--", prog, "10", NULL };
+	char *out = NULL, *err = NULL;
+	long calls = -1, errors = -1;
+
+	one_line_error(f, 2, "probe 'main.work': refused: return probes on Go code");
+	CHECK_EQ(run_utrace(u, &out, &err), 0);
+	CHECK_EQ(target_count(out, "work"), 100000);
+	CHECK(table_row(err, "main.work", &calls, &errors));
+	CHECK_EQ(calls, 100000);
+	free(out);
+	free(err);
+	one_line_error(agent, 1, "' is statically linked (use -b ptrace)");
+	CHECK_EQ(run_utrace(autob, &out, &err), 0);
+	note_lines(err);
+	CHECK_EQ(count(out, "work="), 1);
+	CHECK(strstr(err, "utrace: backend: ptrace (auto: the agent cannot be preloaded: '"));
+	CHECK(table_row(err, "main.work", &calls, &errors));
+	CHECK_EQ(calls, 10);
+	free(out);
+	free(err);
+}
+
+/*
+ * Go code: return probes are refused in one line (the runtime walks and
+ * copies goroutine stacks: a hijacked return address is "unexpected
+ * return pc", fatal), before the program runs, with both backends; -u
+ * counts main.work exactly; -l says so; -u and -f together: a warning,
+ * and the entries are traced. Then the same program statically linked.
+ */
+TEST_TIMEOUT(go_return_probes_refused, 300)
+{
+	static const char *const backends[] = { "ptrace", "agent" };
+	const char *prog = go_target(true);
+	char *out = NULL, *err = NULL;
+	long calls = -1, errors = -1;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		const char *f[] = { "-b", backends[i], "-f", "main.work", "--", prog, "100", NULL };
+		const char *r[] = { "-b", backends[i], "-r", "main.*", "--", prog, "100", NULL };
+		const char *u[] = { "-b", backends[i], "-c",	 "-u", "main.work",
+				    "--", prog,	       "100000", NULL };
+		const char *uf[] = { "-b",	  backends[i], "-c", "-u",   "main.work", "-f",
+				     "main.work", "--",	       prog, "1000", NULL };
+
+		harness_note("backend %s", backends[i]);
+		one_line_error(f, 2,
+			       "probe 'main.work': refused: return probes on Go code (its runtime "
+			       "walks and copies goroutine stacks); -u traces its entries");
+		one_line_error(r, 2, "probe 'main.*': refused: return probes on Go code");
+		CHECK_EQ(run_utrace(u, &out, &err), 0);
+		note_lines(err);
+		CHECK_EQ(target_count(out, "work"), 100000);
+		CHECK(table_row(err, "main.work", &calls, &errors));
+		CHECK_EQ(calls, 100000);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(uf, &out, &err), 0);
+		CHECK_EQ(target_count(out, "work"), 1000);
+		CHECK(strstr(err, "utrace: warning: probe 'main.work': refused: return probes on "
+				  "Go code"));
+		CHECK(!strstr(err, "unexpected return pc"));
+		free(out);
+		free(err);
+	}
+	go_static(go_target(false));
+	{
+		const char *l[] = { "-l", "main.work", "--", prog, NULL };
+
+		CHECK_EQ(run_utrace(l, &out, &err), 0);
+		CHECK_MSG(strstr(out,
+				 "; -f/-r refused: return probes on Go code (its runtime walks "
+				 "and copies goroutine stacks)\n"),
+			  "%s", out);
+		free(out);
+		free(err);
+	}
+}
+
+/*
+ * A thread that blocks SIGTRAP (here: every signal) cannot take a
+ * breakpoint: -p refuses it in one line, exit 1, before touching the
+ * process, with both backends (were: the agent "could not be armed",
+ * exit 0; ptrace unblocked the target's SIGTRAP and reset its action).
+ * The target's mask is the same afterwards and it runs on.
+ */
+static char *proc_status(pid_t pid)
+{
+	char path[64], *buf = calloc(1, 8192);
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || !buf || read(fd, buf, 8191) <= 0) {
+		free(buf);
+		buf = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+TEST_TIMEOUT(attach_refuses_sigtrap_blocked, 120)
+{
+	static const char *const backends[] = { "ptrace", "agent", "auto" };
+	struct bg b = bg_start_mode("blocked");
+	char pid[16], want[64], *status, *p;
+	size_t i;
+
+	snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+	status = proc_status(b.pid);
+	CHECK(status && (p = strstr(status, "SigBlk:")));
+	snprintf(want, sizeof(want), "%.*s", (int)strcspn(p, "\n"), p);
+	free(status);
+	for (i = 0; i < 3; i++) {
+		const char *args[] = { "-b", backends[i], "-c", "-f", "work",
+				       "-p", pid,	  "-d", "1",  NULL };
+		char what[128];
+
+		snprintf(what, sizeof(what), "cannot trace pid %s: its thread %s blocks SIGTRAP",
+			 pid, pid);
+		one_line_error(args, 1, what);
+		status = proc_status(b.pid);
+		CHECK_MSG(status && strstr(status, want), "%s: mask changed: %s", backends[i],
+			  status);
+		free(status);
+		CHECK_EQ(traced_threads(b.pid), 0);
+	}
+	bg_finish(&b);
 }

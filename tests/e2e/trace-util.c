@@ -198,6 +198,11 @@ int code_matches_file(pid_t pid)
 /* s-trace loop in the background; its stdin is our pipe */
 struct bg bg_start(void)
 {
+	return bg_start_mode(NULL);
+}
+
+struct bg bg_start_mode(const char *mode)
+{
 	int pin[2], pout[2];
 	struct bg b;
 	char line[64] = "";
@@ -209,7 +214,7 @@ struct bg bg_start(void)
 	if (b.pid == 0) {
 		dup2(pin[0], 0);
 		dup2(pout[1], 1);
-		execl(target(), "s-trace", "loop", (char *)NULL);
+		execl(target(), "s-trace", "loop", mode, (char *)NULL);
 		_exit(99);
 	}
 	close(pin[0]);

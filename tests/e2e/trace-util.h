@@ -37,6 +37,8 @@ struct bg {
 	int in, out;
 };
 struct bg bg_start(void);
+/* the same with "s-trace loop MODE" */
+struct bg bg_start_mode(const char *mode);
 /* close the target's stdin: it checks work() still computes, prints ok */
 void bg_finish(struct bg *b);
 

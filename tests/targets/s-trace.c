@@ -19,12 +19,15 @@
  *                          millisecond until stdin is closed; then checks
  *                          that work() still computes right and exits 0
  *                          ("ok") or 1
+ *   s-trace loop blocked   the same with every signal blocked (SIGTRAP
+ *                          too: an int3 hit would kill it)
  *
  * Built at -O0 with frame pointers: every call is a real call, and -k
  * sees every frame.
  */
 #include <pthread.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +164,12 @@ int main(int argc, char **argv)
 	}
 	if (argc > 3 && !strcmp(argv[1], "fork"))
 		return do_fork(atoi(argv[2]), atoi(argv[3]));
+	if (argc > 2 && !strcmp(argv[1], "loop") && !strcmp(argv[2], "blocked")) {
+		sigset_t all;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, NULL);
+	}
 	if (argc > 1 && !strcmp(argv[1], "loop"))
 		return do_loop();
 	fprintf(stderr, "usage: s-trace calls N T M | exit CODE | loop\n");
