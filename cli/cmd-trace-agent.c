@@ -845,6 +845,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		cli_error("probe '%s': %s", cp->spec, strerror(-err));
 		return -EXIT_USAGE;
 	}
+	ahost_plan_begin(&t->h, img); /* else each match is planned alone: slower */
 	for (k = 0; k < nr; k++) {
 		const struct utrace_object *o = utrace_image__object(img, m[k].object);
 		struct apoint *p = &t->pts[t->nr_pts];
@@ -867,6 +868,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		if (cp->kind == CLI_PROBE_INJECT) {
 			err = inject_merge(t, &m[k], cp);
 			if (err < 0) {
+				ahost_plan_end(&t->h);
 				free(m);
 				return err;
 			}
@@ -916,6 +918,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		if (t->opts->stack && (flags & UTRACE_PF_RECORD_ENTRY))
 			flags |= UTRACE_PF_STACK; /* -k: the stack goes with each entry record */
 		if (!p->name || !p->object) {
+			ahost_plan_end(&t->h);
 			free(m);
 			return -EXIT_TRACE;
 		}
@@ -943,6 +946,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP :
 									     UTRACE_PS_INT3);
 	}
+	ahost_plan_end(&t->h);
 	free(m);
 	t->pending |= pending;
 	if (added || t->rescan)

@@ -220,6 +220,107 @@ uint64_t ahost_sym(struct ahost *h, const char *text)
 	return m.addr;
 }
 
+int ahost_plan_begin(struct ahost *h, struct utrace_image *img)
+{
+	ahost_plan_end(h);
+	h->batch.pl = utrace_planner__new(img);
+	if (!h->batch.pl)
+		return -errno;
+	h->batch.img = img;
+	return 0;
+}
+
+void ahost_plan_end(struct ahost *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->batch.nr_files; i++) {
+		free(h->batch.files[i].path);
+		if (h->batch.files[i].fd >= 0)
+			close(h->batch.files[i].fd);
+	}
+	utrace_planner__free(h->batch.pl);
+	utrace_maps__free(h->batch.maps);
+	memset(&h->batch, 0, sizeof(h->batch));
+}
+
+/*
+ * The target's maps: the batch's copy, else a fresh one that *@own says to
+ * free. NULL with errno set.
+ */
+static struct utrace_maps *maps_get(struct ahost *h, bool *own)
+{
+	*own = !h->batch.pl;
+	if (*own)
+		return utrace_maps__read(h->pid);
+	if (!h->batch.maps)
+		h->batch.maps = utrace_maps__read(h->pid);
+	return h->batch.maps;
+}
+
+static void maps_put(struct utrace_maps *maps, bool own)
+{
+	if (own)
+		utrace_maps__free(maps);
+}
+
+/* A read-only descriptor of @path: the batch's (kept), else a new one (*@own). */
+static int file_get(struct ahost *h, const char *path, bool *own)
+{
+	struct ahost_file *f;
+	unsigned int i;
+	int fd;
+
+	*own = true;
+	for (i = 0; h->batch.pl && i < h->batch.nr_files; i++)
+		if (!strcmp(h->batch.files[i].path, path)) {
+			*own = false;
+			return h->batch.files[i].fd;
+		}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!h->batch.pl || h->batch.nr_files >= sizeof(h->batch.files) / sizeof(h->batch.files[0]))
+		return fd;
+	f = &h->batch.files[h->batch.nr_files];
+	f->path = strdup(path);
+	if (!f->path)
+		return fd;
+	f->fd = fd;
+	h->batch.nr_files++;
+	*own = false;
+	return fd;
+}
+
+/*
+ * Up to @len bytes of the file mapped at @addr in the target, as the file
+ * has them (the live ones may hold a patch), not past the mapping's end.
+ * Return: bytes read (> 0), or a negative errno.
+ */
+static ssize_t file_bytes(struct ahost *h, uint64_t addr, uint8_t *buf, size_t len)
+{
+	bool own_maps, own_fd;
+	struct utrace_maps *maps = maps_get(h, &own_maps);
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
+	ssize_t r = -ENOENT;
+	int fd;
+
+	if (m && m->path && m->path[0] == '/' && !m->deleted && addr < m->end) {
+		if (len > m->end - addr)
+			len = m->end - addr;
+		fd = file_get(h, m->path, &own_fd);
+		r = fd;
+		if (fd >= 0) {
+			r = pread(fd, buf, len, (off_t)(m->offset + (addr - m->start)));
+			r = r < 0 ? -errno : r ? r : -EIO;
+			if (own_fd)
+				close(fd);
+		}
+	}
+	maps_put(maps, own_maps);
+	return r;
+}
+
 /* Make area @k the current one (the slot allocator works on h->xol_*). */
 static void use_area(struct ahost *h, unsigned int k)
 {
@@ -236,6 +337,7 @@ static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int 
 	uint64_t want[9], slot;
 	struct utrace_maps *maps;
 	unsigned int k;
+	bool own;
 	int i, err;
 
 	if (h->xol_base && h->cur_area < h->nr_areas && h->areas[h->cur_area].base == h->xol_base)
@@ -268,14 +370,17 @@ static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int 
 	want[0] = addr;
 	for (i = 0; i < nt && i < 8; i++)
 		want[i + 1] = targets[i];
-	maps = utrace_maps__read(h->pid);
+	maps = maps_get(h, &own);
 	if (!maps)
 		return -errno;
 	err = reloc_find_slot(maps, want, (size_t)(1 + (nt < 8 ? nt : 8)), XOL_SIZE, &slot);
-	utrace_maps__free(maps);
+	maps_put(maps, own);
 	if (err)
 		return err;
 	err = ahost_cmd(h, UTRACE_CMD_XOL_MAP, slot, XOL_SIZE);
+	/* the maps changed (or were stale, -EEXIST): read them again next time */
+	utrace_maps__free(h->batch.maps);
+	h->batch.maps = NULL;
 	if (err) {
 		snprintf(h->why, sizeof(h->why), "XOL_MAP at 0x%lx: %d", (unsigned long)slot, err);
 		return err;
@@ -311,56 +416,32 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 }
 
 /*
- * Do the @len live bytes at @addr of @pid equal its file's? Return: 1 yes,
+ * Do the @len live bytes at @addr equal the target's file's? Return: 1 yes,
  * 0 no, negative errno when the file cannot be read (then nothing is said).
  * Tracer process.
  */
-static int live_equals_file(pid_t pid, uint64_t addr, const uint8_t *live, size_t len)
+static int live_equals_file(struct ahost *h, uint64_t addr, const uint8_t *live, size_t len)
 {
-	struct utrace_maps *maps = utrace_maps__read(pid);
-	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
 	uint8_t file[16];
-	int fd, r = -ENOENT;
+	ssize_t r = file_bytes(h, addr, file, len);
 
-	if (m && m->path && m->path[0] == '/' && !m->deleted && addr + len <= m->end) {
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		r = fd < 0 ? -errno : 0;
-		if (fd >= 0) {
-			if (pread(fd, file, len, (off_t)(m->offset + (addr - m->start))) ==
-			    (ssize_t)len)
-				r = !memcmp(file, live, len);
-			else
-				r = -EIO;
-			close(fd);
-		}
-	}
-	utrace_maps__free(maps);
-	return r;
+	if (r < 0)
+		return (int)r;
+	return r == (ssize_t)len ? !memcmp(file, live, len) : -EIO;
 }
 
 int ahost_insn_offsets(struct ahost *h, uint64_t addr, size_t span, uint32_t *offs, int max)
 {
-	struct utrace_maps *maps = utrace_maps__read(h->pid);
-	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
 	uint8_t file[64];
-	size_t o = 0, got = 0;
-	int fd, n = 0, l;
+	ssize_t r;
+	size_t o = 0, got;
+	int n = 0, l;
 
 	if (span > sizeof(file))
 		span = sizeof(file);
 	/* the file's bytes: the live ones may hold another session's patch */
-	if (m && m->path && m->path[0] == '/' && !m->deleted && addr < m->end) {
-		if (span > m->end - addr)
-			span = m->end - addr;
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t r = pread(fd, file, span, (off_t)(m->offset + (addr - m->start)));
-
-			got = r > 0 ? (size_t)r : 0;
-			close(fd);
-		}
-	}
-	utrace_maps__free(maps);
+	r = file_bytes(h, addr, file, span);
+	got = r > 0 ? (size_t)r : 0;
 	while (o < got && n < max) {
 		l = reloc_insn_len(file + o, got - o);
 		if (l <= 0)
@@ -389,9 +470,10 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			 h->lay.max_probes - h->reserved_top);
 		return -ENOSPC;
 	}
-	pl = utrace_planner__new(img);
+	pl = h->batch.pl && h->batch.img == img ? h->batch.pl : utrace_planner__new(img);
 	err = pl ? utrace_planner__plan(pl, m, &plan) : -ENOMEM;
-	utrace_planner__free(pl);
+	if (pl != h->batch.pl)
+		utrace_planner__free(pl);
 	if (err) {
 		snprintf(h->why, sizeof(h->why), "plan '%s': %s (%d)", text, pl ? plan.why : "",
 			 err);
@@ -406,7 +488,7 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	 * the program's code would chain us to them and, at our detach, write
 	 * their patch back: refuse.
 	 */
-	if (live_equals_file(h->pid, plan.addr, bytes, plan.len < 16 ? plan.len : 16) == 0) {
+	if (live_equals_file(h, plan.addr, bytes, plan.len < 16 ? plan.len : 16) == 0) {
 		snprintf(h->why, sizeof(h->why),
 			 "its code is patched already (probed by another utrace session, or a "
 			 "debugger's breakpoint): one session per function");
@@ -498,6 +580,7 @@ int ahost_wait(struct ahost *h)
 
 void ahost_close(struct ahost *h)
 {
+	ahost_plan_end(h);
 	if (h->pid > 0) {
 		kill(h->pid, SIGKILL);
 		waitpid(h->pid, NULL, 0);

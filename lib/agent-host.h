@@ -33,6 +33,10 @@ struct ahost_layout {
 	uint64_t probes_off, threads_off, thread_stride, rings_off, arena_size;
 };
 
+struct utrace_image;
+struct utrace_planner;
+struct utrace_maps;
+
 struct ahost {
 	int fd;
 	void *arena;
@@ -63,6 +67,23 @@ struct ahost {
 	 * is not to be believed any more. @why says what; the caller detaches.
 	 */
 	bool corrupt;
+	/*
+	 * ahost_plan_begin() .. ahost_plan_end(): what planning a site reads,
+	 * read once for a whole batch of ahost_probe_match() calls on @img
+	 * instead of once per probe: one planner (one branch-target index per
+	 * object), the target's maps (re-read after an XOL_MAP) and one
+	 * descriptor per object file.
+	 */
+	struct ahost_batch {
+		struct utrace_image *img;
+		struct utrace_planner *pl;
+		struct utrace_maps *maps;
+		struct ahost_file {
+			char *path;
+			int fd;
+		} files[8];
+		unsigned int nr_files;
+	} batch;
 };
 
 struct ahost_opts {
@@ -102,8 +123,15 @@ void ahost_adopt_areas(struct ahost *h);
 /* Returns the probe id (>= 0). @force_int3 keeps a jmp-able site in int3 mode. */
 int ahost_probe(struct ahost *h, const char *spec, uint32_t flags, bool force_int3);
 /* The same for a match of utrace_image__resolve() on @img (the target's image). */
-struct utrace_image;
 struct utrace_match;
+/*
+ * Plan the next ahost_probe_match() calls on @img as one batch (see
+ * struct ahost_batch); @img must outlive ahost_plan_end(). Without a
+ * batch, or for another image, every call reads everything afresh.
+ * Return: 0, or a negative errno (then calls plan one by one).
+ */
+int ahost_plan_begin(struct ahost *h, struct utrace_image *img);
+void ahost_plan_end(struct ahost *h);
 int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
 		      const char *text, uint32_t flags, bool force_int3);
 /*
