@@ -277,12 +277,30 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 	return 1;
 }
 
+/*
+ * errno without a call into libc: with every libc function probed,
+ * __errno_location() is an int3 site itself, and a trap in the handler's
+ * first line would trap again, forever (and a call in a thread's first
+ * trap would be counted as the program's). libc's errno is initial-exec
+ * TLS: at the same offset from every thread's pointer, taken once at
+ * patch_init(), before any probe.
+ */
+static intptr_t trap_errno_off;
+
+static inline char *thread_pointer(void)
+{
+	char *tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
 static void trap_action(int sig, siginfo_t *info, void *uc)
 {
-	int saved = errno;
+	int *e = (int *)(thread_pointer() + trap_errno_off), saved = *e;
 
 	patch_trap_handler(sig, info, uc);
-	errno = saved;
+	*e = saved;
 }
 
 /* The upgrade broadcast: move this thread out of the displaced bytes, ack. */
@@ -514,6 +532,7 @@ int patch_init(void)
 	struct sigaction sa, cur;
 	int s;
 
+	trap_errno_off = (intptr_t)((char *)&errno - thread_pointer());
 	dl_iterate_phdr(find_self, NULL);
 	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	have_membarrier = syscall(SYS_membarrier,
