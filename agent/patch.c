@@ -158,10 +158,27 @@ static struct utrace_probe *site_lookup(uint64_t addr)
 	return NULL;
 }
 
+/*
+ * A system call without libc: the transaction's own pwrite() and
+ * membarrier() would otherwise trap in every libc wrapper it has just
+ * probed (int3 until the upgrade), thousands of times for a glob of libc.
+ */
+static long raw_syscall4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret = nr;
+
+	__asm__ volatile("syscall"
+			 : "+a"(ret)
+			 : "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 static void sync_cores(void)
 {
 	if (have_membarrier)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+		raw_syscall4(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0);
 	else
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -172,7 +189,8 @@ static int write_code(uint64_t addr, const void *buf, size_t len)
 	uint64_t pg = addr & ~(uint64_t)(UTRACE_ABI_PAGE - 1);
 	uint64_t end = utrace_abi_align(addr + len, UTRACE_ABI_PAGE);
 
-	if (mem_fd >= 0 && pwrite(mem_fd, buf, len, (off_t)addr) == (ssize_t)len)
+	if (mem_fd >= 0 &&
+	    raw_syscall4(SYS_pwrite64, mem_fd, (long)buf, (long)len, (long)addr) == (long)len)
 		return 0;
 	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
 		return -errno;

@@ -19,7 +19,8 @@
 
 #include "abi.h"
 
-#define AHOST_XOL_SIZE (256 * 1024) /* bytes per XOL area the host maps */
+/* bytes per XOL area the host maps: ~4,000 slots, a glob of all libc in one XOL_MAP */
+#define AHOST_XOL_SIZE (1024 * 1024)
 
 /*
  * The arena's layout as the host made it. The target can write every byte
