@@ -479,8 +479,14 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			 err);
 		return err;
 	}
-	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0)
+	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0) {
+		if (utrace_proc__check_access(h->pid) == -ESRCH) {
+			/* e.g. the agent stopped waiting for START (10 s) and it ran */
+			snprintf(h->why, sizeof(h->why), "pid %d exited", (int)h->pid);
+			return -ESRCH;
+		}
 		return -EFAULT;
+	}
 	/*
 	 * Someone patched the site already: another utrace session (each has
 	 * its own agent instance and puts the bytes back when it ends), or a
