@@ -154,6 +154,9 @@ static inline struct utrace_abi_event *agent_abi_ring(uint32_t i)
 }
 
 void agent_image_changed(void);
+char *const *agent_exec_env(char *const *envp, char **out, size_t max, char *buf, size_t len);
+void agent_exec_failed(void);
+int agent_fd_high(int fd);
 int __utrace_agent_add_handler(uint32_t id, utrace_agent_handler_t fn, void *data, int on_return);
 
 /* module.c (control thread) */

@@ -25,12 +25,16 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -58,6 +62,32 @@ static volatile int control_running; /* a control thread serves the arena */
 static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
 	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+}
+
+/**
+ * agent_fd_high - move the agent's long-lived @fd (a pidfd, /proc/self/mem,
+ * an arena) out of the low numbers the program uses, dup2()s onto or
+ * counts on being free (3, 4, ...): to the first free one from just under
+ * the soft RLIMIT_NOFILE (at most 992: no bigger fd table), close-on-exec.
+ * Raw syscalls: no libc function the user may be probing.
+ * Return: the new fd, or @fd itself when it cannot be moved (or is < 0).
+ */
+int agent_fd_high(int fd)
+{
+	struct rlimit rl;
+	long base = 992, nfd;
+
+	if (fd < 0)
+		return fd;
+	if (!syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) && rl.rlim_cur <= 1024)
+		base = rl.rlim_cur >= 64 ? (long)rl.rlim_cur - 48 : 3;
+	if (fd >= base)
+		return fd;
+	nfd = syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+	if (nfd < 0)
+		return fd;
+	syscall(SYS_close, fd);
+	return (int)nfd;
 }
 
 static void ack(uint32_t seq, int result)
@@ -200,7 +230,7 @@ static int fork_rearena(void)
 	void *m;
 	int fd, err;
 
-	fd = (int)syscall(SYS_memfd_create, "utrace-arena", MFD_CLOEXEC);
+	fd = agent_fd_high((int)syscall(SYS_memfd_create, "utrace-arena", MFD_CLOEXEC));
 	if (fd < 0)
 		return -errno;
 	if (fchmod(fd, 0600) || ftruncate(fd, (off_t)size)) {
@@ -398,6 +428,7 @@ static int agent_start(int fd, unsigned int flags)
 	self_pid = getpid();
 	agent_hdr->agent_pid = (uint32_t)self_pid;
 	host_pidfd = h.host_pid ? (int)syscall(SYS_pidfd_open, (pid_t)h.host_pid, 0) : -1;
+	host_pidfd = agent_fd_high(host_pidfd);
 	/*
 	 * Killed while it injected us: do not watch its pid with kill(), which
 	 * a new process may get meanwhile (the probes would stay forever).
@@ -510,35 +541,207 @@ static bool another_instance(void)
 }
 
 /*
- * Launch mode. Injected (lib/inject.c's remote dlopen), there is no
- * UTRACE_AGENT_FD and this does nothing but look up the real functions:
- * the agent starts only in __utrace_agent_init(). So a dlopen that the
- * host gave up on (it outlasted the remote-call timeout) and that ends
- * later leaves an agent that has no arena and arms nothing.
+ * Launch mode hygiene: what the host put in the environment for us
+ * (UTRACE_AGENT_FD=N, and our path first in LD_PRELOAD) is taken out of
+ * the process's environment before anything of the program can see it:
+ * neither main(), nor getenv(), nor ENVIRON-copying interpreters, nor
+ * children see them (gawk counted +9 malloc for them). Kept here for the
+ * traced process's own execve() (agent_exec_env()), so that its new image
+ * is traced again; a child (fork + exec, system(), posix_spawn) runs
+ * untraced, as the ptrace backend without -F does. The arena fd becomes
+ * close-on-exec for the same reason and is made inheritable only for that
+ * execve(). The kernel's copy (/proc/PID/environ) keeps the original.
  */
-__attribute__((constructor)) static void agent_ctor(void)
+static int launch_fd = -1; /* the arena fd, kept for an exec of launch_pid */
+static pid_t launch_pid;
+static char launch_preload[4096]; /* our own path, as LD_PRELOAD's first entry named it */
+
+/* Is @path this very object (same file), whatever spelling? */
+static bool is_self(const char *path)
 {
-	const char *s = getenv("UTRACE_AGENT_FD");
+	struct stat a, b;
+	Dl_info info;
+
+	if (!dladdr((void *)is_self, &info) || !info.dli_fname || stat(info.dli_fname, &a) ||
+	    stat(path, &b))
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Take "UTRACE_AGENT_FD=N" out of @envp (in place: the array libc makes
+ * __environ, the strings on the initial stack) and our path out of
+ * LD_PRELOAD, keeping the user's own preloads. Return: the fd's value
+ * string (in the environment strings, unchanged), or NULL. Constructor.
+ */
+static const char *strip_env(char **envp)
+{
+	const char *fd = NULL;
+	size_t i, j;
+
+	if (!envp)
+		return NULL;
+	for (i = j = 0; envp[i]; i++) {
+		char *e = envp[i];
+
+		if (!strncmp(e, "UTRACE_AGENT_FD=", 16)) {
+			fd = e + 16;
+			continue;
+		}
+		if (!strncmp(e, "LD_PRELOAD=", 11)) {
+			char *first = e + 11, *colon = strchr(first, ':');
+			size_t n = colon ? (size_t)(colon - first) : strlen(first);
+
+			if (n && n < sizeof(launch_preload)) {
+				char path[sizeof(launch_preload)];
+
+				memcpy(path, first, n);
+				path[n] = '\0';
+				if (is_self(path)) {
+					memcpy(launch_preload, path, n + 1);
+					if (!colon)
+						continue; /* nothing of the user's: drop it */
+					memmove(first, colon + 1, strlen(colon + 1) + 1);
+				}
+			}
+		}
+		envp[j++] = e;
+	}
+	while (j < i)
+		envp[j++] = NULL; /* the auxv after the old NULL stays where it was */
+	return fd;
+}
+
+static char *const *exec_env(char *const *envp, char **out, size_t max, char *buf, size_t len);
+
+/**
+ * agent_exec_env - the environment an execve() of the traced process
+ * needs for its new image to be traced again: @envp plus our LD_PRELOAD
+ * entry and UTRACE_AGENT_FD, written into @out (@max pointers) and @buf
+ * (@len bytes); the arena fd is made inheritable. Not for a fork child,
+ * nor once the host has gone (dormant): then @envp as it is.
+ * After a failed execve, agent_exec_failed() puts close-on-exec back.
+ * Runs in the thread that calls execve() (interpose.c).
+ * Return: the environment to pass.
+ */
+char *const *agent_exec_env(char *const *envp, char **out, size_t max, char *buf, size_t len)
+{
+	char *const *r;
+	struct utrace_task *t;
+
+	if (launch_fd < 0 || getpid() != launch_pid || !agent_active || !launch_preload[0])
+		return envp;
+	/* the libc calls below are the agent's: not the program's to count */
+	t = guard_enter();
+	r = exec_env(envp, out, max, buf, len);
+	if (t)
+		guard_leave(t);
+	return r;
+}
+
+static char *const *exec_env(char *const *envp, char **out, size_t max, char *buf, size_t len)
+{
+	size_t i, k = 0, n;
+	const char *user = NULL;
+	int w;
+
+	for (n = 0; envp && envp[n]; n++)
+		;
+	if (n + 3 > max)
+		return envp;
+	for (i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11)) {
+			user = envp[i] + 11;
+			continue;
+		}
+		if (!strncmp(envp[i], "UTRACE_AGENT_FD=", 16))
+			continue;
+		out[k++] = envp[i];
+	}
+	w = snprintf(buf, len, "UTRACE_AGENT_FD=%d", launch_fd);
+	if (w < 0 || (size_t)w >= len)
+		return envp;
+	out[k++] = buf;
+	buf += w + 1;
+	len -= (size_t)w + 1;
+	w = user && *user ? snprintf(buf, len, "LD_PRELOAD=%s:%s", launch_preload, user) :
+			    snprintf(buf, len, "LD_PRELOAD=%s", launch_preload);
+	if (w < 0 || (size_t)w >= len)
+		return envp;
+	out[k++] = buf;
+	out[k] = NULL;
+	fcntl(launch_fd, F_SETFD, 0);
+	return out;
+}
+
+/** agent_exec_failed - the execve() returned: the arena fd is close-on-exec again. */
+void agent_exec_failed(void)
+{
+	if (launch_fd >= 0 && getpid() == launch_pid)
+		fcntl(launch_fd, F_SETFD, FD_CLOEXEC);
+}
+
+/* Is @fd a utrace arena (so ours to close)? /proc/self/fd names memfds. */
+static bool is_arena_fd(int fd)
+{
+	char path[64], link[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return false;
+	link[n] = '\0';
+	return !strncmp(link, "/memfd:utrace-arena", 19);
+}
+
+/*
+ * Launch mode. The agent is linked with -z initfirst: this constructor
+ * runs before every other object's, libc's own included, so the host has
+ * armed the probes before any library constructor runs (libstdc++'s
+ * emergency-pool malloc, libselinux's init are seen). libc is relocated
+ * and its early init done (malloc, threads work), but its constructor has
+ * not set __environ yet: the environment is @envp. glibc honours one
+ * initfirst object, the last one loaded: a program with another one runs
+ * that one first, then ours in the usual order.
+ *
+ * Injected (lib/inject.c's remote dlopen), there is no UTRACE_AGENT_FD and
+ * this does nothing but look up the real functions: the agent starts only
+ * in __utrace_agent_init(). So a dlopen that the host gave up on (it
+ * outlasted the remote-call timeout) and that ends later leaves an agent
+ * that has no arena and arms nothing.
+ */
+__attribute__((constructor)) static void agent_ctor(int argc, char **argv, char **envp)
+{
 	struct timespec ts = { 10, 0 };
+	const char *s;
 	char *end;
 	long fd;
 
+	(void)argc;
+	(void)argv;
 	interpose_init();
-	if (!s || !*s || another_instance())
+	if (another_instance())
+		return;
+	s = strip_env(envp);
+	if (!s || !*s)
 		return;
 	fd = strtol(s, &end, 10);
 	if (*end || fd < 0 || fd > INT32_MAX)
 		return;
 	/*
-	 * The variable and the fd stay for this process's own execve() (the
-	 * new image is traced again, agent_start()). A child that inherits
-	 * them sees another pid in the arena, drops both and runs untraced.
+	 * A child that inherited the fd (it cannot now: close-on-exec) or an
+	 * image whose arena is gone runs untraced. The fd is closed only if
+	 * it is an arena: a number the program reused is the program's.
 	 */
 	if (agent_start((int)fd, 0)) {
-		unsetenv("UTRACE_AGENT_FD");
-		close((int)fd);
+		if (is_arena_fd((int)fd))
+			close((int)fd);
 		return;
 	}
+	launch_fd = (int)fd;
+	launch_pid = getpid();
+	fcntl(launch_fd, F_SETFD, FD_CLOEXEC);
 	if (!(agent_hdr->flags & UTRACE_ARENA_F_WAIT_START))
 		return;
 	while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) {

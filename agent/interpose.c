@@ -27,8 +27,16 @@
  * the probes of an unloaded one forgotten (agent_image_changed()). Injected,
  * the agent cannot see these calls: the host polls the target's maps then.
  *
+ * And the exec family (execve, execv, execvp, execvpe, execl, execlp,
+ * execle, fexecve): launch mode takes its variables out of the environment
+ * (agent.c strip_env()), so an execve() of the traced process itself gets
+ * them back from agent_exec_env(), and its new image is traced again.
+ * glibc's own callers of __execve (system(), posix_spawn()) make children,
+ * which run untraced.
+ *
  * Runs in any application thread; async-signal-safe as the originals are
- * (dlopen and dlclose are not, and neither are ours).
+ * (dlopen and dlclose are not, and neither are ours; execve is, and ours
+ * is too: no malloc, the new environment is built on the stack).
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -36,10 +44,13 @@
 #include <errno.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent-internal.h"
+
+extern char **environ;
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
@@ -57,6 +68,8 @@ typedef void *(*dlopen_fn)(const char *, int);
 typedef int (*dlclose_fn)(void *);
 static dlopen_fn real_dlopen_p;
 static dlclose_fn real_dlclose_p;
+/* resolved at the constructor: a vfork child must not take the loader's lock */
+static void *real_execve_p, *real_execvpe_p, *real_fexecve_p;
 
 /** interpose_init - resolve the real functions (constructor, before any probe). */
 void interpose_init(void)
@@ -77,6 +90,12 @@ void interpose_init(void)
 		real_dlopen_p = (dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
 	if (!real_dlclose_p)
 		real_dlclose_p = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
+	if (!real_execve_p)
+		real_execve_p = dlsym(RTLD_NEXT, "execve");
+	if (!real_execvpe_p)
+		real_execvpe_p = dlsym(RTLD_NEXT, "execvpe");
+	if (!real_fexecve_p)
+		real_fexecve_p = dlsym(RTLD_NEXT, "fexecve");
 }
 
 /*
@@ -274,4 +293,121 @@ AGENT_API sighandler_t signal(int sig, sighandler_t handler)
 	if (sigaction(sig, &sa, &old) < 0)
 		return SIG_ERR;
 	return old.sa_handler;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The exec family: the traced process's new image is traced again          */
+/* ------------------------------------------------------------------------ */
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+#define EXEC_ENV_MAX 2048 /* environment entries we can extend; more: passed as they are */
+#define EXEC_ARGS_MAX 1024 /* execl*() arguments (on the caller's stack) */
+
+/*
+ * Call @real (libc's execve or execvpe with @path, or fexecve with @fd)
+ * with the environment extended by agent_exec_env(); errno as it left it.
+ */
+static int exec_with(void *real, const char *path, int fd, char *const argv[], char *const envp[])
+{
+	char *out[EXEC_ENV_MAX], buf[4200];
+	char *const *env;
+	int r, saved;
+
+	if (!real) {
+		errno = ENOSYS;
+		return -1;
+	}
+	env = agent_exec_env(envp, out, EXEC_ENV_MAX, buf, sizeof(buf));
+	if (fd >= 0)
+		r = ((fexecve_fn)real)(fd, argv, env);
+	else
+		r = ((execve_fn)real)(path, argv, env);
+	saved = errno;
+	agent_exec_failed();
+	errno = saved;
+	return r;
+}
+
+AGENT_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return exec_with(real_execve_p, path, -1, argv, envp);
+}
+
+AGENT_API int execv(const char *path, char *const argv[])
+{
+	return exec_with(real_execve_p, path, -1, argv, environ);
+}
+
+AGENT_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	return exec_with(real_execvpe_p, file, -1, argv, envp);
+}
+
+AGENT_API int execvp(const char *file, char *const argv[])
+{
+	return exec_with(real_execvpe_p, file, -1, argv, environ);
+}
+
+AGENT_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	return exec_with(real_fexecve_p, NULL, fd, argv, envp);
+}
+
+/* execl*(): the variadic arguments (and execle's envp after the NULL) into an array. */
+#define COLLECT_ARGS(arg, ap, argv, n)                                     \
+	do {                                                               \
+		(argv)[0] = (char *)(arg);                                 \
+		for ((n) = 1; (argv)[(n)-1] && (n) < EXEC_ARGS_MAX; (n)++) \
+			(argv)[(n)] = va_arg((ap), char *);                \
+	} while (0)
+
+AGENT_API int execl(const char *path, const char *arg, ...)
+{
+	char *argv[EXEC_ARGS_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	va_end(ap);
+	if (argv[n - 1]) {
+		errno = E2BIG;
+		return -1;
+	}
+	return exec_with(real_execve_p, path, -1, argv, environ);
+}
+
+AGENT_API int execlp(const char *file, const char *arg, ...)
+{
+	char *argv[EXEC_ARGS_MAX];
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	va_end(ap);
+	if (argv[n - 1]) {
+		errno = E2BIG;
+		return -1;
+	}
+	return exec_with(real_execvpe_p, file, -1, argv, environ);
+}
+
+AGENT_API int execle(const char *path, const char *arg, ...)
+{
+	char *argv[EXEC_ARGS_MAX], *const *envp;
+	va_list ap;
+	int n;
+
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv, n);
+	envp = argv[n - 1] ? NULL : va_arg(ap, char *const *);
+	va_end(ap);
+	if (argv[n - 1]) {
+		errno = E2BIG;
+		return -1;
+	}
+	return exec_with(real_execve_p, path, -1, argv, envp);
 }

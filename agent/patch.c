@@ -552,7 +552,7 @@ int patch_init(void)
 
 	trap_errno_off = (intptr_t)((char *)&errno - thread_pointer());
 	dl_iterate_phdr(find_self, NULL);
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 	have_membarrier = syscall(SYS_membarrier,
 				  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
 	for (s = SIGRTMAX - 2; s > SIGRTMIN + 2; s--) {
@@ -987,7 +987,7 @@ void patch_atfork_follow(void)
 {
 	if (mem_fd >= 0)
 		close(mem_fd);
-	mem_fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 }
 
 void patch_atfork_child(void)

@@ -1949,7 +1949,7 @@ static void pid_stats(struct atracer *t, bool detached)
 static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probes, int nr_probes,
 			    bool fallback_ok, const char *so, const struct ahost_opts *ho)
 {
-	struct sigaction sa = { .sa_handler = on_agent_interrupt };
+	struct sigaction sa = { .sa_handler = on_agent_interrupt, .sa_flags = SA_RESTART };
 	int n = opts->nr_pids, ret = EXIT_TRACE, err, i, k, armed = 0;
 	struct atracer *ts = calloc((size_t)n, sizeof(*ts));
 	bool detached = false, any_lost = false, bad = false;
@@ -1967,6 +1967,10 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		t->counting = opts->summary || opts->hist;
 		t->quiet = t->counting && opts->format != CLI_FMT_CHROME;
 	}
+	/* a Ctrl-C while attaching and arming detaches cleanly (cmd_trace_agent()) */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	for (i = 0; i < n; i++) {
 		struct atracer *t = &ts[i];
 
@@ -2050,9 +2054,6 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 	}
 	if (opts->format == CLI_FMT_CHROME)
 		chrome_open(&agent_chrome, ts[0].out.f);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	if (opts->duration > 0)
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	for (;;) {
@@ -2179,7 +2180,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	struct ahost_opts ho = { .max_probes = AGENT_MAX_PROBES,
 				 .max_threads = AGENT_MAX_THREADS,
 				 .ring_records = AGENT_RING_RECORDS };
-	struct sigaction sa = { .sa_handler = on_agent_interrupt };
+	struct sigaction sa = { .sa_handler = on_agent_interrupt, .sa_flags = SA_RESTART };
 	char path[PATH_MAX];
 	char **argv = NULL;
 	const char *so = trace_agent_path(), *why;
@@ -2214,6 +2215,15 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	}
 	if (opts->nr_pids > 1)
 		return trace_agent_pids(opts, probes, nr_probes, fallback_ok, so, &ho);
+	/*
+	 * From here on a Ctrl-C (or SIGTERM, SIGHUP) detaches cleanly, also one
+	 * that comes while the agent is loaded or the probes armed: the loop
+	 * below sees it first thing. SA_RESTART: the injection's waits and
+	 * the mailbox's futex waits go on.
+	 */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	t->counting = opts->summary || opts->hist;
 	t->quiet = t->counting && opts->format != CLI_FMT_CHROME; /* no records at all */
 	if (opts->nr_pids) {
@@ -2331,9 +2341,6 @@ armed:
 		chrome_open(&agent_chrome, t->out.f);
 	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	if (opts->duration > 0)
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	t->maps = utrace_maps__read(t->pid); /* the libraries loaded at start are in */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -50,12 +51,27 @@ static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
 }
 
+/*
+ * A descriptor number for the launched program's arena fd: high, below
+ * the soft RLIMIT_NOFILE, and not so high that the target's fd table grows
+ * (a service with a limit of 524288 would get a 4 MiB table for one fd).
+ */
+static int high_fd(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur < 64)
+		return 3;
+	return rl.rlim_cur > 1024 ? 992 : (int)rl.rlim_cur - 32;
+}
+
 int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[])
 {
 	struct utrace_arena_hdr hd = { 0 };
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
-	char fdbuf[32];
+	char fdbuf[32], agent[4096];
 	struct timespec ts = { 10, 0 };
+	int afd;
 
 	memset(h, 0, sizeof(*h));
 	h->stdin_fd = h->stdout_fd = -1;
@@ -68,7 +84,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	hd.max_depth = o->max_depth;
 	if (ahost_set_layout(h, &hd))
 		return -ENOMEM;
-	h->fd = memfd_create("utrace-arena", 0);
+	h->fd = memfd_create("utrace-arena", MFD_CLOEXEC); /* the child dups it */
 	if (h->fd < 0 || fchmod(h->fd, 0600) < 0 || ftruncate(h->fd, (off_t)hd.arena_size) < 0)
 		return -errno;
 	h->arena = mmap(NULL, hd.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
@@ -78,7 +94,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	memcpy(h->hdr, &hd, sizeof(hd));
 	if ((o->pipe_stdin && pipe(in) < 0) || (o->pipe_stdout && pipe(out) < 0))
 		return -errno;
-	snprintf(fdbuf, sizeof(fdbuf), "%d", h->fd);
+	snprintf(agent, sizeof(agent), "%s", ahost_agent_path()); /* before UTRACE_AGENT goes */
 	h->pid = fork();
 	if (h->pid < 0)
 		return -errno;
@@ -93,16 +109,28 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 			close(out[0]);
 			close(out[1]);
 		}
+		/*
+		 * The arena fd, high up: out of the numbers a program
+		 * dup2()s onto or passes across execve() (3, 4, ...). The
+		 * agent takes it and these variables out of the program's
+		 * sight (agent.c strip_env()); UTRACE_AGENT is ours only.
+		 */
+		afd = fcntl(h->fd, F_DUPFD, high_fd());
+		if (afd < 0)
+			_exit(127);
+		close(h->fd);
+		snprintf(fdbuf, sizeof(fdbuf), "%d", afd);
+		unsetenv("UTRACE_AGENT");
 		setenv("UTRACE_AGENT_FD", fdbuf, 1);
 		/* the agent first, then the user's own preloads */
 		if (getenv("LD_PRELOAD") && *getenv("LD_PRELOAD")) {
 			char *pre = NULL;
 
-			if (asprintf(&pre, "%s:%s", ahost_agent_path(), getenv("LD_PRELOAD")) < 0)
+			if (asprintf(&pre, "%s:%s", agent, getenv("LD_PRELOAD")) < 0)
 				_exit(127);
 			setenv("LD_PRELOAD", pre, 1);
 		} else {
-			setenv("LD_PRELOAD", ahost_agent_path(), 1);
+			setenv("LD_PRELOAD", agent, 1);
 		}
 		execv(argv[0], argv);
 		_exit(127);
