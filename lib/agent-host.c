@@ -31,6 +31,7 @@
 #include "agent-host.h"
 
 #define XOL_SIZE AHOST_XOL_SIZE
+#define AHOST_BATCH_PAGES 64 /* 256 KiB of pages for a batch */
 
 /* $UTRACE_AGENT, else the build tree's ($UTRACE_BUILD_DIR), else the loader's search. */
 const char *ahost_agent_path(void)
@@ -255,6 +256,7 @@ int ahost_plan_begin(struct ahost *h, struct utrace_image *img)
 	if (!h->batch.pl)
 		return -errno;
 	h->batch.img = img;
+	h->batch.pages = calloc(AHOST_BATCH_PAGES, sizeof(*h->batch.pages)); /* else uncached */
 	return 0;
 }
 
@@ -269,6 +271,7 @@ void ahost_plan_end(struct ahost *h)
 	}
 	utrace_planner__free(h->batch.pl);
 	utrace_maps__free(h->batch.maps);
+	free(h->batch.pages);
 	memset(&h->batch, 0, sizeof(h->batch));
 }
 
@@ -320,6 +323,60 @@ static int file_get(struct ahost *h, const char *path, bool *own)
 	return fd;
 }
 
+static int file_index(struct ahost *h, int fd)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->batch.nr_files; i++)
+		if (h->batch.files[i].fd == fd)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * @len bytes at @off of source @src (-1: the target's memory, else the
+ * batch's file @src, descriptor @fd), through the batch's page cache: a
+ * glob's sites share pages, one read each instead of one per site.
+ * Return: bytes copied (short at a file's end), or a negative errno.
+ */
+static ssize_t cached_read(struct ahost *h, int src, int fd, uint64_t off, uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (!h->batch.pages) {
+		if (src < 0)
+			return utrace_mem__read(h->pid, off, buf, len);
+		done = (size_t)pread(fd, buf, len, (off_t)off);
+		return (ssize_t)done < 0 ? -errno : (ssize_t)done;
+	}
+	while (done < len) {
+		uint64_t pg = (off + done) & ~4095ULL, at = off + done - pg;
+		struct ahost_page *p =
+			&h->batch.pages[((pg >> 12) ^ (uint64_t)(src + 1)) % AHOST_BATCH_PAGES];
+		size_t n;
+
+		if (p->key != pg + 1 || p->src != src) {
+			ssize_t r = src < 0 ? utrace_mem__read(h->pid, pg, p->data, 4096) :
+					      pread(fd, p->data, 4096, (off_t)pg);
+
+			if (r < 0 && src >= 0)
+				r = -errno;
+			p->key = 0;
+			if (r < 0)
+				return done ? (ssize_t)done : r;
+			p->key = pg + 1;
+			p->src = src;
+			p->len = (uint32_t)r;
+		}
+		if (at >= p->len)
+			break;
+		n = MIN(len - done, p->len - at);
+		memcpy(buf + done, p->data + at, n);
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
 /*
  * Up to @len bytes of the file mapped at @addr in the target, as the file
  * has them (the live ones may hold a patch), not past the mapping's end.
@@ -339,8 +396,13 @@ static ssize_t file_bytes(struct ahost *h, uint64_t addr, uint8_t *buf, size_t l
 		fd = file_get(h, m->path, &own_fd);
 		r = fd;
 		if (fd >= 0) {
-			r = pread(fd, buf, len, (off_t)(m->offset + (addr - m->start)));
-			r = r < 0 ? -errno : r ? r : -EIO;
+			uint64_t off = m->offset + (addr - m->start);
+			/* a descriptor of the batch is cached under its index */
+			int fi = own_fd ? -1 : file_index(h, fd);
+
+			r = fi < 0 ? pread(fd, buf, len, (off_t)off) :
+				     cached_read(h, fi, fd, off, buf, len);
+			r = r < 0 ? (fi < 0 ? -errno : r) : r ? r : -EIO;
 			if (own_fd)
 				close(fd);
 		}
@@ -507,7 +569,7 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			 err);
 		return err;
 	}
-	if (utrace_mem__read(h->pid, plan.addr, bytes, sizeof(bytes)) < 0) {
+	if (cached_read(h, -1, -1, plan.addr, bytes, sizeof(bytes)) != (ssize_t)sizeof(bytes)) {
 		if (utrace_proc__check_access(h->pid) == -ESRCH) {
 			/* e.g. the agent stopped waiting for START (10 s) and it ran */
 			snprintf(h->why, sizeof(h->why), "pid %d exited", (int)h->pid);

@@ -84,6 +84,13 @@ struct ahost {
 			int fd;
 		} files[8];
 		unsigned int nr_files;
+		/* pages read once: the target's (src -1) and the files' (src = index) */
+		struct ahost_page {
+			uint64_t key; /* page address, or file offset, + 1 */
+			int src;
+			uint32_t len; /* bytes valid (a file's last page is short) */
+			uint8_t data[4096];
+		} * pages; /* AHOST_BATCH_PAGES, direct-mapped */
 	} batch;
 };
 
