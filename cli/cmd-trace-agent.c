@@ -965,6 +965,9 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 				flags |= UTRACE_PF_RECORD_RETURN |
 					 (cp->kind == CLI_PROBE_FUNC ? UTRACE_PF_RECORD_ENTRY : 0);
 		}
+		/* the ELF entry point is jumped to, not called: [rsp] is argc, not a return */
+		if (p->at_entry && p->symbol && !strcmp(p->symbol, "_start"))
+			flags &= ~(uint32_t)(UTRACE_PF_RETPROBE | UTRACE_PF_HIST);
 		if (t->opts->stack && (flags & UTRACE_PF_RECORD_ENTRY))
 			flags |= UTRACE_PF_STACK; /* -k: the stack goes with each entry record */
 		if (!p->name || !p->object) {
