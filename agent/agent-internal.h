@@ -57,18 +57,20 @@ struct utrace_handler {
 /** struct utrace_probe - the agent's private view of a probe-table entry. */
 struct utrace_probe {
 	struct utrace_abi_probe *abi; /* counters and host-written config */
-	uint64_t addr;
+	uint64_t addr; /* where the int3 / jmp goes */
 	uint64_t slot;
 	uint64_t xol; /* slot + UTRACE_TRAMP_XOL_OFF */
 	uint32_t id;
 	uint32_t flags;
 	uint8_t len;
 	uint8_t mode;
+	uint8_t undo; /* rsp the kept first instruction moved; given back at a hit */
 	uint8_t orig[16];
 	uint64_t inject_value, inject_every; /* UTRACE_PF_INJECT, copied at load */
 	volatile uint32_t state; /* enum utrace_probe_state, as the handlers see it */
 	unsigned int nr_handlers; /* published with a release store */
 	struct utrace_handler handlers[AGENT_MAX_HANDLERS];
+	uint64_t entry; /* where the handlers see the hit: addr - pre_len (abi.h) */
 };
 
 /** struct utrace_return_instance - one hijacked return address. */
@@ -188,6 +190,7 @@ struct utrace_task *guard_task(void);
 struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);
 void guard_cloak_self(void);
+bool guard_busy(void);
 uint32_t guard_gettid(void);
 
 /* ring.c */
@@ -226,6 +229,8 @@ void patch_reset(void);
 void patch_agent_signals(sigset_t *set);
 int patch_sync(void);
 void patch_disarm_all(void);
+void patch_release(void);
+int patch_quiesce(void);
 void patch_atfork_child(void);
 void patch_atfork_follow(void);
 int patch_trap_handler(int sig, siginfo_t *info, void *uc);

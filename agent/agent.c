@@ -22,6 +22,59 @@
  *
  * The control thread blocks every signal and is cloaked (its own calls of
  * probed functions run no handler).
+ *
+ * THE ARENA OF A DORMANT AGENT
+ *
+ * A process may be attached and detached thousands of times; each session
+ * must leave nothing behind but what the next one reuses (the agent
+ * itself, its XOL areas, its private tables: tests/e2e/test-agent-leaks.c,
+ * 1,000 cycles: fds +0; mappings +2 and RSS +1 MiB, the new XOL slots of
+ * each session's probes, which are never reused). So, when a session
+ * ends (go_dormant(), control thread):
+ *  - the fds it opened are closed: the pidfd of the host, /proc/self/mem
+ *    (patch_release(); patch_reset() opens it again for the next session).
+ *    The arena's own fd was closed right after init (injection: the agent
+ *    owns it, lib/inject.h); launch mode keeps UTRACE_AGENT_FD for execve.
+ *  - the arena's pages are given back, but not its addresses. Threads may
+ *    still hold pointers into it (a task's slot, counters and ring, a
+ *    probe's counters) and be just about to use them: preempted between
+ *    the check of agent_active and the write, or inside a handler. Unmapped,
+ *    such a write would crash the program or scribble on whatever is mapped
+ *    there next. So the range becomes anonymous zero pages in one
+ *    mmap(MAP_FIXED) (arena_release(): atomic for other threads, which see
+ *    either the memfd's page or a zero page, never a hole): the memfd is no
+ *    longer mapped here (its memory goes when the host lets go), a late
+ *    write lands in a private zero page and is lost, RSS drops by the
+ *    rings. This "tombstone" is never unmapped.
+ *  - the next session maps its arena over the tombstone (MAP_FIXED at the
+ *    same address, when it fits): mappings stay as they were. That is safe
+ *    only if no thread of the last session can still write through an old
+ *    pointer, since the same offsets now belong to the new session's
+ *    threads. The proof (patch_quiesce(), before the DETACH ack): with
+ *    agent_active cleared, every path into the agent that writes the arena
+ *    checks it first (the thunk's fast path, dispatch_hit(), the return
+ *    path's counters in retprobe.c, the trap handler's counters, the slot
+ *    release at thread exit, a task's first claim), and the window from the
+ *    check to the last write is either agent code or under the guard. One
+ *    signal to every other thread: each answers from its handler whether
+ *    it was interrupted in the agent's code or with the guard held (or
+ *    while making its task: guard_busy()); those that were are asked again
+ *    until none is. Then no thread is inside, and none enters any more.
+ *    Not proved (a thread blocks the signal or is stopped, or stays inside
+ *    for 100 ms): the next arena is mapped elsewhere, and the tombstone
+ *    stays, zero pages, one mapping.
+ *    Not seen by the proof: a thread interrupted inside the counting fast
+ *    path (the five instructions between the session check and the incq,
+ *    entry.S and utrace_dispatch_entry()) by a signal whose handler still
+ *    runs when the session ends: its interrupted PC is in a signal frame,
+ *    not its live one (patch.c has the same residual case for upgrades).
+ *    Its incq lands in the tombstone, or in the next session's arena: one
+ *    count of another thread's slot, no crash, no memory outside the
+ *    arena. A full-path hit in that state sees the new session (the guard
+ *    is taken before the session is checked) and claims a new slot.
+ * Then control_running is cleared: agent_start() of a re-attach waits for
+ * that (up to 1 s) instead of calling the agent busy, which would make the
+ * host load a copy.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,6 +109,14 @@ static uint32_t started; /* futex word: CMD_START seen (or gave up) */
 static bool after_exec; /* this image replaced a traced one (execve) */
 static pid_t self_pid; /* the traced process; a fork child differs */
 static volatile int control_running; /* a control thread serves the arena */
+/*
+ * The address range of the last session's arena, now anonymous zero pages
+ * (arena_release()), and whether patch_quiesce() proved that no thread is
+ * left inside the agent since: then the next arena may take its place.
+ */
+static void *tomb;
+static uint64_t tomb_size;
+static bool tomb_quiet;
 
 #define DL_WAIT_NS 2000000000ull /* a dlopen() waits this long at most for the host */
 
@@ -97,13 +158,46 @@ static void ack(uint32_t seq, int result)
 	futex(&agent_hdr->ack_seq, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
+/*
+ * The session ends (DETACH, or the host is gone): disarm, close the fds
+ * the session opened (pidfd of the host, /proc/self/mem), and prove that
+ * no thread is inside the agent any more. The arena itself goes after the
+ * DETACH ack, which is written into it (arena_release()). Control thread.
+ */
 static void go_dormant(void)
 {
 	agent_active = 0;
 	patch_disarm_all();
+	patch_release();
+	if (host_pidfd >= 0)
+		close(host_pidfd);
+	host_pidfd = -1;
+	host_gone = true; /* host_alive() (agent_image_changed()) needs no kill() */
+	tomb_quiet = patch_quiesce() == 0;
 	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_DORMANT, __ATOMIC_RELEASE);
 	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 	futex(&started, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
+}
+
+/*
+ * Give the arena's pages back: the same range becomes anonymous zero
+ * memory in one mmap(MAP_FIXED), so the memfd is no longer mapped here
+ * (its pages are freed once the host lets go too) while every address a
+ * late thread may still hold stays valid ("THE ARENA OF A DORMANT AGENT").
+ * Then the control thread is gone: a new session may start. Control
+ * thread, last thing it does.
+ */
+static void arena_release(void)
+{
+	void *m = mmap(agent_arena, agent_layout.arena_size, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+	if (m == agent_arena) {
+		tomb = m;
+		tomb_size = agent_layout.arena_size;
+	}
+	__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
+	futex((uint32_t *)&control_running, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL);
 }
 
 static int run_cmd(uint32_t cmd)
@@ -174,7 +268,7 @@ static void *control_main(void *arg)
 			if (cmd == UTRACE_CMD_DETACH) {
 				go_dormant();
 				ack(seq, 0);
-				__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
+				arena_release();
 				return NULL;
 			}
 			if (cmd == UTRACE_CMD_START) {
@@ -197,7 +291,7 @@ static void *control_main(void *arg)
 		pthread_sigmask(SIG_SETMASK, &all, NULL);
 		if (!host_alive()) {
 			go_dormant();
-			__atomic_store_n(&control_running, 0, __ATOMIC_RELEASE);
+			arena_release();
 			return NULL;
 		}
 		ring_calibrate();
@@ -298,6 +392,9 @@ static int fork_rearena(void)
 
 		futex(&e->acked, FUTEX_WAIT, 0, &ts);
 	}
+	/* The host has its own fd now; unacked, it may still open ours. */
+	if (__atomic_load_n(&e->acked, __ATOMIC_ACQUIRE))
+		close(fd);
 	munmap(old, size);
 	return 0;
 }
@@ -356,8 +453,8 @@ static int agent_start(int fd, unsigned int flags)
 	pthread_attr_t attr;
 	pthread_t th;
 	struct stat st;
-	void *m;
-	int err;
+	void *m = MAP_FAILED;
+	int err, i;
 
 	(void)flags;
 	/*
@@ -365,6 +462,14 @@ static int agent_start(int fd, unsigned int flags)
 	 * load another copy, lib/inject.c). A dormant agent (its host
 	 * detached or died) serves a new arena: a new session, agent_gen + 1.
 	 */
+	for (i = 0; i < 100 && agent_arena && !agent_active &&
+		    __atomic_load_n(&control_running, __ATOMIC_ACQUIRE);
+	     i++) {
+		/* The last session's control thread is finishing (go_dormant()). */
+		struct timespec ts = { 0, 10000000 };
+
+		futex((uint32_t *)&control_running, FUTEX_WAIT_PRIVATE, 1, &ts);
+	}
 	if (agent_arena && (agent_active || __atomic_load_n(&control_running, __ATOMIC_ACQUIRE)))
 		return -EALREADY;
 	if (fstat(fd, &st) < 0)
@@ -399,17 +504,26 @@ static int agent_start(int fd, unsigned int flags)
 			return -EPROTO;
 		h = chk;
 	}
-	m = mmap(NULL, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tomb && tomb_quiet && h.arena_size <= tomb_size) {
+		/* In the last arena's place ("THE ARENA OF A DORMANT AGENT"). */
+		m = mmap(tomb, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+		if (m == MAP_FAILED) /* the range may be a hole now: zero pages again */
+			mmap(tomb, tomb_size, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	}
+	if (m == MAP_FAILED)
+		m = mmap(NULL, h.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED)
 		return -errno;
 	if (agent_arena) {
 		/*
-		 * Re-attach. The old arena stays mapped: threads of the last
-		 * session may still hold pointers into it (their task's slot,
-		 * a return instance on its way back). Only probes are reset;
-		 * the XOL areas, the signal handlers and the site table (late
-		 * traps must still find old sites) stay.
+		 * Re-attach. Only probes are reset; the XOL areas, the signal
+		 * handlers and the site table (late traps must still find old
+		 * sites) stay. A tombstone that was not reused stays mapped
+		 * for good (zero pages, nothing resident).
 		 */
+		tomb = NULL;
+		tomb_size = 0;
 		patch_reset();
 		tramp_publish_areas(m);
 		if (host_pidfd >= 0)
@@ -473,6 +587,8 @@ static int agent_start(int fd, unsigned int flags)
  */
 AGENT_API int __utrace_agent_init(int arena_fd, unsigned int flags)
 {
+	int err;
+
 	/*
 	 * Injected, the agent cannot interpose the unwinder: the host guards
 	 * _Unwind_RaiseException and _Unwind_ForcedUnwind with probes instead
@@ -484,7 +600,15 @@ AGENT_API int __utrace_agent_init(int arena_fd, unsigned int flags)
 	 */
 	if (!dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD))
 		(void)dlopen("libgcc_s.so.1", RTLD_NOW);
-	return agent_start(arena_fd, flags);
+	err = agent_start(arena_fd, flags);
+	/*
+	 * The agent owns the fd (lib/inject.h) and needs only the mapping:
+	 * the program's fd table must not show our arena. On failure the
+	 * host closes it (it may try a copy of the agent with the same fd).
+	 */
+	if (!err)
+		close(arena_fd);
+	return err;
 }
 
 /**
@@ -500,7 +624,8 @@ AGENT_API int __utrace_agent_add_handler(uint32_t id, utrace_agent_handler_t fn,
 	struct utrace_probe *p;
 	unsigned int n;
 
-	if (!agent_probes || id >= AGENT_MAX_PROBES || !fn)
+	/* ids past the arena's table: never hit, and patch_reset() would not clear them */
+	if (!agent_probes || id >= AGENT_MAX_PROBES || id >= agent_layout.max_probes || !fn)
 		return -EINVAL;
 	p = &agent_probes[id];
 	n = p->nr_handlers;

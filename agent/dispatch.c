@@ -165,7 +165,7 @@ int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs)
 	if (__builtin_expect(id >= agent_nr_probes, 0))
 		return 0;
 	p = &agent_probes[id];
-	regs->rip = p->addr;
+	regs->rip = p->entry; /* the slot gave back what a kept first instruction moved */
 	if (__builtin_expect((p->flags & ~UTRACE_PF_ENTRY) == UTRACE_PF_COUNT && !p->nr_handlers,
 			     1)) {
 		/*

@@ -40,11 +40,23 @@ uint32_t guard_gettid(void)
 static pthread_key_t exit_key;
 static bool have_exit_key;
 
+/*
+ * A thread that is making its task (task_new()): the first hit maps memory
+ * and claims a slot before the guard exists. Seen by guard_busy().
+ */
+static __thread int task_creating __attribute__((tls_model("initial-exec")));
+
+/*
+ * Thread exit (pthread key destructor). Only a slot of the running session
+ * is released: an earlier session's arena is gone (agent.c), and the same
+ * offset of the next one is another thread's slot.
+ */
 static void task_exit(void *arg)
 {
 	struct utrace_task *t = arg;
 
-	if (t && t->slot && utrace_tls_task == t) {
+	if (t && t->slot && utrace_tls_task == t && agent_active &&
+	    t->gen == __atomic_load_n(&agent_gen, __ATOMIC_ACQUIRE)) {
 		utrace_tls_task = NULL;
 		__atomic_store_n(&t->slot->state, SLOT_FREE, __ATOMIC_RELEASE);
 	}
@@ -111,6 +123,15 @@ static void task_claim(struct utrace_task *t)
 	t->hits = NULL;
 	t->ring = NULL;
 	t->gen = gen;
+	if (!agent_active) {
+		/*
+		 * Dormant (a return through the trampoline made this task), or
+		 * the next session is not started yet: agent_hdr is no arena to
+		 * claim in. Claim again at the next hit.
+		 */
+		t->gen = gen - 1;
+		return;
+	}
 	if (h) {
 		uint32_t i = 0;
 		struct utrace_abi_thread *s = slot_reuse(h, &i);
@@ -141,19 +162,23 @@ static struct utrace_task *task_new(void)
 
 	if (depth > AGENT_MAX_DEPTH)
 		depth = AGENT_MAX_DEPTH;
+	task_creating++;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t = utrace_alloc(sizeof(*t) + depth * sizeof(struct utrace_return_instance));
-	if (!t)
-		return NULL;
-	t->tid = guard_gettid();
-	t->max_depth = depth;
-	t->ri = (struct utrace_return_instance *)(t + 1);
-	task_claim(t);
-	/* May allocate (keys >= 32), and is probed itself: its hits are nested. */
-	t->guard = 1;
-	utrace_tls_task = t;
-	if (t->slot && have_exit_key)
-		pthread_setspecific(exit_key, t);
-	t->guard = 0;
+	if (t) {
+		t->tid = guard_gettid();
+		t->max_depth = depth;
+		t->ri = (struct utrace_return_instance *)(t + 1);
+		task_claim(t);
+		/* May allocate (keys >= 32), and is probed itself: its hits are nested. */
+		t->guard = 1;
+		utrace_tls_task = t;
+		if (t->slot && have_exit_key)
+			pthread_setspecific(exit_key, t);
+		t->guard = 0;
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	task_creating--;
 	return t;
 }
 
@@ -181,13 +206,9 @@ struct utrace_task *guard_enter(void)
 
 	if (__builtin_expect(!t, 0)) {
 		/* The first hit maps memory: guard it against hits in mmap's path. */
-		static __thread int creating __attribute__((tls_model("initial-exec")));
-
-		if (creating)
+		if (task_creating)
 			return NULL;
-		creating = 1;
 		t = task_new();
-		creating = 0;
 		if (!t)
 			return NULL;
 	}
@@ -211,14 +232,31 @@ void guard_leave(struct utrace_task *t)
 	t->guard = 0;
 }
 
+/**
+ * guard_busy - is the calling thread inside the agent where its program
+ * counter may not show it: under the guard (a module's handler, a libc
+ * call of a handler) or making its task
+ *
+ * The thread's own signal handler (patch_quiesce()'s broadcast).
+ */
+bool guard_busy(void)
+{
+	struct utrace_task *t = utrace_tls_task;
+
+	return task_creating || (t && t->guard);
+}
+
+/*
+ * The task of every control thread. One for all, in .bss: each session
+ * starts a control thread, and a page mapped for each would stay for
+ * ever. Nothing writes it after this (a cloaked thread takes no guard,
+ * hijacks no return), so two control threads (one ending while the next
+ * starts, or a fork child's) can share it.
+ */
+static struct utrace_task cloak_task = { .state = UTRACE_TASK_CLOAKED };
+
 /** guard_cloak_self - the calling thread is the agent's: its hits run no handler. */
 void guard_cloak_self(void)
 {
-	struct utrace_task *t = utrace_alloc(sizeof(*t));
-
-	if (t) {
-		t->tid = guard_gettid();
-		t->state = UTRACE_TASK_CLOAKED;
-		utrace_tls_task = t;
-	}
+	utrace_tls_task = &cloak_task;
 }

@@ -37,21 +37,52 @@
  *    in the slot, and the host's planner refused sites that other code
  *    branches into. A thread can only be inside if it was there before the
  *    int3 went in (preempted after the first displaced instruction, or
- *    interrupted there by a signal). So the control thread sends one
- *    real-time signal to every other thread (rt_tgsigqueueinfo over
- *    /proc/self/task, read with getdents64: no malloc; the signal carries
- *    the broadcast's epoch so that a late answer to an earlier, timed-out
- *    broadcast is not counted), and each thread's handler looks at
- *    its own interrupted RIP: if it is inside a site of the batch, it moves
- *    it to the matching instruction of the relocated copy (the host sent the
- *    instruction map: src_off/dst_off), then acknowledges. When every
- *    thread that was signalled has answered, no thread is inside any site
- *    of the batch, and none can enter: bytes 1..4 (the rel32) are written,
- *    cores synced, then byte 0 becomes 0xE9, cores synced.
- *    A thread that does not answer in time (it blocks the signal, or is
- *    stopped) leaves the whole batch in int3 mode: correct, only slower;
- *    the next SYNC tries again. Threads created during the broadcast start
- *    in clone's return path, not inside a probed prologue.
+ *    interrupted there by a signal). The control thread then proves, for
+ *    every other thread, that it is outside the windows, without ever
+ *    interrupting a system call: a signal handler that runs in a thread
+ *    blocked in nanosleep, clock_nanosleep, poll, ppoll, select, pselect,
+ *    epoll_wait, sigtimedwait, io_getevents or semop makes the call fail
+ *    with EINTR whatever SA_RESTART says (signal(7)), and many programs
+ *    take EINTR for a shutdown request. So each thread is looked at first
+ *    (clear_threads(): /proc/self/task, read with getdents64, no malloc):
+ *    /proc/self/task/TID/syscall shows a thread in any sleep (a syscall, a
+ *    page fault, a stop) with its user-mode pc, read by the kernel without
+ *    interrupting it. Such a thread can never enter a window (its pc is
+ *    outside, and every way in is an int3): done, no signal. If its pc is
+ *    inside one (or just after a syscall instruction inside one, which a
+ *    restart would re-enter), that probe alone stays int3 (-EBUSY) and the
+ *    next SYNC tries again. A thread the file calls "running" (on a CPU, or
+ *    runnable: preempted, or just woken inside its syscall) is looked at
+ *    again every 0.5 ms, and is usually seen blocked soon. Only a thread
+ *    seen running at every look for 2 ms, that has meanwhile been on a CPU
+ *    for 1 ms (schedstat: busy computing, not waiting for a CPU inside a
+ *    syscall that a pending signal would still make fail) and that does
+ *    not block the signal (else it would stay pending and fail a later
+ *    ppoll/pselect/sigsuspend that unblocks it), gets one real-time signal
+ *    (rt_tgsigqueueinfo, right after one more look; the signal carries the
+ *    broadcast's epoch so that a late answer to an earlier, timed-out
+ *    broadcast is not counted). Its handler looks at its own interrupted
+ *    RIP: if it is inside a site of the batch, it moves it to the matching
+ *    instruction of the relocated copy (the host sent the instruction map:
+ *    src_off/dst_off), then acknowledges. When every
+ *    thread is cleared and every one signalled has answered, no thread is
+ *    inside any site of the batch, and none can enter: bytes 1..4 (the
+ *    rel32) are written, cores synced, then byte 0 becomes 0xE9, cores
+ *    synced.
+ *    Residual: a busy thread that enters a blocking call in the few
+ *    microseconds between the last look and the signal's arrival still
+ *    sees EINTR. It needs a thread that computed for 1 ms without a
+ *    blocking call and then blocks at that very moment; a thread that
+ *    blocks often is seen blocked first. The file does not tell user
+ *    from kernel mode: a thread busy for 1 ms inside one syscall (a long
+ *    copy) counts as busy, and the signal may cut that syscall short. Threads that only sleep, or only
+ *    wake up briefly, are never signalled (tests/e2e/test-trace-agent.c,
+ *    s-waits).
+ *    A thread that cannot be cleared in time (busy while it blocks the
+ *    signal, runnable without a CPU for 500 ms, more than 4096 threads)
+ *    or does not answer leaves the whole batch in int3 mode: correct, only
+ *    slower; the next SYNC tries again. Threads created meanwhile start in
+ *    clone's return path, not inside a probed prologue.
  *    Residual case (as uftrace's PR notes): a thread that was interrupted
  *    inside displaced bytes by a signal whose handler is still running has
  *    its site RIP in a signal frame, not in its live RIP; the planner's
@@ -65,6 +96,9 @@
  *    the int3 just before the restore takes its SIGTRAP later: the site
  *    table is never cleared, so the handler still knows the site and
  *    resumes the thread in the (never freed) slot without running handlers.
+ *    Disarming needs no proof and sends no signal: arming, disarming,
+ *    detaching and going dormant interrupt no thread (membarrier's
+ *    SYNC_CORE only IPIs the CPUs that run one, which no syscall sees).
  *
  * 7. Before arming, the live bytes must equal the host's @orig (a changed
  *    binary, another tool's breakpoint): else the probe fails (-EILSEQ).
@@ -109,12 +143,16 @@ static bool have_membarrier;
 static struct sigaction old_trap;
 static int upgrade_sig;
 static struct sigaction old_upgrade;
+static uint64_t self_lo, self_hi; /* the agent's own mapped range (find_self()) */
 
 /* The batch being upgraded, read by the upgrade signal handler. */
 static uint32_t upg_ids[AGENT_MAX_PROBES];
 static volatile uint32_t upg_nr;
 static uint32_t upg_acks; /* futex word */
 static volatile int upg_epoch; /* the broadcast being answered (si_value) */
+/* patch_quiesce()'s broadcast: answers of threads that were inside the agent */
+static volatile int upg_quiesce;
+static uint32_t upg_busy;
 
 static bool slot_written[AGENT_MAX_PROBES];
 
@@ -281,14 +319,20 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 		chain(&old_trap, sig, info, ucv);
 		return 0;
 	}
+	/*
+	 * A kept first instruction (abi.h pre_len) ran in place: give back
+	 * the rsp it moved, the slot's copy runs it again.
+	 */
 	if (p->state != UTRACE_PS_INT3 && p->state != UTRACE_PS_JMP) {
 		if (agent_hdr && agent_active)
 			__atomic_fetch_add(&agent_hdr->late_traps, 1, __ATOMIC_RELAXED);
+		g[REG_RSP] += p->undo;
 		g[REG_RIP] = (greg_t)p->xol;
 		return 1;
 	}
 	regs_from_uc(&regs, g);
-	regs.rip = site;
+	regs.rsp += p->undo;
+	regs.rip = p->entry;
 	r = dispatch_hit(p, &regs);
 	regs_to_uc(&regs, g);
 	g[REG_RIP] = (greg_t)(r ? regs.rip : p->xol);
@@ -340,6 +384,16 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 		/* A late answer to an earlier broadcast that timed out: ignore. */
 		errno = saved;
 		return;
+	}
+	if (upg_quiesce) {
+		/*
+		 * patch_quiesce(): was this thread inside the agent (its code,
+		 * or a handler under the guard, or making its task)? Without
+		 * the agent's range (self_hi 0) nothing is proved.
+		 */
+		if (!self_hi || (rip >= self_lo && rip < self_hi) || guard_busy())
+			__atomic_fetch_add(&upg_busy, 1, __ATOMIC_RELAXED);
+		n = 0;
 	}
 	for (i = 0; i < n; i++) {
 		struct utrace_probe *p = &agent_probes[upg_ids[i]];
@@ -583,11 +637,32 @@ void patch_reset(void)
 {
 	uint32_t i;
 
+	if (mem_fd < 0) /* closed when the last session ended (patch_release()) */
+		mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 	__atomic_store_n(&agent_nr_probes, 0, __ATOMIC_RELEASE);
-	for (i = 0; i < AGENT_MAX_PROBES; i++) {
+	/*
+	 * Only the ids the last session could use (agent_layout is still
+	 * its own): the rest of the table was never written, and clearing
+	 * it would make all 750 KiB of it resident.
+	 */
+	for (i = 0; i < agent_layout.max_probes && i < AGENT_MAX_PROBES; i++) {
 		utrace_memset(&agent_probes[i], 0, sizeof(agent_probes[i]));
 		slot_written[i] = false;
 	}
+}
+
+/**
+ * patch_release - close /proc/self/mem when the agent goes dormant: a
+ * dormant agent writes no code, and the program must not see our fd
+ * (patch_reset() opens it again for the next session)
+ *
+ * Control thread, after patch_disarm_all().
+ */
+void patch_release(void)
+{
+	if (mem_fd >= 0)
+		close(mem_fd);
+	mem_fd = -1;
 }
 
 /* ---- the transaction ---------------------------------------------------- */
@@ -598,8 +673,6 @@ void patch_reset(void)
  * does), because a thread that waits for the host in our dlopen()
  * interposer may hold it (a dlopen() nested in a library's constructor).
  */
-static uint64_t self_lo, self_hi;
-
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
 	uint64_t self = (uint64_t)(uintptr_t)patch_init, lo = UINT64_MAX, hi = 0;
@@ -644,6 +717,8 @@ static int probe_load(uint32_t id)
 	p->abi = a;
 	p->id = id;
 	p->addr = a->addr;
+	p->entry = a->addr - a->pre_len;
+	p->undo = a->undo;
 	p->slot = a->slot;
 	p->xol = a->slot + UTRACE_TRAMP_XOL_OFF;
 	p->flags = a->flags;
@@ -654,7 +729,8 @@ static int probe_load(uint32_t id)
 	utrace_memcpy(p->orig, a->orig, sizeof(p->orig));
 	if (!p->addr || !p->len || p->len > sizeof(p->orig) || a->nr_insns > UTRACE_ABI_MAX_INSNS ||
 	    (p->mode != UTRACE_PM_INT3 && p->mode != UTRACE_PM_JMP) ||
-	    (p->mode == UTRACE_PM_JMP && p->len < 5))
+	    (p->mode == UTRACE_PM_JMP && p->len < 5) || (a->pre_len && p->mode != UTRACE_PM_JMP) ||
+	    a->pre_len > 4 || a->undo > 127)
 		return -EINVAL;
 	if (in_agent(p->addr))
 		return -EPERM;
@@ -679,10 +755,190 @@ static int send_upgrade(pid_t pid, pid_t tid)
 	return (int)syscall(SYS_rt_tgsigqueueinfo, pid, tid, upgrade_sig, &si);
 }
 
-/* Count every other thread and signal it; return the number signalled. */
-static int broadcast(void)
+/*
+ * Who needs the upgrade signal (the essay's step 5). Every other thread
+ * is looked at through /proc/self/task/TID/syscall, which the kernel fills
+ * without interrupting the thread (lib/syscall.c: task_current_syscall()
+ * waits until the task is off its CPU and checks that it did not run
+ * meanwhile): a thread in any sleep (a syscall, a page fault, a stop)
+ * shows its user-mode sp and pc, a runnable or running one "running".
+ */
+#define UPG_MAX_THREADS 4096 /* more threads: the batch stays int3 */
+#define UPG_POLL_NS 500000ull /* between two looks at the threads still running */
+#define UPG_SETTLE_NS 2000000ull /* seen running this long, and ... */
+#define UPG_BUSY_NS 1000000ull /* ... on a CPU this long meanwhile: signalled */
+
+enum { UPG_T_PENDING, UPG_T_CLEAR, UPG_T_SIGNALLED };
+
+static struct {
+	pid_t tid;
+	uint8_t st;
+	uint64_t t_run, cpu0; /* when first seen running, and its CPU time then */
+} upg_thr[UPG_MAX_THREADS];
+static bool upg_drop[AGENT_MAX_PROBES]; /* batch index: a blocked thread is inside */
+
+enum { UPG_W_GONE, UPG_W_RUNNING, UPG_W_BLOCKED, UPG_W_UNKNOWN };
+
+/* "/proc/self/task/TID/NAME" into @path (64 bytes). */
+static void task_path(char *path, pid_t tid, const char *name)
+{
+	char num[16];
+	int i = 0, n = 0;
+
+	for (const char *c = "/proc/self/task/"; *c; c++)
+		path[i++] = *c;
+	do
+		num[n++] = (char)('0' + tid % 10);
+	while ((tid /= 10) && n < 12);
+	while (n)
+		path[i++] = num[--n];
+	path[i++] = '/';
+	for (const char *c = name; *c && i < 63; c++)
+		path[i++] = *c;
+	path[i] = 0;
+}
+
+/* A small /proc file, NUL-terminated. Return: its length or -errno. */
+static int read_small(const char *path, char *buf, int size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), n;
+
+	if (fd < 0)
+		return -errno;
+	n = (int)read(fd, buf, (size_t)size - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
+	return n;
+}
+
+static uint64_t parse_num(const char *c, int base)
+{
+	uint64_t v = 0;
+
+	if (base == 16 && c[0] == '0' && c[1] == 'x')
+		c += 2;
+	for (;; c++) {
+		int d = -1;
+
+		if (*c >= '0' && *c <= '9')
+			d = *c - '0';
+		else if (base == 16 && *c >= 'a' && *c <= 'f')
+			d = *c - 'a' + 10;
+		if (d < 0)
+			return v;
+		v = v * (uint64_t)base + (uint64_t)d;
+	}
+}
+
+/*
+ * Where thread @tid is: UPG_W_BLOCKED with its user-mode @pc (the last
+ * field: "NR [args] sp pc", NR -1 outside a syscall, 0x0 for a task that
+ * has no stack any more), UPG_W_RUNNING, UPG_W_GONE (exited) or
+ * UPG_W_UNKNOWN (the file cannot be read: never signal, never trust).
+ */
+static int task_where(pid_t tid, uint64_t *pc)
+{
+	char path[64], buf[256];
+	int n, i;
+
+	task_path(path, tid, "syscall");
+	n = read_small(path, buf, sizeof(buf));
+	if (n == -ENOENT || n == -ESRCH)
+		return UPG_W_GONE;
+	if (n <= 0)
+		return UPG_W_UNKNOWN;
+	if (buf[0] == 'r')
+		return UPG_W_RUNNING;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	for (i = n; i > 0 && buf[i - 1] != ' '; i--)
+		;
+	if (i == 0 || buf[i] != '0')
+		return UPG_W_UNKNOWN;
+	*pc = parse_num(buf + i, 16);
+	return UPG_W_BLOCKED;
+}
+
+/* Time @tid has spent on a CPU (schedstat, ns); 0 if unknown. */
+static uint64_t task_cpu_ns(pid_t tid)
+{
+	char path[64], buf[128];
+
+	task_path(path, tid, "schedstat");
+	return read_small(path, buf, sizeof(buf)) > 0 ? parse_num(buf, 10) : 0;
+}
+
+/* Does @tid block @sig (SigBlk of its status)? Unknown counts as yes. */
+static bool task_blocks(pid_t tid, int sig)
+{
+	char path[64], st[2048];
+	int len;
+
+	task_path(path, tid, "status");
+	len = read_small(path, st, sizeof(st));
+	for (int i = 0; i + 24 < len; i++) {
+		if (st[i] == 'S' && !utrace_memcmp(st + i, "SigBlk:\t", 8)) {
+			/* 16 hex digits, signal N is bit N - 1. */
+			char c = st[i + 8 + 15 - (sig - 1) / 4];
+			int v = c >= 'a' ? c - 'a' + 10 : c - '0';
+
+			return (v >> ((sig - 1) % 4)) & 1;
+		}
+	}
+	return true;
+}
+
+/*
+ * The batch index whose displaced bytes hold @pc, or -1. A pc right after
+ * a syscall instruction counts for that instruction too: a syscall that
+ * is restarted (after a stop) resumes at pc - 2.
+ */
+static int batch_window(uint64_t pc)
+{
+	uint32_t i, n = upg_nr;
+
+	for (i = 0; i < n; i++) {
+		const struct utrace_probe *p = &agent_probes[upg_ids[i]];
+
+		if ((pc > p->addr && pc < p->addr + p->len) ||
+		    (pc - 2 > p->addr && pc - 2 < p->addr + p->len))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* A thread seen blocked at @pc: it can never enter the batch's windows. */
+static void seen_blocked(uint32_t i, uint64_t pc)
+{
+	int k = batch_window(pc);
+
+	/* It is inside one: only a signal could move it out, so that probe waits. */
+	if (k >= 0)
+		upg_drop[k] = true;
+	upg_thr[i].st = UPG_T_CLEAR;
+}
+
+static uint64_t now_mono(void);
+
+/*
+ * Prove that no other thread is inside a window of the batch, without
+ * interrupting a system call. Control thread, after the batch's int3s are
+ * in and cores synced: from then on a thread outside the windows stays
+ * outside. A thread seen blocked needs nothing (if its pc is inside one,
+ * that probe is dropped from the batch). A thread seen running is looked
+ * at again every UPG_POLL_NS until it is seen blocked; only one that ran
+ * all along, on a CPU (schedstat: a runnable thread just woken in a
+ * syscall does not count), and does not block the signal, is signalled,
+ * right after one more look. Before @deadline. Return: the number of
+ * threads signalled (wait for their acks), or -errno (the batch stays int3).
+ */
+static int clear_threads(uint64_t deadline)
 {
 	char buf[4096];
+	uint32_t nr = 0, i;
 	int fd, n, sent = 0;
 	pid_t self = (pid_t)guard_gettid(), pid = getpid();
 
@@ -690,9 +946,7 @@ static int broadcast(void)
 	if (fd < 0)
 		return -errno;
 	while ((n = (int)syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
-		int off = 0;
-
-		while (off < n) {
+		for (int off = 0; off < n;) {
 			struct dirent64 *d = (struct dirent64 *)(buf + off);
 			const char *c = d->d_name;
 			pid_t tid = 0;
@@ -704,12 +958,71 @@ static int broadcast(void)
 				tid = tid * 10 + (*c - '0');
 			if (tid == self)
 				continue;
-			if (send_upgrade(pid, tid) == 0)
-				sent++;
+			if (nr == UPG_MAX_THREADS) {
+				close(fd);
+				return -E2BIG;
+			}
+			upg_thr[nr].tid = tid;
+			upg_thr[nr].st = UPG_T_PENDING;
+			upg_thr[nr++].t_run = 0;
 		}
 	}
 	close(fd);
-	return sent;
+	if (n < 0)
+		return -EIO;
+	for (;;) {
+		uint32_t pending = 0;
+		uint64_t now = now_mono();
+		struct timespec ts = { 0, UPG_POLL_NS };
+
+		for (i = 0; i < nr; i++) {
+			pid_t tid = upg_thr[i].tid;
+			uint64_t pc = 0;
+			int w;
+
+			if (upg_thr[i].st != UPG_T_PENDING)
+				continue;
+			w = task_where(tid, &pc);
+			if (w == UPG_W_GONE) {
+				upg_thr[i].st = UPG_T_CLEAR;
+				continue;
+			}
+			if (w == UPG_W_BLOCKED) {
+				seen_blocked(i, pc);
+				continue;
+			}
+			pending++;
+			if (w != UPG_W_RUNNING)
+				continue;
+			if (!upg_thr[i].t_run) {
+				upg_thr[i].t_run = now;
+				upg_thr[i].cpu0 = task_cpu_ns(tid);
+				continue;
+			}
+			if (now - upg_thr[i].t_run < UPG_SETTLE_NS ||
+			    task_cpu_ns(tid) < upg_thr[i].cpu0 + UPG_BUSY_NS ||
+			    task_blocks(tid, upgrade_sig))
+				continue;
+			/* Busy in user space, most likely: look once more, then signal. */
+			w = task_where(tid, &pc);
+			if (w == UPG_W_RUNNING && send_upgrade(pid, tid) == 0) {
+				upg_thr[i].st = UPG_T_SIGNALLED;
+				sent++;
+				pending--;
+			} else if (w == UPG_W_BLOCKED) {
+				seen_blocked(i, pc);
+				pending--;
+			} else if (w == UPG_W_GONE) {
+				upg_thr[i].st = UPG_T_CLEAR;
+				pending--;
+			}
+		}
+		if (!pending)
+			return sent;
+		if (now_mono() >= deadline)
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);
+	}
 }
 
 static uint64_t now_mono(void)
@@ -720,11 +1033,9 @@ static uint64_t now_mono(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* True when @n acks arrived before the timeout. */
-static bool wait_acks(int n)
+/* True when @n acks arrived before @deadline. */
+static bool wait_acks(int n, uint64_t deadline)
 {
-	uint64_t deadline = now_mono() + UPGRADE_TIMEOUT_NS;
-
 	for (;;) {
 		uint32_t a = __atomic_load_n(&upg_acks, __ATOMIC_ACQUIRE);
 		uint64_t now = now_mono();
@@ -915,16 +1226,28 @@ int patch_sync(void)
 	if (!nu)
 		return (int)changed;
 	if (upgrade_sig) {
+		uint64_t deadline = now_mono() + UPGRADE_TIMEOUT_NS;
+		uint32_t nw = 0;
 		int sent;
 
 		utrace_memcpy(upg_ids, ids_b, nu * sizeof(ids_b[0]));
+		utrace_memset(upg_drop, 0, nu * sizeof(upg_drop[0]));
 		upg_epoch = upg_epoch + 1;
 		__atomic_store_n(&upg_acks, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&upg_nr, nu, __ATOMIC_RELEASE);
-		sent = broadcast();
-		if (sent < 0 || !wait_acks(sent))
+		sent = clear_threads(deadline);
+		if (sent < 0 || !wait_acks(sent, deadline))
 			goto skip;
 		upg_nr = 0;
+		/* A probe with a blocked thread inside stays int3 (-EBUSY); the next SYNC tries again. */
+		for (i = 0; i < nu; i++) {
+			if (upg_drop[i])
+				__atomic_store_n(&agent_probes[ids_b[i]].abi->err, -EBUSY,
+						 __ATOMIC_RELAXED);
+			else
+				ids_b[nw++] = ids_b[i];
+		}
+		nu = nw;
 		for (i = 0; i < nu; i++) {
 			struct utrace_probe *p = &agent_probes[ids_b[i]];
 			int32_t rel = (int32_t)((int64_t)p->slot - (int64_t)(p->addr + 5));
@@ -949,6 +1272,50 @@ skip:
 	for (i = 0; i < nu; i++)
 		__atomic_store_n(&agent_probes[ids_b[i]].abi->err, -ETIMEDOUT, __ATOMIC_RELAXED);
 	return (int)changed;
+}
+
+/**
+ * patch_quiesce - prove that no other thread is inside the agent
+ *
+ * The upgrade broadcast without a batch: each thread answers from its
+ * signal handler whether it was interrupted inside the agent's code or
+ * while it held the guard (a handler, a module's handler, the making of
+ * its task; guard_busy()). Threads that were are asked again (every 2 ms,
+ * 50 times at most). The caller has cleared agent_active: every path into
+ * the agent that writes the arena checks it first, in the agent's code or
+ * under the guard, so a thread that answered "outside" once writes nothing
+ * into the arena any more (agent.c, "THE ARENA OF A DORMANT AGENT", also
+ * for the one case this cannot see).
+ *
+ * Control thread. Return: 0 when proved; -EBUSY (someone stays inside),
+ * -ETIMEDOUT (a thread did not answer: it blocks the signal, or is
+ * stopped), -ENOSYS (no signal), or a broadcast error.
+ */
+int patch_quiesce(void)
+{
+	int round, sent = 0;
+
+	if (!upgrade_sig)
+		return -ENOSYS;
+	for (round = 0; round < 50; round++) {
+		struct timespec ts = { 0, 2000000 };
+
+		upg_nr = 0;
+		upg_epoch = upg_epoch + 1;
+		__atomic_store_n(&upg_busy, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&upg_acks, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&upg_quiesce, 1, __ATOMIC_RELEASE);
+		sent = broadcast();
+		if (sent < 0 || !wait_acks(sent))
+			break;
+		if (!__atomic_load_n(&upg_busy, __ATOMIC_ACQUIRE)) {
+			upg_quiesce = 0;
+			return 0;
+		}
+		nanosleep(&ts, NULL);
+	}
+	upg_quiesce = 0;
+	return sent < 0 ? sent : round < 50 ? -ETIMEDOUT : -EBUSY;
 }
 
 /**

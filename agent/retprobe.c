@@ -58,7 +58,8 @@ static void drop(struct utrace_task *t)
 	struct utrace_return_instance *ri = &t->ri[--t->depth];
 	uint32_t id = agent_ri_probe(ri->func, agent_nr_probes);
 
-	if (id != UINT32_MAX)
+	/* dormant: the arena is gone (agent.c), and no one counts */
+	if (id != UINT32_MAX && agent_active)
 		__atomic_fetch_add(&agent_probes[id].abi->missed_ret, 1, __ATOMIC_RELAXED);
 }
 

@@ -165,6 +165,7 @@ int tramp_write_slot(struct utrace_probe *p)
 	    a->code_len > UTRACE_ABI_MAX_CODE || !a->code_len || p->id > INT32_MAX)
 		return -EINVAL;
 	disp = (int64_t)x->vaddr - (int64_t)(p->slot + 24);
+	hdr[4] = (uint8_t)(int8_t)((int)p->undo - 0x80); /* lea rsp, [rsp - 0x80 + undo] */
 	utrace_memcpy(&hdr[6], &p->id, 4);
 	utrace_memcpy(&hdr[20], &(int32_t){ (int32_t)disp }, 4);
 	w = x->rw + (p->slot - x->vaddr);

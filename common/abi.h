@@ -47,7 +47,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 7
+#define UTRACE_ABI_VERSION 8
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -62,7 +62,8 @@
  * A trampoline slot in an XOL area (agent-written header, host-relocated
  * tail):
  *
- *   +0   lea  rsp, [rsp - 128]        skip the red zone
+ *   +0   lea  rsp, [rsp - 128 + undo] skip the red zone (and give back what
+ *                                      the kept first instruction pushed)
  *   +5   push imm32 (probe id)
  *   +10  call [rip + thunk]            the area's first 8 bytes
  *   +16  lea  rsp, [rsp + 136]         drop the id and the red zone
@@ -202,7 +203,16 @@ struct utrace_abi_probe {
 	/* Agent-written. */
 	uint32_t state; /* enum utrace_probe_state */
 	int32_t err; /* negative errno when FAILED or when an upgrade was skipped */
-	uint32_t __pad;
+	/*
+	 * Host-written (ABI 8): the entry's first instruction, @pre_len bytes
+	 * before @addr, stays in place (planner.c rule 5) and moved rsp down
+	 * by @undo bytes. The slot gives rsp back before the handlers, which
+	 * see the probe at addr - pre_len; @code starts with a copy of that
+	 * instruction (src_off/dst_off still describe [addr, addr + len)).
+	 */
+	uint8_t pre_len;
+	uint8_t undo;
+	uint16_t __pad;
 	uint64_t hits_shared; /* hits of threads without a slot (atomic adds) */
 	uint64_t nested; /* hits inside the agent (guard held): displaced code ran, no handler */
 	uint64_t missed_ret; /* return probes skipped: depth limit, foreign stack */

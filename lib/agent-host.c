@@ -550,10 +550,10 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	struct utrace_abi_probe *a;
 	struct reloc r;
 	struct writer w;
-	uint8_t bytes[64];
-	uint64_t targets[8];
+	uint8_t all[64], *bytes;
+	uint64_t targets[8], entry;
 	int err, nt, id = (int)h->nr_probes;
-	uint8_t len;
+	uint8_t len, pre;
 
 	if (h->nr_probes + h->reserved_top >= h->lay.max_probes) {
 		snprintf(h->why, sizeof(h->why), "more than %u probe points",
@@ -561,6 +561,8 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 		return -ENOSPC;
 	}
 	pl = h->batch.pl && h->batch.img == img ? h->batch.pl : utrace_planner__new(img);
+	/* jmp sites keep a short first instruction in place (planner.c rule 5) */
+	utrace_planner__keep_first(pl, !force_int3);
 	err = pl ? utrace_planner__plan(pl, m, &plan) : -ENOMEM;
 	if (pl != h->batch.pl)
 		utrace_planner__free(pl);
@@ -569,7 +571,13 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			 err);
 		return err;
 	}
-	if (cached_read(h, -1, -1, plan.addr, bytes, sizeof(bytes)) != (ssize_t)sizeof(bytes)) {
+	/*
+	 * @all from the entry on: a kept first instruction (plan.pre_len bytes)
+	 * is relocated into the slot too; @bytes are the patched ones.
+	 */
+	pre = plan.mode == UTRACE_PLAN_JMP ? (uint8_t)plan.pre_len : 0;
+	entry = plan.addr - pre;
+	if (cached_read(h, -1, -1, entry, all, sizeof(all)) != (ssize_t)sizeof(all)) {
 		if (utrace_proc__check_access(h->pid) == -ESRCH) {
 			/* e.g. the agent stopped waiting for START (10 s) and it ran */
 			snprintf(h->why, sizeof(h->why), "pid %d exited", (int)h->pid);
@@ -577,6 +585,15 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 		}
 		return -EFAULT;
 	}
+	bytes = all + pre;
+	/*
+	 * The kept instruction runs in place, and a copy of it in the slot:
+	 * the copy comes from the file, so that a kernel uprobe's (or a
+	 * debugger's) int3 already on the entry is not copied; that int3 can
+	 * stay, the kernel's resumes after the instruction, on our jmp.
+	 */
+	if (pre && file_bytes(h, entry, all, pre) != (ssize_t)pre)
+		return -EIO;
 	/*
 	 * Someone patched the site already: another utrace session (each has
 	 * its own agent instance and puts the bytes back when it ends), or a
@@ -609,7 +626,7 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 			len = (uint8_t)l;
 		}
 	}
-	nt = reloc_targets(bytes, len, plan.addr, targets, 8);
+	nt = reloc_targets(all, pre + len, entry, targets, 8);
 	if (nt < 0)
 		return nt;
 	err = xol_for(h, plan.addr, targets, nt > 8 ? 8 : nt);
@@ -622,8 +639,10 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	a->flags = flags;
 	a->mode = (force_int3 || plan.mode != UTRACE_PLAN_JMP) ? UTRACE_PM_INT3 : UTRACE_PM_JMP;
 	a->len = len;
+	a->pre_len = pre;
+	a->undo = (uint8_t)plan.undo;
 	memcpy(a->orig, bytes, sizeof(a->orig));
-	reloc_init(&r, bytes, len, plan.addr);
+	reloc_init(&r, all, pre + len, entry);
 	writer_init(&w, a->code, UTRACE_ABI_MAX_CODE, a->slot + UTRACE_TRAMP_XOL_OFF);
 	err = reloc_relocate(&r, &w, true);
 	if (err < 0 || w.err) {
@@ -631,10 +650,11 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 		return err < 0 ? err : w.err;
 	}
 	a->code_len = (uint8_t)w.len;
-	a->nr_insns = (uint8_t)r.nr;
-	for (unsigned int i = 0; i < r.nr && i < UTRACE_ABI_MAX_INSNS; i++) {
-		a->src_off[i] = r.src_off[i];
-		a->dst_off[i] = r.dst_off[i];
+	/* the instruction map of the patched bytes: the kept one is not among them */
+	a->nr_insns = (uint8_t)(r.nr - (pre ? 1 : 0));
+	for (unsigned int i = 0; i < a->nr_insns && i < UTRACE_ABI_MAX_INSNS; i++) {
+		a->src_off[i] = (uint8_t)(r.src_off[i + (pre ? 1 : 0)] - pre);
+		a->dst_off[i] = r.dst_off[i + (pre ? 1 : 0)];
 	}
 	reloc_clear(&r);
 	h->xol_next += UTRACE_TRAMP_SLOT;

@@ -208,6 +208,12 @@ struct site_input {
 				    * that @addr is an instruction boundary; may be NULL */
 	const struct branch_index *bti; /* module index (same address space); may be NULL */
 	bool live; /* ONLINE scenario: never steal across call/syscall */
+	/*
+	 * The agent's jmp mode: keep a short stack-only first instruction of
+	 * an entry in place (site_plan(): kernel uprobes at the entry stay
+	 * safe). Off for the ptrace backend and -l, which write no jmp.
+	 */
+	bool keep_first;
 };
 
 /** struct site_plan - the planner's decision. */
@@ -216,6 +222,12 @@ struct site_plan {
 	uint64_t addr; /* probe address, moved past endbr64 at an entry */
 	uint8_t len; /* displaced bytes: >= 5 for jmp, one instruction for int3 */
 	uint8_t nr_insns; /* displaced instructions */
+	/*
+	 * keep_first: the entry's first instruction (@pre_len bytes, before
+	 * @addr) stays in place and runs there; it moved rsp down by @undo,
+	 * which the trampoline gives back before the handlers see the entry.
+	 */
+	uint8_t pre_len, undo;
 	enum site_fail fail; /* REFUSED: why; INT3: why not jmp; JMP: NONE */
 	uint64_t fail_addr; /* the instruction @fail is about */
 	char fail_insn[24]; /* its mnemonic, for the "%s" in site_fail_str() */

@@ -24,8 +24,13 @@
  *     process stopped at exec) is a clean -ENOENT. If r_debug.r_state
  *     (found via DT_DEBUG) says a dlopen or dlclose is half done, wait for
  *     it to finish. All of this before attaching: the target runs freely.
- *  2. Seize every thread (utrace_session__attach(); nothing stops yet) if
- *     the process is not in the session already.
+ *  2. If the process is not in the session already, seize only the thread
+ *     chosen in 3 (utrace_session__attach_thread(), attach_and_choose()),
+ *     a candidate at a time. The others are never seized: every stop, a
+ *     ptrace stop included, makes an epoll_wait, epoll_pwait,
+ *     sigtimedwait, semop, semtimedop or io_getevents of the stopped
+ *     thread fail with EINTR (signal(7)), and seizing a thread means
+ *     stopping it at attach and at detach (PTRACE_DETACH wants a stop).
  *  3. Choose the thread that will make the calls. dlopen takes the loader
  *     lock and calls malloc; a thread stopped while holding either would
  *     deadlock against itself (kubo/injector#5). So, from /proc without
@@ -33,9 +38,10 @@
  *     that malloc and the loader do not make (read, poll, nanosleep ...);
  *     a running thread whose rip is in neither libc nor ld.so; a thread
  *     blocked in futex (waiting for a lock: it may hold another); anything
- *     else. The chosen thread is stopped (PTRACE_INTERRUPT) and checked:
- *     a rip inside ld.so is never used. Only that thread stops; the others
- *     keep running, so a lock held by one of them is released as usual.
+ *     else, a thread in one of the calls a stop makes fail last. The
+ *     chosen thread is stopped (PTRACE_INTERRUPT) and checked: a rip
+ *     inside ld.so is never used. Only that thread stops; the others keep
+ *     running, so a lock held by one of them is released as usual.
  *  4. Remote mmap of a scratch page (remote syscall, remote.c), read and
  *     execute only, written through /proc/PID/mem: the kill-safe return
  *     stub of the remote calls (arch/x86_64/call-stub.S) and the strings
@@ -54,7 +60,9 @@
  *  7. dlsym(handle, init_symbol); NULL: dlerror() again, dlclose(handle).
  *  8. init(arena_fd, flags, arg), after the caller's prepare_arena() has
  *     filled the arena. A negative int: dlclose(handle), the arena fd
- *     closed in the target.
+ *     closed in the target. On success the object owns that fd (the
+ *     agent maps the arena and closes it: a successful injection leaves
+ *     no fd of ours in the target, except a copy's, "COPIES" below).
  *  9. munmap the scratch page; resume the thread: its registers come back
  *     and the syscall it was blocked in restarts (remote.c's essay).
  * 10. Detach if we attached: while traced, every signal the target gets
@@ -521,8 +529,26 @@ static bool syscall_uses_restart_block(long nr)
 }
 
 /*
+ * Calls that fail with EINTR after any stop of their thread, a ptrace stop
+ * included, instead of being restarted (signal(7), "Interruption of system
+ * calls and library functions by stop signals"): a thread in one is used
+ * only if no other can be (socket calls with SO_RCVTIMEO/SO_SNDTIMEO do it
+ * too, which /proc does not tell).
+ */
+static bool syscall_eintr_after_stop(long nr)
+{
+	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait ||
+#ifdef SYS_epoll_pwait2
+	       nr == SYS_epoll_pwait2 ||
+#endif
+	       nr == SYS_rt_sigtimedwait || nr == SYS_semop || nr == SYS_semtimedop ||
+	       nr == SYS_io_getevents || nr == SYS_io_pgetevents;
+}
+
+/*
  * Rank of a thread from /proc alone: 0 blocked in a harmless syscall,
- * 1 running, 2 blocked in futex or a memory syscall, 3 anything else;
+ * 1 running, 2 blocked in futex or a memory syscall, 3 anything else
+ * (a call that a stop makes fail included);
  * a sleep restarted through the restart_block ranks after the others of
  * its group (0 -> 0.5, shown as 1 with running threads first).
  */
@@ -551,6 +577,8 @@ static int thread_rank(pid_t pid, pid_t tid)
 		fclose(f);
 	}
 	if (state == 'S' && nr >= 0) {
+		if (syscall_eintr_after_stop(nr))
+			return 3;
 		if (syscall_maybe_in_libc_internals(nr))
 			return 2;
 		return syscall_uses_restart_block(nr) ? 1 : 0;
@@ -695,6 +723,84 @@ out:
 	if (r < 0)
 		return fail(c, r, "cannot choose a thread: %s", strerror(-r));
 	return 0;
+}
+
+/*
+ * choose_thread() for a process that is not traced yet: rank the threads
+ * from /proc, then seize and try them one at a time, best first; a thread
+ * that cannot be used is detached before the next is seized. The others
+ * are never seized, so they never stop: a stop would make their
+ * epoll_wait(), sigtimedwait(), semop() or io_getevents() fail with EINTR.
+ */
+static int attach_and_choose(struct inject_ctx *c)
+{
+	struct utrace_maps *maps = NULL;
+	pid_t *tids = NULL;
+	size_t n = 0, i;
+	int *rank = NULL, pass, want, r;
+
+	if (c->opts && c->opts->tid) {
+		r = utrace_session__attach_thread(c->s, c->pid, c->opts->tid);
+		if (r < 0)
+			return fail(c, r, "cannot attach thread %d: %s", c->opts->tid,
+				    strerror(-r));
+		return choose_thread(c);
+	}
+	r = utrace_proc__threads(c->pid, &tids, &n);
+	if (r < 0 || !n) {
+		free(tids);
+		return fail(c, r < 0 ? r : -ESRCH, "no thread");
+	}
+	rank = calloc(n, sizeof(*rank));
+	maps = utrace_maps__read(c->pid);
+	if (!rank || !maps) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		rank[i] = thread_rank(c->pid, tids[i]);
+	r = -EAGAIN;
+	for (pass = 0; pass < 2 && r == -EAGAIN; pass++) {
+		for (want = 0; want <= 3 && r == -EAGAIN; want++) {
+			for (i = 0; i < n && r == -EAGAIN; i++) {
+				struct utrace_thread *th;
+				int t;
+
+				if (rank[i] != want)
+					continue;
+				t = utrace_session__attach_thread(c->s, c->pid, tids[i]);
+				if (t == -ESRCH)
+					continue; /* gone */
+				if (t < 0) {
+					char eb[128];
+
+					r = fail(c, t, "cannot attach: %s",
+						 errstr(t, eb, sizeof(eb)));
+					goto out;
+				}
+				th = utrace_session__find_thread(c->s, tids[i]);
+				t = th ? try_thread(c, th, rank[i], pass, maps) : 0;
+				if (t < 0)
+					r = t;
+				else if (t > 0)
+					r = 0;
+				else
+					utrace_session__detach_pid(c->s, c->pid);
+			}
+		}
+	}
+	if (r == 0)
+		pr_debug("pid %d: using thread %d (the only one seized)\n", c->pid,
+			 utrace_thread__tid(c->th));
+	if (r == -EAGAIN)
+		r = fail(c, r, "no thread can be used safely now (all inside the dynamic loader)");
+	else if (r < 0 && !(c->errbuf && c->errbuf[0]))
+		r = fail(c, r, "cannot choose a thread: %s", strerror(-r));
+out:
+	utrace_maps__free(maps);
+	free(rank);
+	free(tids);
+	return r;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1151,19 +1257,13 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 	t[1] = now_us();
 	if (r < 0)
 		return r;
-	/* 2. Seize. */
+	/* 2, 3. Seize (only the thread chosen, if we attach) and choose. */
 	if (utrace_session__threads(s, pid, NULL, 0) < 0) {
-		r = utrace_session__attach(s, pid);
-		if (r < 0) {
-			char eb[128];
-
-			return fail(&c, r, "cannot attach: %s", errstr(r, eb, sizeof(eb)));
-		}
 		attached = true;
-	}
-	/* 3. */
-	if (r == 0)
+		r = attach_and_choose(&c);
+	} else {
 		r = choose_thread(&c);
+	}
 	t[2] = now_us();
 	/* 4-9. */
 	if (r == 0)

@@ -174,6 +174,13 @@ struct utrace_session {
 	bool closing;
 };
 
+/*
+ * utrace_session__attach_thread - utrace_session__attach() for thread @tid
+ * of @pid alone (lib/inject.c): no other thread is seized or stopped.
+ * Return: 0, -ESRCH if @tid is not a live thread of @pid, or as attach.
+ */
+int utrace_session__attach_thread(struct utrace_session *s, pid_t pid, pid_t tid);
+
 /**
  * session_handle_status - process one waitpid() result for @tid (defined
  * in session.c; remote.c hands it the statuses it does not expect).

@@ -28,6 +28,7 @@ struct utrace_planner {
 	struct utrace_image *img;
 	struct plan_obj *objs;
 	size_t nr;
+	bool keep_first; /* utrace_planner__keep_first() */
 };
 
 struct utrace_planner *utrace_planner__new(struct utrace_image *img)
@@ -96,6 +97,12 @@ static int obj_index(struct plan_obj *po, const struct utrace_elf *elf)
 	return po->bti ? 0 : -errno;
 }
 
+void utrace_planner__keep_first(struct utrace_planner *pl, bool on)
+{
+	if (pl)
+		pl->keep_first = on;
+}
+
 /**
  * utrace_planner__plan - see plan.h. Builds the object's index on first
  * use; afterwards O(log n) per call, no allocation.
@@ -134,6 +141,7 @@ int utrace_planner__plan(struct utrace_planner *pl, const struct utrace_match *m
 	in.bytes = sec->data + (m->file_addr - sec->addr);
 	in.len = MIN(64, sec->addr + sec->size - m->file_addr);
 	in.bti = po->bti;
+	in.keep_first = pl->keep_first;
 	if (m->symbol) {
 		in.func_addr = m->file_addr - m->offset;
 		in.func_size = m->sym_size;
@@ -154,6 +162,8 @@ int utrace_planner__plan(struct utrace_planner *pl, const struct utrace_match *m
 	out.addr = p.addr + bias;
 	out.len = p.len;
 	out.nr_insns = p.nr_insns;
+	out.pre_len = p.pre_len;
+	out.undo = p.undo;
 	site_plan__why(&p, out.why, sizeof(out.why));
 	if (p.fail == SITE_FAIL_UNSAFE_INSN || p.fail == SITE_FAIL_FAR_BRANCH)
 		out.detail = reloc_refuse_detail(p.fail_insn);

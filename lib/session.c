@@ -82,7 +82,9 @@
  * them apart, and such threads are skipped. attach() waits
  * ATTACH_GRACE_MS for the first stops, not forever: a thread that cannot
  * stop now (vfork parent, uninterruptible sleep) keeps its interrupt
- * pending and is handled by the loop when it stops. Another tracer
+ * pending and is handled by the loop when it stops.
+ * utrace_session__attach_thread() seizes one thread alone (lib/inject.c):
+ * the others are never stopped. Another tracer
  * (TracerPid, which names the tracing *thread*) is an error, never a
  * reason to touch the target.
  *
@@ -2006,7 +2008,13 @@ static int seize_eperm(struct utrace_session *s, struct tproc *p, pid_t pid, pid
 	return -EPERM;
 }
 
-int utrace_session__attach(struct utrace_session *s, pid_t pid)
+/*
+ * Attach @pid: every thread, or only thread @only (> 0, for lib/inject.c:
+ * the one thread that makes the remote calls; the others are never stopped,
+ * so none of their epoll_wait(), sigtimedwait(), semop() or io_getevents()
+ * fails with EINTR, which such calls do after any stop, signal(7)).
+ */
+static int attach_proc(struct utrace_session *s, pid_t pid, pid_t only)
 {
 	struct tproc *p;
 	struct utrace_thread *th;
@@ -2054,7 +2062,7 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		if (r < 0)
 			break;
 		for (i = 0; i < n; i++) {
-			if (utrace_session__find_thread(s, tids[i]))
+			if ((only && tids[i] != only) || utrace_session__find_thread(s, tids[i]))
 				continue;
 			r = ptrace_seize(tids[i], s->options);
 			if (r == -EPERM)
@@ -2138,6 +2146,16 @@ int utrace_session__attach(struct utrace_session *s, pid_t pid)
 		thread_settle(th);
 	}
 	return 0;
+}
+
+int utrace_session__attach(struct utrace_session *s, pid_t pid)
+{
+	return attach_proc(s, pid, 0);
+}
+
+int utrace_session__attach_thread(struct utrace_session *s, pid_t pid, pid_t tid)
+{
+	return tid > 0 ? attach_proc(s, pid, tid) : -EINVAL;
 }
 
 static int find_in_path(const char *file)

@@ -8,6 +8,7 @@
 #ifndef __UTRACE_PLAN_H
 #define __UTRACE_PLAN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "utrace/common.h"
@@ -34,6 +35,13 @@ struct utrace_plan {
 	uint32_t nr_insns; /* instructions displaced */
 	char why[160]; /* empty for a jmp */
 	const char *detail; /* static background for why, or NULL (for --why) */
+	/*
+	 * utrace_planner__keep_first() only: the entry's first instruction,
+	 * @pre_len bytes before @addr, stays in place (a kernel uprobe at the
+	 * entry stays safe) and moved rsp down by @undo bytes, which the
+	 * trampoline gives back before the handlers run. 0 otherwise.
+	 */
+	uint32_t pre_len, undo;
 };
 
 /**
@@ -45,6 +53,15 @@ struct utrace_plan {
  * set (ENOMEM)
  */
 UTRACE_API struct utrace_planner *utrace_planner__new(struct utrace_image *img);
+
+/**
+ * @brief **utrace_planner__keep_first()**: for jmp plans of the in-process
+ * agent, keep a short first instruction of an entry that only moves rsp
+ * (push, sub rsp) in place and put the jmp after it (lib/arch/x86_64/
+ * planner.c rule 5: a kernel uprobe placed on the function later writes
+ * its int3 over the entry and resumes after that instruction).
+ */
+UTRACE_API void utrace_planner__keep_first(struct utrace_planner *pl, bool on);
 
 /** @brief **utrace_planner__free()** frees @pl; accepts NULL. */
 UTRACE_API void utrace_planner__free(struct utrace_planner *pl);

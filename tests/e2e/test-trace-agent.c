@@ -814,3 +814,113 @@ TEST_TIMEOUT(agent_follow_forks_summary, 120)
 	free(out);
 	free(err);
 }
+
+/*
+ * The target's sleeps and polls are not touched by arming, upgrading and
+ * disarming (issue 10): tests/targets/s-waits has a thread in each call
+ * that signal(7) never restarts after a handler (nanosleep, clock_nanosleep,
+ * poll, ppoll, epoll_wait, select, pselect, sigtimedwait, io_getevents,
+ * semtimedop, semop), each checking its own timeout, and handlers that count.
+ * 100 probes (libwaits.so, dlopen()ed while the threads sleep) are armed
+ * and upgraded to jmps (s-waits sees the 0xe9s), then disarmed at exit or
+ * detach. Its line must say no early return, no EINTR, no handler; also
+ * with a thread that computes all along ("busy": the one thread that the
+ * upgrade may interrupt).
+ */
+static const char *waits(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tests/targets/s-waits",
+		 getenv("UTRACE_BUILD_DIR") ?: "build");
+	return path;
+}
+
+static const char *waits_lib(void)
+{
+	static char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tests/targets/libwaits.so",
+		 getenv("UTRACE_BUILD_DIR") ?: "build");
+	return path;
+}
+
+/* s-waits' verdict line in @out: all zero, every call seen, jmps seen. */
+static void check_waits(const char *out)
+{
+	const char *l = out ? strstr(out, "calls=") : NULL;
+	int calls = 0, early = -1, eintr = -1, bad = -1, handlers = -1, jmp = -1, int3 = -1;
+
+	CHECK_MSG(l, "no verdict from s-waits: %s", out ? out : "(none)");
+	note_lines(out);
+	CHECK(sscanf(l, "calls=%d early=%d eintr=%d bad=%d handlers=%d jmp=%d int3=%d", &calls,
+		     &early, &eintr, &bad, &handlers, &jmp, &int3) == 7);
+	CHECK(calls >= 11);
+	CHECK_EQ(eintr, 0);
+	CHECK_EQ(early, 0);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(handlers, 0);
+	CHECK_MSG(jmp > 0, "no probe was ever seen upgraded (jmp=%d int3=%d)", jmp, int3);
+}
+
+TEST_TIMEOUT(agent_arming_leaves_sleeps_alone_launch, 120)
+{
+	const char *args[] = { "-b", "agent", "-c",  "-f",   "libwaits:waits_fn_*",
+			       "--", waits(), "200", "1500", waits_lib(),
+			       NULL, NULL };
+	char *out = NULL, *err = NULL;
+	int i;
+
+	/* then with a thread that computes all along: the upgrade signals it alone */
+	for (i = 0; i < 3; i++) {
+		args[10] = i ? "busy" : NULL;
+		CHECK_MSG(run_utrace(args, &out, &err) == 0, "s-waits said: %s", out);
+		check_waits(out);
+		CHECK_EQ(table_calls(err, "waits_fn_000") > 0, 1);
+		free(out);
+		free(err);
+	}
+}
+
+TEST_TIMEOUT(agent_attach_detach_leaves_sleeps_alone, 180)
+{
+	int pin[2], pout[2], status, i;
+	char line[64] = "", pid[16], buf[8192] = "";
+	const char *args[] = { "-v", "-b", "agent", "-c",  "-f", "libwaits:waits_fn_*",
+			       "-p", pid,  "-d",    "0.5", NULL };
+	ssize_t n, len = 0;
+	pid_t p;
+
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	p = fork();
+	CHECK(p >= 0);
+	if (p == 0) {
+		dup2(pin[0], 0);
+		dup2(pout[1], 1);
+		execl(waits(), "s-waits", "200", "0", waits_lib(), "busy", (char *)NULL);
+		_exit(99);
+	}
+	close(pin[0]);
+	close(pout[1]);
+	n = read(pout[0], line, sizeof(line) - 1);
+	CHECK_MSG(n > 0 && !strncmp(line, "ready ", 6), "target said '%s'", line);
+	snprintf(pid, sizeof(pid), "%d", (int)p);
+	/* attach (injection), arm, upgrade, detach; then twice into the dormant agent */
+	for (i = 0; i < 3; i++) {
+		char *out = NULL, *err = NULL;
+
+		CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+		CHECK(strstr(err, "100 probe points (detached)"));
+		CHECK(table_calls(err, "waits_fn_000") > 0);
+		free(out);
+		free(err);
+	}
+	close(pin[1]); /* s-waits stops, reports */
+	while ((n = read(pout[0], buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += n;
+	buf[len] = 0;
+	close(pout[0]);
+	CHECK(waitpid(p, &status, 0) == p);
+	check_waits(buf);
+	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "s-waits status %#x", status);
+}

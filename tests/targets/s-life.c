@@ -4,6 +4,7 @@
  *
  *   s-life THREADS BATCHES
  *   s-life serve
+ *   s-life busy THREADS
  *
  * Prints "pid=N" at once, then THREADS threads each make BATCHES batches of
  * 200 calls of life_work() (which calls life_leaf()), sleeping 1 ms after
@@ -15,6 +16,12 @@
  * serve: prints "pid=N", then obeys lines on stdin: "run T B [P]" runs T
  * new threads of B batches each (a pause of P ms after each batch, none by
  * default) and prints "done sum=HEX"; "quit" (or EOF) exits 0. The exact number of calls is the test's to know.
+ *
+ * busy: prints "pid=N", then THREADS threads call life_work() for ever,
+ * in batches of 200 with a 1 ms pause, each checking every result against
+ * the formula; "check" on stdin prints "batches=N bad=M" (M results that
+ * differed), "quit" (or EOF) exits 0. For tests that attach and detach
+ * many times while the program works (tests/e2e/test-agent-leaks.c).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -73,6 +80,52 @@ static uint64_t run(long n)
 	return sum;
 }
 
+static long busy_batches, busy_bad;
+
+static void *busy_worker(void *arg)
+{
+	uint64_t t = (uint64_t)(uintptr_t)arg, x = 0;
+	long i;
+
+	for (;;) {
+		struct timespec ts = { 0, 1000000 };
+
+		for (i = 0; i < BATCH; i++, x++) {
+			uint64_t a = t * 1000003ULL + x;
+
+			if (life_work(a) != (((a * 2654435761ULL) * 31 + 7) ^ (a >> 3)))
+				__atomic_fetch_add(&busy_bad, 1, __ATOMIC_RELAXED);
+		}
+		__atomic_fetch_add(&busy_batches, 1, __ATOMIC_RELAXED);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static int busy(long n)
+{
+	char line[64];
+	pthread_t th;
+	long k;
+
+	printf("pid=%d\n", (int)getpid());
+	fflush(stdout);
+	for (k = 0; k < n; k++)
+		if (pthread_create(&th, NULL, busy_worker, (void *)(uintptr_t)k))
+			return 3;
+	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "check", 5)) {
+			printf("batches=%ld bad=%ld\n",
+			       __atomic_load_n(&busy_batches, __ATOMIC_RELAXED),
+			       __atomic_load_n(&busy_bad, __ATOMIC_RELAXED));
+			fflush(stdout);
+		} else if (!strncmp(line, "quit", 4)) {
+			break;
+		}
+	}
+	return 0;
+}
+
 static int serve(void)
 {
 	char line[64];
@@ -105,6 +158,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "serve"))
 		return serve();
+	if (argc > 2 && !strcmp(argv[1], "busy"))
+		return busy(atol(argv[2]) < 1 || atol(argv[2]) > 64 ? 1 : atol(argv[2]));
 	n = argc > 1 ? atol(argv[1]) : 4;
 	batches = argc > 2 ? atol(argv[2]) : 200;
 	if (n < 1 || n > 64 || batches < 1)

@@ -7,7 +7,7 @@
 #ifndef __UTRACE_AGENT_OFFSETS_H
 #define __UTRACE_AGENT_OFFSETS_H
 
-#define AO_PROBE_SIZE 184 /* sizeof(struct utrace_probe) */
+#define AO_PROBE_SIZE 192 /* sizeof(struct utrace_probe) */
 #define AO_PROBE_FLAGS 36 /* struct utrace_probe.flags */
 #define AO_PROBE_STATE 80 /* .state */
 #define AO_PROBE_NR_HANDLERS 84 /* .nr_handlers */

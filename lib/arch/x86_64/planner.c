@@ -27,6 +27,18 @@
  *     A single instruction of 5 bytes or more needs none of d/e: nothing
  *     can jump into the middle of one instruction.
  *  4. Otherwise int3, and the plan says why not jmp (for `utrace -l --why`).
+ *  5. keep_first (the agent): a kernel uprobe put on a function we patched
+ *     (bpftrace, perf probe: always at the symbol) writes its int3 over our
+ *     jmp's first byte, runs the file's first instruction out of line and
+ *     resumes after it, in the middle of our jmp: the target dies. So when
+ *     the entry's first instruction is shorter than 5 bytes and only moves
+ *     rsp down (push reg, sub rsp imm8), it stays in place, runs there, and
+ *     the jmp goes right after it (rules 3a-e apply there too, and no
+ *     direct branch may target that address either: it would skip the
+ *     instruction the trampoline undoes). The trampoline gives rsp back
+ *     (plan @undo), so the handlers see the entry as before, then runs a
+ *     copy of that instruction with the displaced ones. A kernel uprobe at
+ *     the entry then resumes on our jmp: both probes see every call.
  *
  * Known limits: a jump table in a foo.cold part is not seen by rule 3e
  * (only indirect jmps inside [foo, foo + size) are); the index does not
@@ -158,9 +170,13 @@ static int try_relocate(const uint8_t *bytes, size_t len, uint64_t addr, struct 
 	return err;
 }
 
-/* Why jmp mode is impossible at @p->addr; SITE_FAIL_NONE if it is possible. */
+/*
+ * Why jmp mode is impossible at @p->addr; SITE_FAIL_NONE if it is possible.
+ * @kept: the entry's first instruction stays before @p->addr (rule 5): no
+ * branch may target @p->addr itself either.
+ */
 static void plan_jmp(const struct site_input *in, const uint8_t *bytes, size_t avail, bool entry,
-		     struct site_plan *p)
+		     bool kept, struct site_plan *p)
 {
 	ZydisDecoder dec;
 	ZydisDecodedInstruction insn;
@@ -228,9 +244,10 @@ static void plan_jmp(const struct site_input *in, const uint8_t *bytes, size_t a
 		set_fail(p, SITE_FAIL_NO_INDEX, p->addr, NULL);
 		return;
 	}
-	if (branch_index__any_target(in->bti, p->addr + 1, p->addr + total)) {
+	if (branch_index__any_target(in->bti, p->addr + !kept, p->addr + total)) {
 		set_fail(p, SITE_FAIL_BRANCH_INTO,
-			 branch_index__first_target(in->bti, p->addr + 1, p->addr + total), NULL);
+			 branch_index__first_target(in->bti, p->addr + !kept, p->addr + total),
+			 NULL);
 		return;
 	}
 	if (branch_index__any_indirect(in->bti, in->func_addr, func_end)) {
@@ -270,6 +287,48 @@ static int check_boundary(const ZydisDecoder *dec, const struct site_input *in, 
 		off += insn.length;
 	}
 	return 0;
+}
+
+/*
+ * Rule 5: how far does @insn (an entry's first instruction) move rsp
+ * down, when that is all it does? push r64: 8; sub rsp, imm8 (>= 0): imm.
+ * Return: the bytes, or -1 for any other instruction.
+ */
+static int stack_only_insn(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
+{
+	if (insn->mnemonic == ZYDIS_MNEMONIC_PUSH && insn->operand_count_visible == 1 &&
+	    ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].size == 64 &&
+	    ops[0].reg.value != ZYDIS_REGISTER_RSP)
+		return 8;
+	if (insn->mnemonic == ZYDIS_MNEMONIC_SUB && insn->operand_count_visible == 2 &&
+	    ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER && ops[0].reg.value == ZYDIS_REGISTER_RSP &&
+	    ops[1].type == ZYDIS_OPERAND_TYPE_IMMEDIATE && ops[1].imm.value.s >= 0 &&
+	    ops[1].imm.value.s <= 127)
+		return (int)ops[1].imm.value.s;
+	return -1;
+}
+
+/* Rule 5: move the jmp of plan @p after the entry's first instruction @insn, if it can go there. */
+static void keep_first(const struct site_input *in, const uint8_t *bytes, size_t avail,
+		       const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
+		       struct site_plan *p)
+{
+	struct site_plan q = *p;
+	int undo = stack_only_insn(insn, ops);
+
+	if (undo < 0 || avail <= insn->length)
+		return;
+	q.addr = p->addr + insn->length;
+	q.fail = SITE_FAIL_NONE;
+	plan_jmp(in, bytes + insn->length, avail - insn->length, true, true, &q);
+	if (q.fail != SITE_FAIL_NONE)
+		return; /* the jmp stays at the entry */
+	/* (plan_jmp() skips the branch check for one long instruction) */
+	if (!in->bti || branch_index__any_target(in->bti, q.addr, q.addr + 1))
+		return;
+	q.pre_len = insn->length;
+	q.undo = (uint8_t)undo;
+	*p = q;
 }
 
 /**
@@ -330,13 +389,15 @@ int site_plan(const struct site_input *in, struct site_plan *out)
 	p.len = insn.length;
 	p.nr_insns = 1;
 
-	plan_jmp(in, bytes, avail, entry, &p);
+	plan_jmp(in, bytes, avail, entry, false, &p);
 	if (p.fail == SITE_FAIL_NONE)
 		p.mode = SITE_JMP;
 	else {
 		p.len = insn.length;
 		p.nr_insns = 1;
 	}
+	if (p.mode == SITE_JMP && in->keep_first && entry && insn.length < SITE_JMP_SIZE)
+		keep_first(in, bytes, avail, &insn, ops, &p);
 	*out = p;
 	return 0;
 }
