@@ -918,6 +918,9 @@ static void seen_blocked(uint32_t i, uint64_t pc)
 	/* It is inside one: only a signal could move it out, so that probe waits. */
 	if (k >= 0)
 		upg_drop[k] = true;
+	/* patch_quiesce(): blocked in the agent's own code is inside the agent */
+	if (upg_quiesce && (!self_hi || (pc >= self_lo && pc < self_hi)))
+		__atomic_fetch_add(&upg_busy, 1, __ATOMIC_RELAXED);
 	upg_thr[i].st = UPG_T_CLEAR;
 }
 
@@ -1277,11 +1280,15 @@ skip:
 /**
  * patch_quiesce - prove that no other thread is inside the agent
  *
- * The upgrade broadcast without a batch: each thread answers from its
- * signal handler whether it was interrupted inside the agent's code or
- * while it held the guard (a handler, a module's handler, the making of
- * its task; guard_busy()). Threads that were are asked again (every 2 ms,
- * 50 times at most). The caller has cleared agent_active: every path into
+ * The upgrade's clear_threads() without a batch: a thread seen blocked in
+ * a syscall is not signalled (no EINTR at a detach either) and counts as
+ * inside only if its pc is in the agent's code; a thread seen busy on a
+ * CPU answers from its signal handler whether it was interrupted inside
+ * the agent's code or while it held the guard (a handler, a module's
+ * handler, the making of its task; guard_busy()). While any is inside,
+ * all are asked again (every 2 ms, 50 times at most). Not seen: a thread
+ * blocked in a libc call that agent code made under the guard (the first
+ * hit's mmap, -k's read of /proc/self/maps, a module handler's syscall). The caller has cleared agent_active: every path into
  * the agent that writes the arena checks it first, in the agent's code or
  * under the guard, so a thread that answered "outside" once writes nothing
  * into the arena any more (agent.c, "THE ARENA OF A DORMANT AGENT", also
@@ -1299,14 +1306,15 @@ int patch_quiesce(void)
 		return -ENOSYS;
 	for (round = 0; round < 50; round++) {
 		struct timespec ts = { 0, 2000000 };
+		uint64_t deadline = now_mono() + 100000000ull; /* 0.1 s a round */
 
 		upg_nr = 0;
 		upg_epoch = upg_epoch + 1;
 		__atomic_store_n(&upg_busy, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&upg_acks, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&upg_quiesce, 1, __ATOMIC_RELEASE);
-		sent = broadcast();
-		if (sent < 0 || !wait_acks(sent))
+		sent = clear_threads(deadline);
+		if (sent < 0 || !wait_acks(sent, deadline))
 			break;
 		if (!__atomic_load_n(&upg_busy, __ATOMIC_ACQUIRE)) {
 			upg_quiesce = 0;
