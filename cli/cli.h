@@ -64,11 +64,18 @@ struct cli_opts {
 	pid_t *pids;
 	int nr_pids;
 	char **argv; /* COMMAND [ARG...] after '--', NULL-terminated */
+	const char *exe; /* COMMAND as execvp() finds it (launch mode) */
 	int argc;
 };
 
 /* Print one line "utrace: <msg>" to stderr. */
 __attribute__((format(printf, 1, 2))) void cli_error(const char *fmt, ...);
+
+/*
+ * cli_parse_every - the EVERY of --inject SPEC=VALUE@EVERY: a positive
+ * decimal integer, nothing else. Return: 0, or -EINVAL (*@ret_every untouched).
+ */
+int cli_parse_every(const char *s, uint64_t *ret_every);
 
 /* Print "utrace: <what>: <utrace_strerror(err)>". */
 void cli_lib_error(const char *what, int err);

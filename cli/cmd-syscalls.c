@@ -632,9 +632,7 @@ static int parse_injects(struct tracer *t)
 		at = strchr(val, '@');
 		if (at) {
 			*at++ = '\0';
-			errno = 0;
-			in->every = strtoull(at, &end, 10);
-			if (errno || *end || !in->every) {
+			if (cli_parse_every(at, &in->every)) {
 				cli_error("bad --inject '%s': @EVERY must be a positive integer",
 					  arg);
 				return -EINVAL;
@@ -754,7 +752,8 @@ int cmd_syscalls(struct cli_opts *opts)
 				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));
 			else
 				cli_lib_error("cannot launch the command", pid);
-			ret = pid == -ENOENT || pid == -EACCES ? EXIT_USAGE : EXIT_TRACE;
+			/* a shell's statuses */
+			ret = pid == -ENOENT ? 127 : pid == -EACCES ? 126 : EXIT_TRACE;
 			goto out;
 		}
 		t->main_pid = pid;
@@ -801,7 +800,7 @@ int cmd_syscalls(struct cli_opts *opts)
 	}
 	if (opts->summary)
 		print_summary(t);
-	fflush(t->out.f);
+	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)

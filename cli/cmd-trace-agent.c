@@ -80,6 +80,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "internal.h"
 #include "modload.h"
 #include "output.h"
 #include "protos.h"
@@ -171,16 +172,27 @@ static void on_agent_interrupt(int sig)
 	agent_signal = sig;
 }
 
-/* Does @path name a regular file that only its owner or root can change? */
+static char agent_unsafe[2 * PATH_MAX + 512]; /* why $UTRACE_AGENT is not used */
+
+/*
+ * Does @path name a regular file that only its owner or root can change, in
+ * directories only they can change? The rule of utrace_session__inject(),
+ * for the agent preloaded at a launch as for one injected into a process.
+ */
 static bool safe_file(const char *path)
 {
-	struct stat st;
+	char real[PATH_MAX], why[PATH_MAX + 128];
 
-	if (stat(path, &st) || !S_ISREG(st.st_mode))
-		return false;
-	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return false;
-	return st.st_uid == 0 || st.st_uid == geteuid();
+	if (inject_check_path(path, real, why, sizeof(why)) == 0)
+		return true;
+	snprintf(agent_unsafe, sizeof(agent_unsafe), "UTRACE_AGENT '%s' is not safe: %s", path,
+		 why);
+	return false;
+}
+
+const char *trace_agent_unsafe(void)
+{
+	return agent_unsafe;
 }
 
 const char *trace_agent_path(void)
@@ -190,6 +202,7 @@ const char *trace_agent_path(void)
 	const char *env = getenv("UTRACE_AGENT");
 	ssize_t n;
 
+	agent_unsafe[0] = '\0';
 	if (env && *env)
 		return safe_file(env) ? env : NULL;
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -1293,6 +1306,24 @@ __attribute__((format(printf, 1, 2))) static void attach_error(const char *fmt, 
 		cli_error("%s", fallback_why);
 }
 
+/* @pid's state letter in /proc/PID/stat ('R', 'S', 'T' stopped ...); '?' if unknown. */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] ? p[2] : '?';
+}
+
 /*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
@@ -1316,6 +1347,13 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	utrace_abi_layout(&hd);
 	hd.host_pid = (uint32_t)getpid();
 	io.arena_size = hd.arena_size;
+	if (proc_state(pid) == 'T') {
+		/* the agent's thread could not run: nothing would ever be armed */
+		attach_error("pid %d is stopped (state T): continue it (kill -CONT %d), then "
+			     "attach",
+			     pid, pid);
+		return -EAGAIN;
+	}
 	cli_hold_warnings(); /* a failure gets one line, ours */
 	err = utrace_inject(pid, so, &io, &inj);
 	cli_release_warnings(!err);
@@ -1351,8 +1389,13 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}
-	attach_error("the agent in pid %d did not start (state %u, error %d)", pid,
-		     t->h.hdr->agent_state, t->h.hdr->agent_err);
+	if (proc_state(pid) == 'T')
+		attach_error("pid %d was stopped (state T) while the agent was loaded: continue "
+			     "it (kill -CONT %d), then attach again",
+			     pid, pid);
+	else
+		attach_error("the agent in pid %d did not start (state %u, error %d)", pid,
+			     t->h.hdr->agent_state, t->h.hdr->agent_err);
 	t->h.pid = 0; /* not our child: ahost_close() must not kill it */
 	return -EPROTO;
 }
@@ -1659,6 +1702,38 @@ static bool proc_gone(pid_t pid)
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/*
+ * The wait status of @pid, a zombie that is not our child (attach mode), from
+ * /proc/PID/stat's exit_code (field 52); -1 once its parent has reaped it.
+ */
+static int proc_exit_status(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int fd, i, st = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || p[2] != 'Z')
+		return -1;
+	/* ") Z ..." is field 3: skip to field 52 */
+	for (p += 2, i = 3; p && i < 52; i++) {
+		p = strchr(p, ' ');
+		p = p ? p + 1 : NULL;
+	}
+	if (p)
+		st = atoi(p);
+	return st;
 }
 
 /*
@@ -2061,17 +2136,25 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
 	for (;;) {
 		struct timespec tsl = { 0, 1000000 };
-		int alive = 0;
+		int alive = 0, st;
 
 		for (i = 0; i < n; i++) {
 			alive += kids_poll(&ts[i]); /* -F */
 			if (ts[i].exited)
 				continue;
+			/* a zombie, which we may see before its parent reaps it */
+			st = proc_exit_status(ts[i].pid);
 			drain(&ts[i]);
-			if (kill(ts[i].pid, 0) && errno == ESRCH)
+			if (st > 0 && WIFSIGNALED(st)) {
+				ts[i].exited = true;
+				drain(&ts[i]); /* its last records, then the line strace -p prints */
+				if (!ts[i].quiet)
+					output_killed(&ts[i].out, ts[i].pid, st);
+			} else if (kill(ts[i].pid, 0) && errno == ESRCH) {
 				ts[i].exited = true; /* its last records are drained below */
-			else
+			} else {
 				alive++;
+			}
 		}
 		if (!alive)
 			break;
@@ -2126,7 +2209,7 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 		modules_print_counters(ts[0].chrome_on ? stderr : ts[0].out.f,
 				       opts->format == CLI_FMT_JSON, now_realtime_ns(), ts[0].pid);
 	}
-	fflush(ts[0].out.f);
+	output_flush(&ts[0].out);
 	if (any_lost && opts->verbose >= 0)
 		for (i = 0; i < n; i++)
 			if (ts[i].lost)
@@ -2190,7 +2273,7 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	struct utrace_image *img = NULL;
 	uint64_t deadline = 0;
 	bool detached = false, attached = false;
-	int ret = EXIT_TRACE, err, i, st = 0;
+	int ret = EXIT_TRACE, err, i, st = 0, exit_st = -1;
 
 	memset(t, 0, sizeof(*t));
 	t->opts = opts;
@@ -2212,8 +2295,13 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	if (!so) {
 		if (fallback_ok)
 			return TRACE_AGENT_FALLBACK;
-		cli_error("cannot find libutrace-agent.so (set UTRACE_AGENT=PATH, a file only its "
-			  "owner can write, or use -b ptrace)");
+		if (agent_unsafe[0])
+			cli_error("%s (only its owner may write it and the directories above, or "
+				  "use -b ptrace)",
+				  agent_unsafe);
+		else
+			cli_error("cannot find libutrace-agent.so (set UTRACE_AGENT=PATH, a file "
+				  "only its owner can write, or use -b ptrace)");
 		return EXIT_TRACE;
 	}
 	if (opts->nr_pids > 1)
@@ -2267,15 +2355,24 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	err = ahost_launch(&t->h, &ho, argv);
 	unsetenv("UTRACE_AGENT");
 	if (err) {
-		/* main() has not run: the command can be started again */
-		if (fallback_ok) {
+		/*
+		 * main() has not run: the command can be started again; unless
+		 * it has exited (-ECHILD: ld.so did not run the agent, and the
+		 * program ran without it), which a command does only once.
+		 */
+		if (fallback_ok && err != -ECHILD) {
 			ahost_close(&t->h);
 			t->h.fd = -1;
 			ret = TRACE_AGENT_FALLBACK;
 			goto out;
 		}
-		cli_error("cannot start '%s' with the agent (%s): %s", opts->argv[0], so,
-			  t->h.why[0] ? t->h.why : strerror(-err));
+		if (err == -ECHILD)
+			cli_error("cannot start '%s' with the agent (%s): %s (it is not started "
+				  "again; use -b ptrace)",
+				  opts->argv[0], so, t->h.why);
+		else
+			cli_error("cannot start '%s' with the agent (%s): %s", opts->argv[0], so,
+				  t->h.why[0] ? t->h.why : strerror(-err));
 		goto out;
 	}
 armed:
@@ -2356,8 +2453,12 @@ armed:
 		struct timespec ts = { 0, 1000000 };
 		pid_t w = attached ? 0 : waitpid(t->h.pid, &st, WNOHANG);
 
-		if (w == t->h.pid || (attached && proc_gone(t->pid)))
+		if (w == t->h.pid)
 			break;
+		if (attached && proc_gone(t->pid)) {
+			exit_st = proc_exit_status(t->pid);
+			break;
+		}
 		if (!attached && t->h.reaped) {
 			st = t->h.status; /* exited during a command (a re-arm) */
 			break;
@@ -2397,6 +2498,8 @@ armed:
 	drain(t);
 	if (attached && agent_corrupt)
 		ret = EXIT_TRACE; /* drain() said why */
+	if (exit_st > 0 && !t->quiet)
+		output_killed(&t->out, t->pid, exit_st); /* as strace -p; still exit 0 */
 	if (kids_wait(t, deadline) && attached)
 		ret = EXIT_TRACE; /* -F: said which child */
 	if (t->chrome_on)
@@ -2422,7 +2525,7 @@ armed:
 		modules_print_counters(t->chrome_on ? stderr : t->out.f,
 				       opts->format == CLI_FMT_JSON, now_realtime_ns(), t->pid);
 	}
-	fflush(t->out.f);
+	output_flush(&t->out);
 	if (t->lost && opts->verbose >= 0)
 		cli_error("%" PRIu64 " events were lost (ring buffers full)", t->lost);
 	if (opts->verbose > 0) {

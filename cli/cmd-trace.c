@@ -55,6 +55,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "launch.h"
 #include "modload.h"
 #include "output.h"
 #include "protos.h"
@@ -663,9 +664,7 @@ static int parse_inject(const char *arg, struct inject *in)
 	at = strchr(val, '@');
 	if (at) {
 		*at++ = '\0';
-		errno = 0;
-		in->every = strtoull(at, &end, 10);
-		if (errno || *end || !in->every) {
+		if (cli_parse_every(at, &in->every)) {
 			cli_error("bad --inject '%s': @EVERY must be a positive integer", arg);
 			return -EINVAL;
 		}
@@ -957,6 +956,9 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 
 	if (t->chrome_on)
 		chrome_thread_exit(&t->chrome, tid, now_mono_ns());
+	/* attach mode: the exit status cannot say it (launch mode: it does) */
+	if (tid == pid && t->opts->nr_pids && wanted(t, pid) && !t->quiet_events)
+		output_killed(&t->out, pid, status);
 	if (tid != pid || !wanted(t, pid) || t->opts->follow_forks)
 		return UTRACE_RESUME;
 	if (--t->roots_left > 0)
@@ -1173,8 +1175,8 @@ int cmd_trace(struct cli_opts *opts)
 	struct sigaction sa = { .sa_handler = on_interrupt };
 	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
-	const char *auto_why = "";
-	static char why[640];
+	const char *auto_why = "", *no_agent;
+	static char why[640], agent_why[PATH_MAX + 128];
 	int ret, err, r, i;
 
 	memset(t, 0, sizeof(*t));
@@ -1186,13 +1188,20 @@ int cmd_trace(struct cli_opts *opts)
 	ret = check_specs(t);
 	if (ret)
 		goto out_free;
+	/* decided before anything runs: a command runs once, never again with ptrace */
+	no_agent = launched ? launch_agent_why(opts->exe, agent_why, sizeof(agent_why)) : NULL;
+	if (no_agent && opts->backend == CLI_BACKEND_AGENT) {
+		cli_error("cannot preload the agent: %s (use -b ptrace)", no_agent);
+		ret = EXIT_TRACE;
+		goto out_free;
+	}
 	/*
 	 * The agent: every option supported, and (auto) specs that could be
 	 * checked before anything runs; a SPEC waiting for a library is armed
 	 * by the agent in one process, not (yet) with several pids.
 	 */
 	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec &&
+	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !no_agent &&
 	     !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
 	     !modules_simd_why() && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
@@ -1229,6 +1238,9 @@ int cmd_trace(struct cli_opts *opts)
 		if (t->check_after_exec)
 			auto_why =
 				" (auto: the command's SPECs can only be checked after its exec)";
+		else if (no_agent)
+			snprintf(why, sizeof(why), " (auto: the agent cannot be preloaded: %s)",
+				 no_agent);
 		else if (t->pending && opts->nr_pids > 1)
 			auto_why =
 				" (auto: a SPEC waits for a library; the agent arms those in one "
@@ -1239,6 +1251,8 @@ int cmd_trace(struct cli_opts *opts)
 			snprintf(why, sizeof(why),
 				 " (auto: %s is not available with the agent yet)",
 				 trace_agent_unsupported(opts));
+		else if (trace_agent_unsafe()[0])
+			snprintf(why, sizeof(why), " (auto: %s)", trace_agent_unsafe());
 		else
 			auto_why = " (auto: libutrace-agent.so not found)";
 		if (why[0])
@@ -1299,7 +1313,8 @@ int cmd_trace(struct cli_opts *opts)
 				cli_error("cannot run '%s': %s", opts->argv[0], strerror(-pid));
 			else
 				cli_lib_error("cannot launch the command", pid);
-			ret = pid == -ENOENT || pid == -EACCES ? EXIT_USAGE : EXIT_TRACE;
+			/* a shell's statuses */
+			ret = pid == -ENOENT ? 127 : pid == -EACCES ? 126 : EXIT_TRACE;
 			goto out;
 		}
 		t->main_pid = pid;
@@ -1350,7 +1365,7 @@ int cmd_trace(struct cli_opts *opts)
 	if (t->chrome_on)
 		chrome_close(&t->chrome);
 	print_at_exit(t);
-	fflush(t->out.f);
+	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)

@@ -14,6 +14,8 @@
 
 #include "utrace/utrace.h"
 #include "cli.h"
+#include "launch.h"
+#include "output.h"
 #include "sysdec.h"
 
 void cli_error(const char *fmt, ...)
@@ -33,6 +35,22 @@ void cli_lib_error(const char *what, int err)
 
 	utrace_strerror(err, buf, sizeof(buf));
 	cli_error("%s: %s", what, buf);
+}
+
+int cli_parse_every(const char *s, uint64_t *ret_every)
+{
+	unsigned long long v;
+	char *end;
+
+	/* strtoull() takes "-1" (as ULLONG_MAX) and leading blanks: digits only */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || !v)
+		return -EINVAL;
+	*ret_every = v;
+	return 0;
 }
 
 /*
@@ -206,6 +224,7 @@ static int add_str(const char ***arr, int *nr, const char *s)
 static int parse_pids(struct cli_opts *o, const char *arg)
 {
 	const char *p = arg;
+	int i;
 
 	while (*p) {
 		char *end;
@@ -218,6 +237,12 @@ static int parse_pids(struct cli_opts *o, const char *arg)
 			cli_error("bad pid list '%s': expected PID[,PID...] of positive numbers",
 				  arg);
 			return -EINVAL;
+		}
+		for (i = 0; i < o->nr_pids; i++) {
+			if (o->pids[i] == (pid_t)v) {
+				cli_error("bad pid list '%s': pid %ld is given twice", arg, v);
+				return -EINVAL;
+			}
 		}
 		np = realloc(o->pids, (o->nr_pids + 1) * sizeof(*np));
 		if (!np)
@@ -249,6 +274,31 @@ static bool next_is_set(int argc, char **argv, int idx)
 		    !strncmp(argv[i], "--pid", 5))
 			return true;
 	return sysdec_parse_set(argv[idx], &set, err, sizeof(err)) == 0;
+}
+
+/*
+ * Output that could not be written is an error, as in every coreutils
+ * tool: one line, exit status 1 (a usage error keeps its 2). Return: the
+ * exit status.
+ */
+static int check_output(int ret)
+{
+	const char *name;
+	int err = output_error(&name);
+
+	if (!err)
+		return ret;
+	if (!name)
+		cli_error("cannot write to stderr: %s (output was lost; give -o FILE)",
+			  strerror(-err));
+	else if (!strcmp(name, "stdout"))
+		cli_error("cannot write to stdout: %s (output was lost)", strerror(-err));
+	else
+		cli_error("cannot write to '%s': %s (output was lost; free space or choose "
+			  "another -o FILE)",
+			  name, strerror(-err));
+	fflush(stderr);
+	return ret == EXIT_USAGE ? ret : EXIT_TRACE;
 }
 
 /*
@@ -404,10 +454,10 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			break;
 		case 'h':
 			usage(stdout);
-			exit(0);
+			exit(check_output(0));
 		case 'V':
 			printf("utrace %s\n", UTRACE_VERSION_STRING);
-			exit(0);
+			exit(check_output(0));
 		default:
 			fprintf(stderr, "Try 'utrace --help' for more information.\n");
 			return -EINVAL;
@@ -451,6 +501,36 @@ static bool syscall_injects(const struct cli_opts *o)
 	return o->nr_injects > 0;
 }
 
+/*
+ * A kernel thread has no user space: no attach failure should suggest
+ * permissions for it. Return: 0, or the exit status after one line.
+ */
+static int check_pids(const struct cli_opts *o)
+{
+	int i;
+
+	for (i = 0; i < o->nr_pids; i++) {
+		char path[64], buf[1024], *p;
+		unsigned long flags = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)o->pids[i]);
+		f = fopen(path, "re");
+		if (!f)
+			continue; /* the attach says what is wrong */
+		p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+		fclose(f);
+		/* ") S ppid pgrp session tty tpgid flags": flags is field 9 */
+		if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+			continue;
+		if (flags & 0x00200000) { /* PF_KTHREAD */
+			cli_error("pid %d is a kernel thread; nothing to trace", o->pids[i]);
+			return EXIT_TRACE;
+		}
+	}
+	return 0;
+}
+
 static void opts_clear(struct cli_opts *o)
 {
 	free(o->probes);
@@ -467,14 +547,27 @@ int main(int argc, char **argv)
 	utrace_set_print(cli_print);
 	if (parse_args(argc, argv, &opts)) {
 		opts_clear(&opts);
-		return EXIT_USAGE;
+		return check_output(EXIT_USAGE);
 	}
+	if (opts.argc && !opts.list_spec) {
+		/* a command that cannot run: said before any tracing starts */
+		static char exe[PATH_MAX];
+
+		ret = launch_resolve(opts.argv[0], exe, sizeof(exe));
+		if (ret)
+			goto out;
+		opts.exe = exe;
+	}
+	ret = check_pids(&opts);
+	if (ret)
+		goto out;
 	if (opts.list_spec)
 		ret = cmd_list(&opts);
 	else if (opts.nr_probes || opts.nr_modules || (opts.nr_injects && !syscall_injects(&opts)))
 		ret = cmd_trace(&opts);
 	else
 		ret = cmd_syscalls(&opts);
+out:
 	opts_clear(&opts);
-	return ret;
+	return check_output(ret);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "output.h"
@@ -23,6 +24,7 @@ int output_open(struct output *o, const struct cli_opts *opts)
 		if (!o->f)
 			return -errno;
 		o->own = true;
+		o->name = opts->output;
 	} else {
 		o->f = stderr;
 	}
@@ -31,14 +33,66 @@ int output_open(struct output *o, const struct cli_opts *opts)
 	return 0;
 }
 
-void output_close(struct output *o)
+/* The first write error on the output, kept for output_error(). */
+static int first_err;
+static const char *first_name;
+
+static void note_error(int err, const char *name)
 {
+	if (!first_err) {
+		first_err = err;
+		first_name = name;
+	}
+}
+
+int output_flush(struct output *o)
+{
+	int err;
+
+	if (!o->f || !fflush(o->f))
+		return 0;
+	err = -errno;
+	note_error(err, o->name);
+	return err;
+}
+
+int output_close(struct output *o)
+{
+	int err = 0;
+
 	if (!o->f)
-		return;
-	fflush(o->f);
-	if (o->own)
-		fclose(o->f);
+		return 0;
+	/* what fflush() cannot write, and what an earlier flush could not */
+	if (fflush(o->f))
+		err = -errno;
+	else if (ferror(o->f))
+		err = -EIO;
+	if (o->own && fclose(o->f) && !err)
+		err = -errno;
+	if (err)
+		note_error(err, o->name);
 	o->f = NULL;
+	return err;
+}
+
+int output_error(const char **ret_name)
+{
+	int err;
+
+	/* stderr carries the events without -o, and the tables with chrome */
+	if (fflush(stderr))
+		note_error(-errno, NULL);
+	else if (ferror(stderr))
+		note_error(-EIO, NULL);
+	/* -l lists, --help and --version print on stdout */
+	if (fflush(stdout))
+		note_error(-errno, "stdout");
+	else if (ferror(stdout))
+		note_error(-EIO, "stdout");
+	err = first_err;
+	if (err)
+		*ret_name = first_name;
+	return err;
 }
 
 uint64_t now_realtime_ns(void)
@@ -78,6 +132,21 @@ void output_prefix(struct output *o, uint64_t ts_ns, pid_t tid, bool show_pid)
 	}
 	if (show_pid)
 		fprintf(o->f, "[%d] ", (int)tid);
+}
+
+void output_killed(struct output *o, pid_t pid, int status)
+{
+	const char *name = sigabbrev_np(WTERMSIG(status));
+
+	if (o->format != CLI_FMT_TEXT || !WIFSIGNALED(status))
+		return;
+	output_prefix(o, o->timestamps ? now_realtime_ns() : 0, pid, true);
+	if (name)
+		fprintf(o->f, "+++ killed by SIG%s%s +++\n", name,
+			WCOREDUMP(status) ? " (core dumped)" : "");
+	else
+		fprintf(o->f, "+++ killed by signal %d%s +++\n", WTERMSIG(status),
+			WCOREDUMP(status) ? " (core dumped)" : "");
 }
 
 void output_duration(struct output *o, uint64_t dur_ns)

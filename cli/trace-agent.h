@@ -16,6 +16,9 @@
 /* The agent library to preload or inject, or NULL if none is found (or safe). */
 const char *trace_agent_path(void);
 
+/* Why trace_agent_path() refused $UTRACE_AGENT ("UTRACE_AGENT '/x' is not safe: ..."), or "". */
+const char *trace_agent_unsafe(void);
+
 /* What in @o the agent backend cannot do yet ("-k"), or NULL. */
 const char *trace_agent_unsupported(const struct cli_opts *o);
 

@@ -258,7 +258,7 @@ static int check_component(const char *p, const struct stat *st, bool is_dir, ch
  * set; -ENOENT, -EACCES ... if it cannot be examined; -EINVAL if @path is
  * not absolute or not a regular file.
  */
-static int inject_check_path(const char *path, char *real, char *why, size_t size)
+int inject_check_path(const char *path, char *real, char *why, size_t size)
 {
 	struct stat st;
 	char *slash;

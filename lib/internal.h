@@ -220,4 +220,11 @@ int remote_find_syscall_insn(struct utrace_thread *th, uint64_t *ret_addr);
  */
 bool remote_find_safe_gadgets(struct utrace_thread *th);
 
+/*
+ * inject_check_path - may @path be loaded into another process (inject.c)?
+ * The rule of utrace_session__inject(), which the CLI also applies to the
+ * agent it preloads. Return: 0, or a negative errno with @why set.
+ */
+int inject_check_path(const char *path, char *real, char *why, size_t size);
+
 #endif /* __UTRACE_INTERNAL_H */

@@ -368,7 +368,7 @@ TEST(bad_input_one_line)
 	one_line_error(agent, 1, "cannot load the agent into pid 1: ");
 	one_line_error(kernel, 1, "backend 'kernel' is not available yet");
 	one_line_error(inj, 2, "bad --inject 'answer=forty'");
-	one_line_error(cmd, 2, "cannot run '/no/such/program'");
+	one_line_error(cmd, 127, "cannot run '/no/such/program'"); /* a shell's 127 */
 	one_line_error(mod, 2, "module 'x.so': No such file"); /* tests/e2e/test-modules.c */
 }
 
