@@ -231,7 +231,7 @@ static void *computer(void *arg)
 	return (void *)(unsigned long)x;
 }
 
-/* Functions whose first byte (after an endbr64) is 0xe9 and 0xcc. */
+/* Functions whose first byte (after an endbr64, or a kept push) is 0xe9 and 0xcc. */
 static void look(int *jmp, int *int3)
 {
 	int i, j = 0, t = 0;
@@ -241,6 +241,9 @@ static void look(int *jmp, int *int3)
 
 		if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa)
 			c += 4;
+		/* a first push stays in place, the probe follows it (planner.c rule 5) */
+		if (c[0] >= 0x50 && c[0] <= 0x57 && (c[1] == 0xe9 || c[1] == 0xcc))
+			c += 1;
 		j += c[0] == 0xe9;
 		t += c[0] == 0xcc;
 	}
