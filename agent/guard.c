@@ -170,10 +170,12 @@ static struct utrace_task *task_new(void)
 		t->max_depth = depth;
 		t->ri = (struct utrace_return_instance *)(t + 1);
 		task_claim(t);
+		/* May allocate (keys >= 32), and is probed itself: its hits are nested. */
+		t->guard = 1;
 		utrace_tls_task = t;
-		/* May allocate (keys >= 32): the caller's guard makes such hits nested. */
 		if (t->slot && have_exit_key)
 			pthread_setspecific(exit_key, t);
+		t->guard = 0;
 	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	task_creating--;

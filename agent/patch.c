@@ -196,10 +196,27 @@ static struct utrace_probe *site_lookup(uint64_t addr)
 	return NULL;
 }
 
+/*
+ * A system call without libc: the transaction's own pwrite() and
+ * membarrier() would otherwise trap in every libc wrapper it has just
+ * probed (int3 until the upgrade), thousands of times for a glob of libc.
+ */
+static long raw_syscall4(long nr, long a, long b, long c, long d)
+{
+	register long r10 __asm__("r10") = d;
+	long ret = nr;
+
+	__asm__ volatile("syscall"
+			 : "+a"(ret)
+			 : "D"(a), "S"(b), "d"(c), "r"(r10)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 static void sync_cores(void)
 {
 	if (have_membarrier)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
+		raw_syscall4(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0, 0);
 	else
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -210,7 +227,8 @@ static int write_code(uint64_t addr, const void *buf, size_t len)
 	uint64_t pg = addr & ~(uint64_t)(UTRACE_ABI_PAGE - 1);
 	uint64_t end = utrace_abi_align(addr + len, UTRACE_ABI_PAGE);
 
-	if (mem_fd >= 0 && pwrite(mem_fd, buf, len, (off_t)addr) == (ssize_t)len)
+	if (mem_fd >= 0 &&
+	    raw_syscall4(SYS_pwrite64, mem_fd, (long)buf, (long)len, (long)addr) == (long)len)
 		return 0;
 	if (mprotect((void *)pg, end - pg, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
 		return -errno;
@@ -321,12 +339,30 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 	return 1;
 }
 
+/*
+ * errno without a call into libc: with every libc function probed,
+ * __errno_location() is an int3 site itself, and a trap in the handler's
+ * first line would trap again, forever (and a call in a thread's first
+ * trap would be counted as the program's). libc's errno is initial-exec
+ * TLS: at the same offset from every thread's pointer, taken once at
+ * patch_init(), before any probe.
+ */
+static intptr_t trap_errno_off;
+
+static inline char *thread_pointer(void)
+{
+	char *tp;
+
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return tp;
+}
+
 static void trap_action(int sig, siginfo_t *info, void *uc)
 {
-	int saved = errno;
+	int *e = (int *)(thread_pointer() + trap_errno_off), saved = *e;
 
 	patch_trap_handler(sig, info, uc);
-	errno = saved;
+	*e = saved;
 }
 
 /* The upgrade broadcast: move this thread out of the displaced bytes, ack. */
@@ -568,6 +604,7 @@ int patch_init(void)
 	struct sigaction sa, cur;
 	int s;
 
+	trap_errno_off = (intptr_t)((char *)&errno - thread_pointer());
 	dl_iterate_phdr(find_self, NULL);
 	mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
 	have_membarrier = syscall(SYS_membarrier,

@@ -86,7 +86,7 @@
 #include "protos.h"
 #include "trace-agent.h"
 
-#define AGENT_MAX_PROBES 512
+#define AGENT_MAX_PROBES 4096 /* the agent's own cap (agent-internal.h) */
 #define AGENT_MAX_THREADS 128
 #define AGENT_RING_RECORDS 8192
 
@@ -448,15 +448,32 @@ static void chrome_track(struct atracer *t, pid_t tid)
  * A return line: the value returned @ret after @dur ns, or, @injected, the
  * value --inject made the call return (the function did not run).
  */
+/*
+ * @p's prototype, found at its first record: a counting run (-c) never
+ * needs one, and a glob of thousands would read every object's DWARF.
+ */
+static const struct proto *point_proto(const struct apoint *p)
+{
+	struct apoint *w = (struct apoint *)p; /* a cache, not state */
+
+	if (!w->proto && w->symbol)
+		w->proto = proto_dwarf(w->object, w->symbol);
+	if (!w->proto && w->symbol)
+		w->proto = proto_find(w->symbol);
+	if (!w->proto)
+		w->proto = proto_unknown();
+	return w->proto;
+}
+
 static void show_return(struct atracer *t, const struct apoint *p,
 			const struct utrace_abi_event *ev, struct proto_regs *r, uint64_t ret,
 			uint64_t dur, bool injected)
 {
 	struct proto_val v;
 	FILE *f = t->out.f;
-	bool is_void = p->proto->ret == PK_VOID;
+	bool is_void = point_proto(p)->ret == PK_VOID;
 
-	proto_format_ret(p->proto, ret, r, t->opts->strsize, &v);
+	proto_format_ret(point_proto(p), ret, r, t->opts->strsize, &v);
 	if (t->chrome_on) {
 		char *a = chrome_call_args(NULL, &v, injected);
 
@@ -544,7 +561,7 @@ static void show_event(struct atracer *t, const struct utrace_abi_event *ev)
 			}
 			return;
 		}
-		proto_format_args(p->proto, &r, t->opts->strsize, &vals);
+		proto_format_args(point_proto(p), &r, t->opts->strsize, &vals);
 		if (t->chrome_on) {
 			char *a = chrome_call_args(&vals, NULL, false);
 
@@ -837,13 +854,32 @@ static int module_merge(struct atracer *t, const struct utrace_match *m, const s
 	return 0;
 }
 
+/* Is @path the agent itself (whose code is never probed: patch.c refuses it)? */
+static bool is_agent(const char *path)
+{
+	static struct stat self;
+	static bool known;
+	struct stat st;
+
+	if (!known) {
+		const char *so = trace_agent_path();
+
+		known = true;
+		if (!so || stat(so, &self) < 0)
+			memset(&self, 0, sizeof(self));
+	}
+	return path && self.st_ino && stat(path, &st) == 0 && st.st_dev == self.st_dev &&
+	       st.st_ino == self.st_ino;
+}
+
 static int add_points(struct atracer *t, struct utrace_image *img, const struct cli_probe *cp)
 {
 	struct utrace_spec spec;
 	struct utrace_match *m = NULL;
 	size_t nr = 0, k;
-	bool pending = false;
-	char errbuf[256];
+	bool pending = false, glob, in_agent = false;
+	char errbuf[256], first[512] = "";
+	size_t tried = 0, refused = 0, left = 0, last_obj = SIZE_MAX;
 	int err, added = 0;
 
 	if (utrace_spec__parse(cp->spec, &spec, errbuf, sizeof(errbuf))) {
@@ -851,6 +887,8 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		return -EXIT_USAGE;
 	}
 	err = utrace_image__resolve(img, &spec, &m, &nr, &pending);
+	glob = spec.object && (!strcmp(spec.object, "*") || strpbrk(spec.object, "*?["));
+	glob |= !!(spec.flags & UTRACE_SPEC_GLOB);
 	utrace_spec__clear(&spec);
 	if (err) {
 		if (t->rescan)
@@ -858,6 +896,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		cli_error("probe '%s': %s", cp->spec, strerror(-err));
 		return -EXIT_USAGE;
 	}
+	ahost_plan_begin(&t->h, img); /* else each match is planned alone: slower */
 	for (k = 0; k < nr; k++) {
 		const struct utrace_object *o = utrace_image__object(img, m[k].object);
 		struct apoint *p = &t->pts[t->nr_pts];
@@ -870,6 +909,22 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			continue;
 		if (t->rescan && known_site(t, m[k].addr))
 			continue;
+		if (m[k].object != last_obj) {
+			last_obj = m[k].object;
+			in_agent = o && is_agent(o->path);
+			/* utrace's own code, not the program's: a glob says so with -v */
+			if (in_agent && !t->rescan && t->opts->verbose >= (glob ? 1 : 0))
+				cli_error("%sprobe '%s': %s is utrace's agent: its code is not "
+					  "probed",
+					  glob ? "" : "warning: ", cp->spec, o->path);
+		}
+		if (in_agent)
+			continue;
+		if (t->nr_pts >= AGENT_MAX_PROBES) {
+			left = nr - k; /* said once, below */
+			break;
+		}
+		tried++;
 		if (cp->kind == CLI_PROBE_MODULE) {
 			err = module_merge(t, &m[k], cp);
 			if (err > 0) {
@@ -880,6 +935,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		if (cp->kind == CLI_PROBE_INJECT) {
 			err = inject_merge(t, &m[k], cp);
 			if (err < 0) {
+				ahost_plan_end(&t->h);
 				free(m);
 				return err;
 			}
@@ -903,11 +959,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		else
 			snprintf(buf, sizeof(buf), "%s:0x%" PRIx64, base, m[k].file_addr);
 		p->name = strdup(buf);
-		p->proto = p->symbol ? proto_dwarf(p->object, p->symbol) : NULL;
-		if (!p->proto && p->symbol)
-			p->proto = proto_find(p->symbol);
-		if (!p->proto)
-			p->proto = proto_unknown();
+		p->proto = NULL; /* point_proto(), at its first record */
 		if (cp->kind == CLI_PROBE_INJECT) {
 			flags = UTRACE_PF_COUNT; /* inject_set() adds the rest */
 		} else if (cp->kind == CLI_PROBE_MODULE) {
@@ -926,23 +978,46 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 				flags |= UTRACE_PF_RECORD_RETURN |
 					 (cp->kind == CLI_PROBE_FUNC ? UTRACE_PF_RECORD_ENTRY : 0);
 		}
+		/* the ELF entry point is jumped to, not called: [rsp] is argc, not a return */
+		if (p->at_entry && p->symbol && !strcmp(p->symbol, "_start"))
+			flags &= ~(uint32_t)(UTRACE_PF_RETPROBE | UTRACE_PF_HIST);
 		if (t->opts->stack && (flags & UTRACE_PF_RECORD_ENTRY))
 			flags |= UTRACE_PF_STACK; /* -k: the stack goes with each entry record */
 		if (!p->name || !p->object) {
+			ahost_plan_end(&t->h);
 			free(m);
 			return -EXIT_TRACE;
 		}
+		t->h.why[0] = 0;
 		id = ahost_probe_match(&t->h, img, &m[k], p->name, flags, false);
 		if (id < 0) {
-			if (t->opts->verbose >= 0 && !t->rescan)
-				cli_error("warning: probe '%s': %s cannot be probed: %s", cp->spec,
-					  p->name, t->h.why[0] ? t->h.why : strerror(-id));
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s cannot be probed: %s", p->name,
+				 t->h.why[0] ? t->h.why : strerror(-id));
 			free(p->name);
 			free(p->object);
 			free(p->symbol);
 			memset(p, 0, sizeof(*p));
-			if (id == -ENOSPC)
+			if (id == -ENOSPC) {
+				left = nr - k;
+				tried--;
 				break;
+			}
+			if (id == -ESRCH) {
+				/* the program is gone (the agent waits 10 s for its probes) */
+				ahost_plan_end(&t->h);
+				free(m);
+				if (!t->rescan)
+					cli_error("cannot arm the probes: %s", why);
+				return t->rescan ? 0 : -EXIT_TRACE;
+			}
+			/* a glob's refusals: each with -v, else one line below */
+			if (!refused++)
+				snprintf(first, sizeof(first), "%s", why);
+			if (t->opts->verbose >= 0 && !t->rescan && (!glob || t->opts->verbose > 0))
+				cli_error("%sprobe '%s': %s", glob ? "" : "warning: ", cp->spec,
+					  why);
 			continue;
 		}
 		p->id = id;
@@ -956,7 +1031,16 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			       ahost_abi(&t->h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP :
 									     UTRACE_PS_INT3);
 	}
+	ahost_plan_end(&t->h);
 	free(m);
+	if (t->opts->verbose >= 0 && !t->rescan && glob && refused)
+		cli_error("warning: probe '%s': %zu of %zu matches cannot be probed (-v lists them "
+			  "with the reason), e.g. %s",
+			  cp->spec, refused, tried, first);
+	if (t->opts->verbose >= 0 && left)
+		cli_error("warning: probe '%s': more than %d probe points: %zu matches are not "
+			  "traced",
+			  cp->spec, AGENT_MAX_PROBES, left);
 	t->pending |= pending;
 	if (added || t->rescan)
 		return added;
@@ -985,6 +1069,45 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		  "what a SPEC matches)",
 		  cp->spec, t->opts->argv[0]);
 	return -EXIT_USAGE;
+}
+
+/*
+ * After a SYNC: the points [@from, nr_pts) the agent could not arm. One
+ * line each for a few; for more (a glob) each with -v, else one summary.
+ * @pfx: "" or "pid N: ".
+ */
+static void say_unarmed(struct atracer *t, int from, const char *pfx)
+{
+	int i, n = 0, shown = 0;
+	const char *first = NULL;
+	int first_err = 0;
+
+	for (i = from; i < t->nr_pts; i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
+
+		if (ab->state == UTRACE_PS_FAILED) {
+			if (!n++) {
+				first = t->pts[i].name;
+				first_err = -ab->err;
+			}
+		} else if (t->opts->verbose > 1) {
+			cli_error("%s%s armed (%s)", pfx, t->pts[i].name,
+				  ab->state == UTRACE_PS_JMP ? "jmp" : "int3");
+		}
+	}
+	if (!n || t->opts->verbose < 0)
+		return;
+	for (i = from; i < t->nr_pts && (n <= 3 || t->opts->verbose > 0); i++) {
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
+
+		if (ab->state == UTRACE_PS_FAILED && ++shown)
+			cli_error("warning: %s%s could not be armed: %s", pfx, t->pts[i].name,
+				  strerror(-ab->err));
+	}
+	if (!shown)
+		cli_error("warning: %s%d probe points could not be armed (-v lists them), e.g. "
+			  "%s: %s",
+			  pfx, n, first, strerror(first_err));
 }
 
 /*
@@ -1115,7 +1238,6 @@ static void aggregate(struct atracer *t, struct aggr *a)
 
 		if (!st)
 			continue;
-		st->priv = p->proto;
 		st->calls += p->kind == CLI_PROBE_RET ?
 				     __atomic_load_n(&ab->returns, __ATOMIC_RELAXED) :
 			     p->kind == CLI_PROBE_INJECT ? 0 :
@@ -1327,15 +1449,23 @@ static uint64_t maps_signature(pid_t pid)
 {
 	struct utrace_maps *maps = utrace_maps__read(pid);
 	uint64_t sig = 0;
-	size_t i;
+	size_t i, n = 0;
 
 	if (!maps)
 		return 0;
+	/*
+	 * Code only: neither the program's data mappings nor the agent's
+	 * trampolines (XOL areas mapped at arming) are a reason to re-read
+	 * every object's symbols.
+	 */
 	for (i = 0; i < maps->nr; i++)
-		if (maps->maps[i].path && (maps->maps[i].prot & UTRACE_MAP_EXEC))
+		if (maps->maps[i].path && (maps->maps[i].prot & UTRACE_MAP_EXEC) &&
+		    strncmp(maps->maps[i].path, "/memfd:utrace-", 14)) {
 			sig = (sig ^ maps->maps[i].start ^ maps->maps[i].inode) * 0x100000001b3ULL;
+			n++;
+		}
 	utrace_maps__free(maps);
-	return sig ^ i;
+	return sig ^ n;
 }
 
 /*
@@ -1434,16 +1564,7 @@ static int rescan(struct atracer *t, bool all_gone)
 				  t->h.why[0] ? t->h.why : "no answer from the agent");
 		return changed;
 	}
-	for (i = first; i < t->nr_pts; i++) {
-		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
-
-		if (ab->state == UTRACE_PS_FAILED && t->opts->verbose >= 0)
-			cli_error("warning: %s could not be armed: %s", t->pts[i].name,
-				  strerror(-ab->err));
-		else if (t->opts->verbose > 1)
-			cli_error("%s armed (%s)", t->pts[i].name,
-				  ab->state == UTRACE_PS_JMP ? "jmp" : "int3");
-	}
+	say_unarmed(t, first, "");
 	return changed;
 }
 
@@ -1974,12 +2095,11 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 				  t->h.why[0] ? t->h.why : strerror(-err));
 			goto out;
 		}
-		for (k = 0; k < t->nr_pts; k++) {
-			struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[k].id);
+		{
+			char pfx[32];
 
-			if (ab->state == UTRACE_PS_FAILED && opts->verbose >= 0)
-				cli_error("warning: pid %d: %s could not be armed: %s", t->pid,
-					  t->pts[k].name, strerror(-ab->err));
+			snprintf(pfx, sizeof(pfx), "pid %d: ", (int)t->pid);
+			say_unarmed(t, 0, pfx);
 		}
 		t->maps = utrace_maps__read(t->pid);
 	}
@@ -2299,16 +2419,7 @@ armed:
 		cli_error("cannot arm the probes: %s", t->h.why[0] ? t->h.why : strerror(-err));
 		goto out;
 	}
-	for (i = 0; i < t->nr_pts; i++) {
-		struct utrace_abi_probe *ab = ahost_abi(&t->h, t->pts[i].id);
-
-		if (ab->state == UTRACE_PS_FAILED && opts->verbose >= 0)
-			cli_error("warning: %s could not be armed: %s", t->pts[i].name,
-				  strerror(-ab->err));
-		else if (opts->verbose > 1)
-			cli_error("%s armed (%s)", t->pts[i].name,
-				  ab->state == UTRACE_PS_JMP ? "jmp" : "int3");
-	}
+	say_unarmed(t, 0, "");
 	err = output_open(&t->out, opts);
 	if (err) {
 		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));

@@ -724,19 +724,23 @@ static bool find_command(const char *cmd, char *buf, size_t size)
 /*
  * glibc's strlen, memcpy, strcmp ... are IFUNCs: the symbol is a resolver
  * that ld.so runs once to pick an implementation (__strlen_avx2 ...).
+ * Said for a name; for a glob ('libc:*' has dozens) only with -v, as the
+ * glob traces the implementations it matches too.
  */
 static void warn_ifunc(struct cli_opts *o, const char *text, const struct utrace_match *m,
 		       size_t nr)
 {
+	const char *colon = strrchr(text, ':');
+	bool glob = strpbrk(colon ? colon + 1 : text, "*?[") != NULL;
 	size_t k;
 
-	for (k = 0; k < nr && o->verbose >= 0; k++) {
+	for (k = 0; k < nr && o->verbose >= (glob ? 1 : 0); k++) {
 		if (!(m[k].sym_flags & UTRACE_SYM_IFUNC))
 			continue;
-		cli_error("warning: probe '%s': '%s' is an IFUNC: this traces its resolver, run "
+		cli_error("%sprobe '%s': '%s' is an IFUNC: this traces its resolver, run "
 			  "once at load; trace the implementation instead (utrace -l '*:__%s*' "
 			  "lists them)",
-			  text, m[k].symbol, m[k].symbol);
+			  glob ? "" : "warning: ", text, m[k].symbol, m[k].symbol);
 		return;
 	}
 }

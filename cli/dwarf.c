@@ -37,12 +37,21 @@ struct dw_func {
 	bool found;
 };
 
+/* name -> DIE offset of its first definition; names point into the DWARF */
+struct dw_index_ent {
+	const char *name;
+	Dwarf_Off die;
+};
+
 struct dw_file {
 	struct dw_file *next;
 	char *path;
 	int fd;
 	Dwarf *dw; /* NULL: no debug information */
 	struct dw_func *funcs;
+	struct dw_index_ent *index; /* open addressing, index_size a power of two */
+	size_t index_size, index_used;
+	bool indexed, index_ok; /* index tried; built (else lookup() scans) */
 };
 
 static struct dw_file *files;
@@ -195,6 +204,113 @@ static bool build_proto(Dwarf_Die *fn, struct proto *p)
 	return true;
 }
 
+static size_t name_hash(const char *s)
+{
+	size_t h = 5381;
+
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+static bool index_add(struct dw_file *f, const char *name, Dwarf_Off die)
+{
+	size_t i, mask;
+
+	if ((f->index_used + 1) * 2 > f->index_size) {
+		size_t n = f->index_size ? f->index_size * 2 : 4096, k;
+		struct dw_index_ent *t = calloc(n, sizeof(*t));
+
+		if (!t)
+			return false;
+		for (k = 0; k < f->index_size; k++) {
+			if (!f->index[k].name)
+				continue;
+			for (i = name_hash(f->index[k].name) & (n - 1); t[i].name;
+			     i = (i + 1) & (n - 1))
+				;
+			t[i] = f->index[k];
+		}
+		free(f->index);
+		f->index = t;
+		f->index_size = n;
+	}
+	mask = f->index_size - 1;
+	for (i = name_hash(name) & mask; f->index[i].name; i = (i + 1) & mask)
+		if (!strcmp(f->index[i].name, name))
+			return true; /* the first definition wins, as in a scan */
+	f->index[i].name = name;
+	f->index[i].die = die;
+	f->index_used++;
+	return true;
+}
+
+struct index_ctx {
+	struct dw_file *f;
+	bool ok;
+};
+
+static int index_cb(Dwarf_Die *die, void *arg)
+{
+	struct index_ctx *ic = arg;
+	struct find_ctx fc;
+
+	fc.name = dwarf_diename(die);
+	fc.found = false;
+	if (!fc.name)
+		return DWARF_CB_OK;
+	find_cb(die, &fc); /* a definition? */
+	if (fc.found && !index_add(ic->f, fc.name, dwarf_dieoffset(die))) {
+		ic->ok = false;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
+/*
+ * Every function definition of @f by name, in one pass over its CUs: a
+ * glob of thousands of functions looks each up in O(1) instead of
+ * scanning the CUs once per name. Return: false when it failed (then
+ * lookup() scans).
+ */
+static bool build_index(struct dw_file *f)
+{
+	struct index_ctx ic = { .f = f, .ok = true };
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+
+	f->indexed = true;
+	while (ic.ok && dwarf_nextcu(f->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu;
+
+		if (dwarf_offdie(f->dw, off + hsize, &cu) &&
+		    dwarf_getfuncs(&cu, index_cb, &ic, 0) < 0)
+			ic.ok = false;
+		off = next;
+	}
+	if (!ic.ok) {
+		free(f->index);
+		f->index = NULL;
+		f->index_size = f->index_used = 0;
+	}
+	f->index_ok = ic.ok;
+	return ic.ok;
+}
+
+static bool lookup_indexed(struct dw_file *f, const char *name, struct proto *p)
+{
+	size_t i, mask;
+	Dwarf_Die die;
+
+	if (!f->index_size)
+		return false;
+	mask = f->index_size - 1;
+	for (i = name_hash(name) & mask; f->index[i].name; i = (i + 1) & mask)
+		if (!strcmp(f->index[i].name, name))
+			return dwarf_offdie(f->dw, f->index[i].die, &die) && build_proto(&die, p);
+	return false;
+}
+
 static bool lookup(Dwarf *dw, const char *name, struct proto *p)
 {
 	Dwarf_Off off = 0, next;
@@ -250,7 +366,10 @@ const struct proto *proto_dwarf(const char *path, const char *name)
 		return NULL;
 	}
 	fn->proto.name = fn->name;
-	fn->found = lookup(f->dw, name, &fn->proto);
+	if (!f->indexed)
+		build_index(f);
+	fn->found =
+		f->index_ok ? lookup_indexed(f, name, &fn->proto) : lookup(f->dw, name, &fn->proto);
 	fn->next = f->funcs;
 	f->funcs = fn;
 	return fn->found ? &fn->proto : NULL;
@@ -269,6 +388,7 @@ void proto_dwarf_clear(void)
 			free(fn->name);
 			free(fn);
 		}
+		free(f->index);
 		if (f->dw)
 			dwarf_end(f->dw);
 		if (f->fd >= 0)

@@ -31,6 +31,7 @@
 #include "agent-host.h"
 
 #define XOL_SIZE AHOST_XOL_SIZE
+#define AHOST_BATCH_PAGES 64 /* 256 KiB of pages for a batch */
 
 /* $UTRACE_AGENT, else the build tree's ($UTRACE_BUILD_DIR), else the loader's search. */
 const char *ahost_agent_path(void)
@@ -248,6 +249,168 @@ uint64_t ahost_sym(struct ahost *h, const char *text)
 	return m.addr;
 }
 
+int ahost_plan_begin(struct ahost *h, struct utrace_image *img)
+{
+	ahost_plan_end(h);
+	h->batch.pl = utrace_planner__new(img);
+	if (!h->batch.pl)
+		return -errno;
+	h->batch.img = img;
+	h->batch.pages = calloc(AHOST_BATCH_PAGES, sizeof(*h->batch.pages)); /* else uncached */
+	return 0;
+}
+
+void ahost_plan_end(struct ahost *h)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->batch.nr_files; i++) {
+		free(h->batch.files[i].path);
+		if (h->batch.files[i].fd >= 0)
+			close(h->batch.files[i].fd);
+	}
+	utrace_planner__free(h->batch.pl);
+	utrace_maps__free(h->batch.maps);
+	free(h->batch.pages);
+	memset(&h->batch, 0, sizeof(h->batch));
+}
+
+/*
+ * The target's maps: the batch's copy, else a fresh one that *@own says to
+ * free. NULL with errno set.
+ */
+static struct utrace_maps *maps_get(struct ahost *h, bool *own)
+{
+	*own = !h->batch.pl;
+	if (*own)
+		return utrace_maps__read(h->pid);
+	if (!h->batch.maps)
+		h->batch.maps = utrace_maps__read(h->pid);
+	return h->batch.maps;
+}
+
+static void maps_put(struct utrace_maps *maps, bool own)
+{
+	if (own)
+		utrace_maps__free(maps);
+}
+
+/* A read-only descriptor of @path: the batch's (kept), else a new one (*@own). */
+static int file_get(struct ahost *h, const char *path, bool *own)
+{
+	struct ahost_file *f;
+	unsigned int i;
+	int fd;
+
+	*own = true;
+	for (i = 0; h->batch.pl && i < h->batch.nr_files; i++)
+		if (!strcmp(h->batch.files[i].path, path)) {
+			*own = false;
+			return h->batch.files[i].fd;
+		}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!h->batch.pl || h->batch.nr_files >= sizeof(h->batch.files) / sizeof(h->batch.files[0]))
+		return fd;
+	f = &h->batch.files[h->batch.nr_files];
+	f->path = strdup(path);
+	if (!f->path)
+		return fd;
+	f->fd = fd;
+	h->batch.nr_files++;
+	*own = false;
+	return fd;
+}
+
+static int file_index(struct ahost *h, int fd)
+{
+	unsigned int i;
+
+	for (i = 0; i < h->batch.nr_files; i++)
+		if (h->batch.files[i].fd == fd)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * @len bytes at @off of source @src (-1: the target's memory, else the
+ * batch's file @src, descriptor @fd), through the batch's page cache: a
+ * glob's sites share pages, one read each instead of one per site.
+ * Return: bytes copied (short at a file's end), or a negative errno.
+ */
+static ssize_t cached_read(struct ahost *h, int src, int fd, uint64_t off, uint8_t *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (!h->batch.pages) {
+		if (src < 0)
+			return utrace_mem__read(h->pid, off, buf, len);
+		done = (size_t)pread(fd, buf, len, (off_t)off);
+		return (ssize_t)done < 0 ? -errno : (ssize_t)done;
+	}
+	while (done < len) {
+		uint64_t pg = (off + done) & ~4095ULL, at = off + done - pg;
+		struct ahost_page *p =
+			&h->batch.pages[((pg >> 12) ^ (uint64_t)(src + 1)) % AHOST_BATCH_PAGES];
+		size_t n;
+
+		if (p->key != pg + 1 || p->src != src) {
+			ssize_t r = src < 0 ? utrace_mem__read(h->pid, pg, p->data, 4096) :
+					      pread(fd, p->data, 4096, (off_t)pg);
+
+			if (r < 0 && src >= 0)
+				r = -errno;
+			p->key = 0;
+			if (r < 0)
+				return done ? (ssize_t)done : r;
+			p->key = pg + 1;
+			p->src = src;
+			p->len = (uint32_t)r;
+		}
+		if (at >= p->len)
+			break;
+		n = MIN(len - done, p->len - at);
+		memcpy(buf + done, p->data + at, n);
+		done += n;
+	}
+	return (ssize_t)done;
+}
+
+/*
+ * Up to @len bytes of the file mapped at @addr in the target, as the file
+ * has them (the live ones may hold a patch), not past the mapping's end.
+ * Return: bytes read (> 0), or a negative errno.
+ */
+static ssize_t file_bytes(struct ahost *h, uint64_t addr, uint8_t *buf, size_t len)
+{
+	bool own_maps, own_fd;
+	struct utrace_maps *maps = maps_get(h, &own_maps);
+	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
+	ssize_t r = -ENOENT;
+	int fd;
+
+	if (m && m->path && m->path[0] == '/' && !m->deleted && addr < m->end) {
+		if (len > m->end - addr)
+			len = m->end - addr;
+		fd = file_get(h, m->path, &own_fd);
+		r = fd;
+		if (fd >= 0) {
+			uint64_t off = m->offset + (addr - m->start);
+			/* a descriptor of the batch is cached under its index */
+			int fi = own_fd ? -1 : file_index(h, fd);
+
+			r = fi < 0 ? pread(fd, buf, len, (off_t)off) :
+				     cached_read(h, fi, fd, off, buf, len);
+			r = r < 0 ? (fi < 0 ? -errno : r) : r ? r : -EIO;
+			if (own_fd)
+				close(fd);
+		}
+	}
+	maps_put(maps, own_maps);
+	return r;
+}
+
 /* Make area @k the current one (the slot allocator works on h->xol_*). */
 static void use_area(struct ahost *h, unsigned int k)
 {
@@ -264,6 +427,7 @@ static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int 
 	uint64_t want[9], slot;
 	struct utrace_maps *maps;
 	unsigned int k;
+	bool own;
 	int i, err;
 
 	if (h->xol_base && h->cur_area < h->nr_areas && h->areas[h->cur_area].base == h->xol_base)
@@ -296,14 +460,17 @@ static int xol_for(struct ahost *h, uint64_t addr, const uint64_t *targets, int 
 	want[0] = addr;
 	for (i = 0; i < nt && i < 8; i++)
 		want[i + 1] = targets[i];
-	maps = utrace_maps__read(h->pid);
+	maps = maps_get(h, &own);
 	if (!maps)
 		return -errno;
 	err = reloc_find_slot(maps, want, (size_t)(1 + (nt < 8 ? nt : 8)), XOL_SIZE, &slot);
-	utrace_maps__free(maps);
+	maps_put(maps, own);
 	if (err)
 		return err;
 	err = ahost_cmd(h, UTRACE_CMD_XOL_MAP, slot, XOL_SIZE);
+	/* the maps changed (or were stale, -EEXIST): read them again next time */
+	utrace_maps__free(h->batch.maps);
+	h->batch.maps = NULL;
 	if (err) {
 		snprintf(h->why, sizeof(h->why), "XOL_MAP at 0x%lx: %d", (unsigned long)slot, err);
 		return err;
@@ -339,61 +506,32 @@ int ahost_probe(struct ahost *h, const char *text, uint32_t flags, bool force_in
 }
 
 /*
- * Do the @len live bytes at @addr of @pid equal its file's? Return: 1 yes,
+ * Do the @len live bytes at @addr equal the target's file's? Return: 1 yes,
  * 0 no, negative errno when the file cannot be read (then nothing is said).
  * Tracer process.
  */
-static int file_bytes(pid_t pid, uint64_t addr, uint8_t *file, size_t len)
-{
-	struct utrace_maps *maps = utrace_maps__read(pid);
-	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
-	int fd, r = -ENOENT;
-
-	if (m && m->path && m->path[0] == '/' && !m->deleted && addr + len <= m->end) {
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		r = fd < 0 ? -errno : 0;
-		if (fd >= 0) {
-			if (pread(fd, file, len, (off_t)(m->offset + (addr - m->start))) !=
-			    (ssize_t)len)
-				r = -EIO;
-			close(fd);
-		}
-	}
-	utrace_maps__free(maps);
-	return r;
-}
-
-static int live_equals_file(pid_t pid, uint64_t addr, const uint8_t *live, size_t len)
+static int live_equals_file(struct ahost *h, uint64_t addr, const uint8_t *live, size_t len)
 {
 	uint8_t file[16];
-	int r = file_bytes(pid, addr, file, len);
+	ssize_t r = file_bytes(h, addr, file, len);
 
-	return r < 0 ? r : !memcmp(file, live, len);
+	if (r < 0)
+		return (int)r;
+	return r == (ssize_t)len ? !memcmp(file, live, len) : -EIO;
 }
 
 int ahost_insn_offsets(struct ahost *h, uint64_t addr, size_t span, uint32_t *offs, int max)
 {
-	struct utrace_maps *maps = utrace_maps__read(h->pid);
-	const struct utrace_map *m = maps ? utrace_maps__find(maps, addr) : NULL;
 	uint8_t file[64];
-	size_t o = 0, got = 0;
-	int fd, n = 0, l;
+	ssize_t r;
+	size_t o = 0, got;
+	int n = 0, l;
 
 	if (span > sizeof(file))
 		span = sizeof(file);
 	/* the file's bytes: the live ones may hold another session's patch */
-	if (m && m->path && m->path[0] == '/' && !m->deleted && addr < m->end) {
-		if (span > m->end - addr)
-			span = m->end - addr;
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t r = pread(fd, file, span, (off_t)(m->offset + (addr - m->start)));
-
-			got = r > 0 ? (size_t)r : 0;
-			close(fd);
-		}
-	}
-	utrace_maps__free(maps);
+	r = file_bytes(h, addr, file, span);
+	got = r > 0 ? (size_t)r : 0;
 	while (o < got && n < max) {
 		l = reloc_insn_len(file + o, got - o);
 		if (l <= 0)
@@ -426,11 +564,12 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 		snprintf(h->why, sizeof(h->why), "%s", utrace_plan__ret_refused(img, m));
 		return -UTRACE_ERRNO__NOT_PATCHABLE;
 	}
-	pl = utrace_planner__new(img);
+	pl = h->batch.pl && h->batch.img == img ? h->batch.pl : utrace_planner__new(img);
 	/* jmp sites keep a short first instruction in place (planner.c rule 5) */
 	utrace_planner__keep_first(pl, !force_int3);
 	err = pl ? utrace_planner__plan(pl, m, &plan) : -ENOMEM;
-	utrace_planner__free(pl);
+	if (pl != h->batch.pl)
+		utrace_planner__free(pl);
 	if (err) {
 		snprintf(h->why, sizeof(h->why), "plan '%s': %s (%d)", text, pl ? plan.why : "",
 			 err);
@@ -442,8 +581,14 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	 */
 	pre = plan.mode == UTRACE_PLAN_JMP ? (uint8_t)plan.pre_len : 0;
 	entry = plan.addr - pre;
-	if (utrace_mem__read(h->pid, entry, all, sizeof(all)) < 0)
+	if (cached_read(h, -1, -1, entry, all, sizeof(all)) != (ssize_t)sizeof(all)) {
+		if (utrace_proc__check_access(h->pid) == -ESRCH) {
+			/* e.g. the agent stopped waiting for START (10 s) and it ran */
+			snprintf(h->why, sizeof(h->why), "pid %d exited", (int)h->pid);
+			return -ESRCH;
+		}
 		return -EFAULT;
+	}
 	bytes = all + pre;
 	/*
 	 * The kept instruction runs in place, and a copy of it in the slot:
@@ -451,7 +596,7 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	 * debugger's) int3 already on the entry is not copied; that int3 can
 	 * stay, the kernel's resumes after the instruction, on our jmp.
 	 */
-	if (pre && file_bytes(h->pid, entry, all, pre) < 0)
+	if (pre && file_bytes(h, entry, all, pre) != (ssize_t)pre)
 		return -EIO;
 	/*
 	 * Someone patched the site already: another utrace session (each has
@@ -460,7 +605,7 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	 * the program's code would chain us to them and, at our detach, write
 	 * their patch back: refuse.
 	 */
-	if (live_equals_file(h->pid, plan.addr, bytes, plan.len < 16 ? plan.len : 16) == 0) {
+	if (live_equals_file(h, plan.addr, bytes, plan.len < 16 ? plan.len : 16) == 0) {
 		snprintf(h->why, sizeof(h->why),
 			 "its code is patched already (probed by another utrace session, or a "
 			 "debugger's breakpoint): one session per function");
@@ -555,6 +700,7 @@ int ahost_wait(struct ahost *h)
 
 void ahost_close(struct ahost *h)
 {
+	ahost_plan_end(h);
 	if (h->pid > 0) {
 		kill(h->pid, SIGKILL);
 		waitpid(h->pid, NULL, 0);

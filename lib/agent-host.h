@@ -19,7 +19,8 @@
 
 #include "abi.h"
 
-#define AHOST_XOL_SIZE (256 * 1024) /* bytes per XOL area the host maps */
+/* bytes per XOL area the host maps: ~4,000 slots, a glob of all libc in one XOL_MAP */
+#define AHOST_XOL_SIZE (1024 * 1024)
 
 /*
  * The arena's layout as the host made it. The target can write every byte
@@ -32,6 +33,10 @@ struct ahost_layout {
 	uint32_t max_probes, max_threads, ring_records;
 	uint64_t probes_off, threads_off, thread_stride, rings_off, arena_size;
 };
+
+struct utrace_image;
+struct utrace_planner;
+struct utrace_maps;
 
 struct ahost {
 	int fd;
@@ -63,6 +68,30 @@ struct ahost {
 	 * is not to be believed any more. @why says what; the caller detaches.
 	 */
 	bool corrupt;
+	/*
+	 * ahost_plan_begin() .. ahost_plan_end(): what planning a site reads,
+	 * read once for a whole batch of ahost_probe_match() calls on @img
+	 * instead of once per probe: one planner (one branch-target index per
+	 * object), the target's maps (re-read after an XOL_MAP) and one
+	 * descriptor per object file.
+	 */
+	struct ahost_batch {
+		struct utrace_image *img;
+		struct utrace_planner *pl;
+		struct utrace_maps *maps;
+		struct ahost_file {
+			char *path;
+			int fd;
+		} files[8];
+		unsigned int nr_files;
+		/* pages read once: the target's (src -1) and the files' (src = index) */
+		struct ahost_page {
+			uint64_t key; /* page address, or file offset, + 1 */
+			int src;
+			uint32_t len; /* bytes valid (a file's last page is short) */
+			uint8_t data[4096];
+		} * pages; /* AHOST_BATCH_PAGES, direct-mapped */
+	} batch;
 };
 
 struct ahost_opts {
@@ -102,8 +131,15 @@ void ahost_adopt_areas(struct ahost *h);
 /* Returns the probe id (>= 0). @force_int3 keeps a jmp-able site in int3 mode. */
 int ahost_probe(struct ahost *h, const char *spec, uint32_t flags, bool force_int3);
 /* The same for a match of utrace_image__resolve() on @img (the target's image). */
-struct utrace_image;
 struct utrace_match;
+/*
+ * Plan the next ahost_probe_match() calls on @img as one batch (see
+ * struct ahost_batch); @img must outlive ahost_plan_end(). Without a
+ * batch, or for another image, every call reads everything afresh.
+ * Return: 0, or a negative errno (then calls plan one by one).
+ */
+int ahost_plan_begin(struct ahost *h, struct utrace_image *img);
+void ahost_plan_end(struct ahost *h);
 int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct utrace_match *m,
 		      const char *text, uint32_t flags, bool force_int3);
 /*

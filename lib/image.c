@@ -295,6 +295,9 @@ struct utrace_image *utrace_image__open_pid(pid_t pid)
 
 		if (!m->path || m->path[0] != '/' || !(m->prot & UTRACE_MAP_EXEC))
 			continue;
+		/* the agent's trampolines (agent/tramp.c): code, but no ELF object */
+		if (!strncmp(m->path, "/memfd:utrace-", 14))
+			continue;
 		for (j = 0; j < img->nr; j++)
 			if (!strcmp(img->objs[j].path, m->path))
 				break;

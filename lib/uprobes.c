@@ -245,6 +245,10 @@ bool uprobes_point_wants_return(const struct probe_point *pt)
 {
 	unsigned int i;
 
+	/* the ELF entry point is jumped to, not called: [rsp] is argc, not a return */
+	if (pt->entry && pt->symbol && !strcmp(pt->symbol, "_start"))
+		return false;
+
 	for (i = 0; i < pt->nr_probes; i++) {
 		const struct utrace_probe *p = pt->probes[i];
 

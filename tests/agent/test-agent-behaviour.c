@@ -320,14 +320,22 @@ static char *slurp(const char *file)
 }
 
 /* Wait until a probe is in at @addr of @pid: int3 or jmp as the first byte. */
+/*
+ * The probe's int3 or jmp is at the entry, or after a kept first
+ * instruction (planner.c rule 5: push r64 is 1 or 2 bytes, sub rsp imm8 4).
+ */
 static void wait_armed(pid_t pid, uint64_t addr, int sec)
 {
-	uint8_t b = 0;
-	int i;
+	static const int at[] = { 0, 1, 2, 4 };
+	uint8_t c[8] = { 0 }, b = 0;
+	int i, k;
 
 	for (i = 0; i < sec * 100; i++) {
-		if (utrace_mem__read(pid, addr, &b, 1) == 1 && (b == 0xcc || b == 0xe9))
-			return;
+		if (utrace_mem__read(pid, addr, c, sizeof(c)) == sizeof(c))
+			for (k = 0; k < 4; k++)
+				if (c[at[k]] == 0xcc || c[at[k]] == 0xe9)
+					return;
+		b = c[0];
 		msleep(10);
 	}
 	CHECK_MSG(0, "no probe at 0x%llx after %d s (byte %02x)", (unsigned long long)addr, sec, b);

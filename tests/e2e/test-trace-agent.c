@@ -221,6 +221,52 @@ TEST_TIMEOUT(agent_malloc_free_exact_counts, 300)
 	CHECK_EQ(f2 - f0 - 8 * 100000, f1 - f0 - 8 * 3000);
 }
 
+/*
+ * Issue 10 item 6: every function of the C library at once (-c -f
+ * 'libc:*', ~2,200 probe points). The program must run as it does
+ * untraced, with no warning; the counts are the target's own: s-trace
+ * locks a mutex twice per work() (in work and leaf) and does N malloc/free
+ * pairs, and the C library calls these itself besides (start-up, threads,
+ * stdio), so two runs that differ in N only are compared by difference.
+ */
+static void libc_glob_run(const char *spec, const char *n, long *locks, long *unlocks,
+			  long *mallocs, long *frees)
+{
+	const char *args[] = { "-b",	 "agent", "-c", "-f", spec,  "--",
+			       target(), "calls", n,	"2",  "300", NULL };
+	char *out = NULL, *err = NULL, want[128];
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(!strstr(err, "warning") && !strstr(err, "Bad address"), "%s", err);
+	CHECK(strstr(out, "answers=7,7,7,7\n"));
+	snprintf(want, sizeof(want), "work=%d leaf=%d answer=4 recurse=6 malloc=%s\n",
+		 atoi(n) + 600, atoi(n) + 600, n);
+	CHECK_MSG(strstr(out, want), "%s", out);
+	*locks = table_calls(err, "pthread_mutex_lock");
+	*unlocks = table_calls(err, "pthread_mutex_unlock");
+	*mallocs = table_calls(err, "malloc");
+	*frees = table_calls(err, "free");
+	free(out);
+	free(err);
+}
+
+TEST_TIMEOUT(agent_summary_all_of_libc, 300)
+{
+	long l0, u0, m0, f0, l1, u1, m1, f1;
+
+	libc_glob_run("libc:*", "0", &l0, &u0, &m0, &f0);
+	libc_glob_run("libc:*", "2000", &l1, &u1, &m1, &f1);
+	harness_note("libc:*: mutex_lock %ld %ld, malloc %ld %ld, free %ld %ld (N = 0, 2000)", l0,
+		     l1, m0, m1, f0, f1);
+	CHECK(l0 >= 2 * 600 && m0 >= 0 && f0 >= 0);
+	CHECK_EQ(l1 - l0, 2 * 2000);
+	CHECK_EQ(u1 - u0, 2 * 2000);
+	CHECK_EQ(m1 - m0, 2000);
+	CHECK_EQ(f1 - f0, 2000);
+	/* a smaller glob with IFUNCs (strlen, strcmp ...) among its matches: no warning */
+	libc_glob_run("libc:str*", "10", &l0, &u0, &m0, &f0);
+}
+
 TEST_TIMEOUT(agent_hist_sums_to_calls, 120)
 {
 	const char *args[] = { "-b",	 "agent", "-H", "-f", "work", "--",
