@@ -355,59 +355,56 @@ AGENT_API int fexecve(int fd, char *const argv[], char *const envp[])
 	return exec_with(real_fexecve_p, NULL, fd, argv, envp);
 }
 
-/* execl*(): the variadic arguments (and execle's envp after the NULL) into an array. */
-#define COLLECT_ARGS(arg, ap, argv, n)                                     \
-	do {                                                               \
-		(argv)[0] = (char *)(arg);                                 \
-		for ((n) = 1; (argv)[(n)-1] && (n) < EXEC_ARGS_MAX; (n)++) \
-			(argv)[(n)] = va_arg((ap), char *);                \
-	} while (0)
-
-AGENT_API int execl(const char *path, const char *arg, ...)
+/*
+ * execl*(): the variadic arguments after @arg into an array, then (execle,
+ * @with_env) the envp after their NULL; @real called with them.
+ */
+static int exec_list(void *real, const char *path, const char *arg, va_list ap, bool with_env)
 {
-	char *argv[EXEC_ARGS_MAX];
-	va_list ap;
+	char *argv[EXEC_ARGS_MAX], *const *envp = environ;
 	int n;
 
-	va_start(ap, arg);
-	COLLECT_ARGS(arg, ap, argv, n);
-	va_end(ap);
+	argv[0] = (char *)arg;
+	for (n = 1; argv[n - 1] && n < EXEC_ARGS_MAX; n++)
+		argv[n] = va_arg(ap, char *);
 	if (argv[n - 1]) {
 		errno = E2BIG;
 		return -1;
 	}
-	return exec_with(real_execve_p, path, -1, argv, environ);
+	if (with_env)
+		envp = va_arg(ap, char *const *);
+	return exec_with(real, path, -1, argv, envp);
+}
+
+AGENT_API int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, arg);
+	r = exec_list(real_execve_p, path, arg, ap, false);
+	va_end(ap);
+	return r;
 }
 
 AGENT_API int execlp(const char *file, const char *arg, ...)
 {
-	char *argv[EXEC_ARGS_MAX];
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, arg);
-	COLLECT_ARGS(arg, ap, argv, n);
+	r = exec_list(real_execvpe_p, file, arg, ap, false);
 	va_end(ap);
-	if (argv[n - 1]) {
-		errno = E2BIG;
-		return -1;
-	}
-	return exec_with(real_execvpe_p, file, -1, argv, environ);
+	return r;
 }
 
 AGENT_API int execle(const char *path, const char *arg, ...)
 {
-	char *argv[EXEC_ARGS_MAX], *const *envp;
 	va_list ap;
-	int n;
+	int r;
 
 	va_start(ap, arg);
-	COLLECT_ARGS(arg, ap, argv, n);
-	envp = argv[n - 1] ? NULL : va_arg(ap, char *const *);
+	r = exec_list(real_execve_p, path, arg, ap, true);
 	va_end(ap);
-	if (argv[n - 1]) {
-		errno = E2BIG;
-		return -1;
-	}
-	return exec_with(real_execve_p, path, -1, argv, envp);
+	return r;
 }

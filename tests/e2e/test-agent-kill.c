@@ -45,18 +45,10 @@
 #define KILL_SPAN_US 450000 /* the whole life: -d 0.25, then the wait */
 #define KILL_EARLY_US 40000 /* start-up, injection, arming: a few ms each */
 
-/* What s-life must print: the same formula, computed here. */
+/* What s-life must print. */
 static uint64_t expected_sum(void)
 {
-	uint64_t sum = 0, t, x;
-
-	for (t = 0; t < THREADS; t++)
-		for (x = 0; x < (uint64_t)BATCHES * BATCH; x++) {
-			uint64_t a = t * 1000003ULL + x;
-
-			sum += ((a * 2654435761ULL) * 31 + 7) ^ (a >> 3);
-		}
-	return sum;
+	return life_sum(THREADS, BATCHES);
 }
 
 static void msleep_us(long us)
@@ -286,15 +278,7 @@ static bool read_line(int fd, char *buf, size_t size, char *acc, size_t *len)
 /* What s-life serve prints for "run T B". */
 static uint64_t expected_run(uint64_t threads, uint64_t batches)
 {
-	uint64_t sum = 0, t, x;
-
-	for (t = 0; t < threads; t++)
-		for (x = 0; x < batches * BATCH; x++) {
-			uint64_t a = t * 1000003ULL + x;
-
-			sum += ((a * 2654435761ULL) * 31 + 7) ^ (a >> 3);
-		}
-	return sum;
+	return life_sum(threads, batches);
 }
 
 TEST_TIMEOUT(tracer_killed_20_times_same_target, 300)

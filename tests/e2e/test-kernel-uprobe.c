@@ -24,22 +24,9 @@
 #include "harness.h"
 #include "trace-util.h"
 
-#define BATCH 200
+#define BATCH 200 /* s-life's */
 #define THREADS 4
 #define BATCHES 100
-
-static uint64_t expected_run(uint64_t threads, uint64_t batches)
-{
-	uint64_t sum = 0, t, x;
-
-	for (t = 0; t < threads; t++)
-		for (x = 0; x < batches * BATCH; x++) {
-			uint64_t a = t * 1000003ULL + x;
-
-			sum += ((a * 2654435761ULL) * 31 + 7) ^ (a >> 3);
-		}
-	return sum;
-}
 
 static void msleep(int ms)
 {
@@ -166,7 +153,7 @@ static void both_orders(bool utrace_first)
 	got = read(pout[0], line, sizeof(line) - 1);
 	line[got > 0 ? got : 0] = '\0';
 	snprintf(want, sizeof(want), "done sum=%llx",
-		 (unsigned long long)expected_run(THREADS, BATCHES));
+		 (unsigned long long)life_sum(THREADS, BATCHES));
 	CHECK_MSG(!strncmp(line, want, strlen(want)), "target said '%s', want '%s'", line, want);
 	/* Ctrl-C ends both: bpftrace prints its map */
 	kill(b, SIGINT);

@@ -108,6 +108,19 @@ const char *life(void)
 	return path;
 }
 
+uint64_t life_sum(uint64_t threads, uint64_t batches)
+{
+	uint64_t sum = 0, t, x;
+
+	for (t = 0; t < threads; t++)
+		for (x = 0; x < batches * 200; x++) { /* s-life's BATCH */
+			uint64_t a = t * 1000003ULL + x;
+
+			sum += ((a * 2654435761ULL) * 31 + 7) ^ (a >> 3);
+		}
+	return sum;
+}
+
 /* Threads of @pid that have a tracer. */
 int traced_threads(pid_t pid)
 {

@@ -3,6 +3,7 @@
 #ifndef __UTRACE_TRACE_UTIL_H
 #define __UTRACE_TRACE_UTIL_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /* The utrace binary ($UTRACE, else the build tree's). */
@@ -23,6 +24,8 @@ int run_utrace(const char *const *args, char **out, char **err);
 int run_python(const char *script, const char *file, char **out);
 /* tests/targets/s-life. */
 const char *life(void);
+/* What s-life computes for @threads threads of @batches batches (its formula). */
+uint64_t life_sum(uint64_t threads, uint64_t batches);
 /* Threads of @pid that have a tracer. */
 int traced_threads(pid_t pid);
 /*
