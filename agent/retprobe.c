@@ -16,12 +16,33 @@
  * stack pointer as the clock:
  *  - at an entry with return slot S, an instance with sp < S (or sp == S
  *    when [S] is not the trampoline) belongs to a frame that no longer
- *    exists: it is dropped and counted in its probe's @missed_ret. The
- *    check is limited to instances less than AGENT_STACK_SPAN below S so
- *    that a hit on another stack (a sigaltstack handler) does not purge the
- *    thread's main stack;
+ *    exists: it is dropped and counted in its probe's @missed_ret;
  *  - at a return to sp + 8, instances above the matching one are dropped
  *    the same way.
+ * That clock only runs on one stack. A signal handler on an alternate
+ * stack (sigaltstack, SA_ONSTACK) that interrupted a hijacked function and
+ * calls probed code pushes instances of another stack on top of the
+ * interrupted ones; the altstack may be above or below the interrupted
+ * stack, near it or not (an array in main()'s frame is just above the
+ * frames of the functions main() calls). So before anything is dropped, the
+ * thread's altstack is asked for (sigaltstack(NULL, &ss): a syscall, only
+ * on this slow path: a plain entry finds the instance above it alive, a
+ * plain return finds its own on top) and each instance is judged by the
+ * stack it is on, against the stack of the hit (struct altstack):
+ *  - same stack: the stack-pointer rule above;
+ *  - the hit on the altstack, the instance not: the handler interrupted
+ *    that frame, it is alive (and so is everything under it);
+ *  - the hit off the altstack, the instance on it: the handler that made it
+ *    is over (it returned, or left with siglongjmp()): dead.
+ * Off the altstack, entries do not purge instances more than
+ * AGENT_STACK_SPAN below S (a stack switched some other way, e.g. a
+ * coroutine's).
+ * Signals. A handler on any stack may run a hit while this thread is
+ * between the trampoline and the pop of retprobe_return() (the return side
+ * runs before the guard is taken): the pop copies the instance before it
+ * lowers @depth, and sets @depth to the index it popped, so that the
+ * handler's pushes go above it and whatever the handler left there (a
+ * siglongjmp() out of its frames) goes with the pop.
  * Tail calls: a probed function entered by jmp from a hijacked one finds
  * the trampoline in [S] already; it gets a chained instance with the same
  * sp, and one return pops both (the kernel's @chained).
@@ -43,21 +64,67 @@
  *
  * Not handled: stacks switched by swapcontext/coroutines in the middle of
  * hijacked frames (instances stay until an entry on the same stack purges
- * them), CET shadow stacks (not enabled on this kernel; refuse is left to
+ * them), an altstack changed by sigaltstack() while one of its handlers'
+ * instances is still pending (it is then judged as an ordinary stack), CET shadow stacks (not enabled on this kernel; refuse is left to
  * the host), and unwinders that read the hijacked address (backtrace()
  * sees the trampoline).
  *
- * Runs in the probed thread; no locks, no allocation.
+ * Runs in the probed thread; no locks, no allocation; the one syscall is
+ * sigaltstack(), on the slow paths above.
  */
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "agent-internal.h"
 
 #define AGENT_STACK_SPAN (1ULL << 20)
 
+/* The thread's alternate signal stack, asked for once per slow path. */
+struct altstack {
+	int known; /* 0: not asked yet, 1: [lo, hi), -1: none (or disabled) */
+	uint64_t lo, hi;
+};
+
+static bool on_alt(struct altstack *a, uint64_t sp)
+{
+	if (!a->known) {
+		stack_t ss;
+		int saved = errno;
+
+		a->known = -1;
+		if (!syscall(SYS_sigaltstack, NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
+		    ss.ss_size) {
+			a->lo = (uint64_t)ss.ss_sp;
+			a->hi = a->lo + ss.ss_size;
+			a->known = 1;
+		}
+		errno = saved;
+	}
+	return a->known > 0 && sp >= a->lo && sp < a->hi;
+}
+
+/*
+ * Is the instance @ri, older than a hit with return slot @s, dead? Return:
+ * 1 dead, 0 alive, -1 on the same stack as @s (the stack-pointer rule
+ * decides).
+ */
+static int judge(struct altstack *a, const struct utrace_return_instance *ri, uint64_t s)
+{
+	bool s_alt = on_alt(a, s), ri_alt = on_alt(a, ri->sp);
+
+	if (s_alt != ri_alt)
+		return ri_alt; /* handler over: dead; interrupted frame: alive */
+	return -1;
+}
+
 static void drop(struct utrace_task *t)
 {
-	struct utrace_return_instance *ri = &t->ri[--t->depth];
-	uint32_t id = agent_ri_probe(ri->func, agent_nr_probes);
+	uint32_t d = t->depth, id = agent_ri_probe(t->ri[d - 1].func, agent_nr_probes);
 
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->depth = d - 1;
 	/* dormant: the arena is gone (agent.c), and no one counts */
 	if (id != UINT32_MAX && agent_active)
 		__atomic_fetch_add(&agent_probes[id].abi->missed_ret, 1, __ATOMIC_RELAXED);
@@ -75,11 +142,20 @@ void retprobe_entry(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t
 	struct utrace_return_instance *ri;
 	bool chained = false;
 
+	struct altstack alt = { 0 };
+	int dead;
+
 	while (t->depth) {
 		ri = &t->ri[t->depth - 1];
-		if (ri->sp > s || s - ri->sp >= AGENT_STACK_SPAN)
-			break;
+		if (ri->sp > s)
+			break; /* the caller's (or a stale one of an altstack above) */
 		if (ri->sp == s && ret == tramp)
+			break;
+		/* the slow path: something looks stale */
+		dead = judge(&alt, ri, s);
+		if (dead < 0)
+			dead = s - ri->sp < AGENT_STACK_SPAN; /* far below: another stack's */
+		if (!dead)
 			break;
 		drop(t);
 	}
@@ -121,13 +197,28 @@ uint64_t retprobe_return(struct utrace_task *t, utrace_regs_t *regs,
 			 struct utrace_return_instance *ret_ri)
 {
 	uint64_t s = regs->rsp - 8;
-	int i;
+	struct altstack alt = { 0 };
+	uint32_t d;
+	int i, dead;
 
-	while (t->depth && t->ri[t->depth - 1].sp < s)
+	for (;;) {
+		d = t->depth;
+		if (!d)
+			break;
+		if (t->ri[d - 1].sp == s) {
+			/* copy, then pop: a handler's push goes above it meanwhile */
+			*ret_ri = t->ri[d - 1];
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			t->depth = d - 1;
+			return ret_ri->orig_ret;
+		}
+		/* the slow path: frames unwound past, or another stack's */
+		dead = judge(&alt, &t->ri[d - 1], s);
+		if (dead < 0)
+			dead = t->ri[d - 1].sp < s;
+		if (!dead)
+			break;
 		drop(t);
-	if (t->depth && t->ri[t->depth - 1].sp == s) {
-		*ret_ri = t->ri[--t->depth];
-		return ret_ri->orig_ret;
 	}
 	/* Should not happen; the popped entries are still in the array. */
 	for (i = (int)t->max_depth - 1; i >= 0; i--) {

@@ -19,24 +19,76 @@
  * hit of a -k probe, by reading /proc/self/maps with raw syscalls into a
  * buffer on the stack (no libc stdio, no malloc): the same one-time
  * exception as the mmap of a thread's first hit (guard.c). Every later walk
- * of the thread makes no syscall. If that first hit ran on another stack (a
- * sigaltstack handler), hits on the normal stack are outside the learned
- * range and record only the return address at [rsp] (always readable at a
- * function entry: the call has just written it).
+ * on that stack makes no syscall.
+ *
+ * Signal handlers. A hit outside the learned range asks the kernel for the
+ * thread's alternate signal stack (sigaltstack(NULL, &ss), one syscall per
+ * such walk): a hit on it walks within [rsp, ss_sp + ss_size), the
+ * altstack as it is now (mapped: the thread runs on it), and is never
+ * learned as the thread's stack. Any other hit off the learned range
+ * records only the return address at [rsp] (always readable at a function
+ * entry: the call has just written it). Whatever the stack, the walk stops
+ * after a return address that is the signal return trampoline (the
+ * kernel's sa_restorer, read once with rt_sigaction): beyond it the frame
+ * pointer is the interrupted code's, on the interrupted stack (which may
+ * share the mapping: an altstack in an array of main()'s frame), so each
+ * walk stays on the stack it started on.
  *
  * Return addresses hijacked by return probes (retprobe.c) read as the
  * return trampoline; they are replaced by the real ones from the thread's
  * return instances (matched by the address of the slot).
  *
  * Runs in the probed thread, guard held; no locks, no malloc, no stdio;
- * syscalls only in stack_learn(), once per thread.
+ * syscalls only in stack_learn(), once per thread, and sigaltstack() for
+ * walks off the thread's stack.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent-internal.h"
+
+/* The kernel's sa_restorer of a handler installed by libc; 0 until known. */
+static uint64_t sig_restorer;
+
+/*
+ * Read it from the first signal action that has one (SIGTRAP first: the
+ * agent's own handler in int3 mode). Up to 64 syscalls, at a thread's
+ * first walk and at walks on an altstack, until it is known.
+ */
+static void restorer_learn(void)
+{
+	struct {
+		uint64_t handler, flags, restorer, mask;
+	} k;
+	int sig, saved = errno;
+
+	for (sig = SIGTRAP; sig < 65 && !__atomic_load_n(&sig_restorer, __ATOMIC_RELAXED);
+	     sig = sig == SIGTRAP ? 1 : sig + 1) {
+		/* 0x04000000: SA_RESTORER, not in glibc's headers */
+		if (sig != SIGKILL && sig != SIGSTOP &&
+		    !syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) &&
+		    (k.flags & 0x04000000) && k.restorer)
+			__atomic_store_n(&sig_restorer, k.restorer, __ATOMIC_RELAXED);
+	}
+	errno = saved;
+}
+
+/* The altstack's top if @sp is on the thread's alternate signal stack, else 0. */
+static uint64_t altstack_hi(uint64_t sp)
+{
+	int saved = errno;
+	uint64_t hi = 0;
+	stack_t ss;
+
+	if (!syscall(SYS_sigaltstack, NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
+	    sp >= (uint64_t)ss.ss_sp && sp - (uint64_t)ss.ss_sp < ss.ss_size)
+		hi = (uint64_t)ss.ss_sp + ss.ss_size;
+	errno = saved;
+	return hi;
+}
 
 /*
  * Find the mapping of /proc/self/maps that contains @sp. Out of line: its
@@ -110,16 +162,27 @@ static uint64_t unhijack(struct utrace_task *t, uint64_t pc, uint64_t slot)
 unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool at_entry,
 			uint64_t *pcs)
 {
-	uint64_t sp = regs->rsp, fp = regs->rbp, hi;
+	uint64_t sp = regs->rsp, fp = regs->rbp, hi = 0, sigret;
 	unsigned int n = 0;
 
 	if (at_entry)
 		pcs[n++] = unhijack(t, *(const uint64_t *)sp, sp);
-	if (!t->stack_tried)
-		stack_learn(t, sp);
-	hi = t->stack_hi;
-	if (sp < t->stack_lo || sp >= hi)
-		return n; /* not the stack we know */
+	if (sp < t->stack_lo || sp >= t->stack_hi) {
+		/* not the stack we know: a handler's altstack, or not learned yet */
+		hi = altstack_hi(sp);
+		if (hi || !t->stack_tried)
+			restorer_learn(); /* on an altstack: some handler has it */
+		if (!hi && !t->stack_tried)
+			stack_learn(t, sp);
+	}
+	if (!hi) {
+		hi = t->stack_hi;
+		if (sp < t->stack_lo || sp >= hi)
+			return n; /* no stack we know */
+	}
+	sigret = __atomic_load_n(&sig_restorer, __ATOMIC_RELAXED);
+	if (n && sigret && pcs[0] == sigret)
+		return n; /* a handler's entry: the frame pointer is the interrupted code's */
 	while (n < UTRACE_ABI_STACK_MAX && fp >= sp && hi >= 16 && fp <= hi - 16 && !(fp & 7)) {
 		const uint64_t *frame = (const uint64_t *)fp;
 		uint64_t next = frame[0], ret = frame[1];
@@ -127,8 +190,8 @@ unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool a
 		if (!ret)
 			break;
 		pcs[n++] = unhijack(t, ret, fp + 8);
-		if (next <= fp)
-			break;
+		if (next <= fp || (sigret && ret == sigret))
+			break; /* end, or a signal frame: the rest is another context's */
 		sp = fp;
 		fp = next;
 	}

@@ -37,7 +37,17 @@
  * function into another finds the trampoline already at [rsp] and chains
  * (the kernel's "chained" instances: both return through one trap). The
  * depth is bounded (opts.max_depth): deeper calls are not hijacked and are
- * counted. A stack switch (swapcontext, coroutines) can fool the
+ * counted. The stack-pointer clock only runs on one stack: a signal
+ * handler on an alternate stack (sigaltstack, SA_ONSTACK) pushes instances
+ * of another stack, above or below the interrupted one, near or far. So
+ * before an instance is dropped (a slow path: a plain call finds the
+ * instance above it alive, a plain return finds its own on top), the
+ * thread's altstack is asked for with a remote sigaltstack() and each
+ * instance is judged by the stack it is on against the hit's: same stack,
+ * the rule above; hit on the altstack and instance not, an interrupted
+ * frame, alive; hit off the altstack and instance on it, its handler is
+ * over (returned, or left with siglongjmp()), dead (agent/retprobe.c does
+ * the same in the probed thread). A stack switch (swapcontext, coroutines) can fool the
  * stack-pointer check into dropping a live instance; the last dropped
  * instances are therefore kept per thread, and a trampoline hit that finds
  * no live match looks there for the slot's real return address, so the
@@ -469,14 +479,70 @@ static void ri_drop(struct uprobes_proc *pp, struct utrace_task *t)
 	t->depth--;
 }
 
-/* Drop instances unwound past without returning (longjmp, exceptions). */
-static void ri_cleanup(struct uprobes_proc *pp, struct utrace_task *t, uint64_t sp, bool chained)
+/*
+ * The stopped thread's alternate signal stack, asked for at most once per
+ * slow path (a remote sigaltstack(NULL, &old) whose 24 bytes of output go
+ * below the red zone and are put back): see "Return probes" above.
+ */
+struct altstack {
+	int known; /* 0: not asked yet, 1: [lo, hi), -1: none, disabled or unknown */
+	uint64_t lo, hi;
+};
+
+static bool on_alt(struct uprobes_proc *pp, struct utrace_thread *th, struct altstack *a,
+		   uint64_t sp)
 {
+	if (!a->known) {
+		struct user_regs_struct regs;
+		uint64_t buf, save[3], ss[3], args[6] = { 0 };
+		long res = -1;
+
+		a->known = -1;
+		if (utrace_thread__get_regs(th, &regs) < 0)
+			return false;
+		buf = (regs.rsp - 128 - sizeof(ss)) & ~15ULL;
+		if (utrace_mem__read(pp->pid, buf, save, sizeof(save)) != sizeof(save))
+			return false;
+		args[1] = buf;
+		if (!utrace_thread__remote_syscall(th, SYS_sigaltstack, args, &res) && !res &&
+		    utrace_mem__read(pp->pid, buf, ss, sizeof(ss)) == sizeof(ss) &&
+		    !((int)ss[1] & SS_DISABLE) && ss[2]) {
+			a->lo = ss[0];
+			a->hi = ss[0] + ss[2];
+			a->known = 1;
+		}
+		utrace_mem__write(pp->pid, buf, save, sizeof(save));
+	}
+	return a->known > 0 && sp >= a->lo && sp < a->hi;
+}
+
+/*
+ * Is @ri, older than a hit with return slot @sp, dead? Return: 1 dead, 0
+ * alive, -1 on the same stack as @sp (the stack-pointer rule decides).
+ */
+static int ri_judge(struct uprobes_proc *pp, struct utrace_thread *th, struct altstack *a,
+		    const struct utrace_return_instance *ri, uint64_t sp)
+{
+	bool sp_alt = on_alt(pp, th, a, sp), ri_alt = on_alt(pp, th, a, ri->sp);
+
+	if (sp_alt != ri_alt)
+		return ri_alt; /* its handler is over: dead; interrupted frame: alive */
+	return -1;
+}
+
+/* Drop instances unwound past without returning (longjmp, exceptions). */
+static void ri_cleanup(struct uprobes_proc *pp, struct utrace_thread *th, struct utrace_task *t,
+		       uint64_t sp, bool chained)
+{
+	struct altstack alt = { 0 };
+
 	while (t->depth) {
 		const struct utrace_return_instance *ri = &t->ri[t->depth - 1];
 
 		if (chained ? sp <= ri->sp : sp < ri->sp)
 			break;
+		if (!ri_judge(pp, th, &alt, ri, sp))
+			break; /* a frame a handler on the altstack interrupted */
 		ri_drop(pp, t);
 	}
 }
@@ -504,8 +570,8 @@ static uint64_t ri_resurrect(struct utrace_task *t, uint64_t slot_sp)
 }
 
 /* Entry of a return-probed function: hijack the return address. */
-static void ri_push(struct uprobes_proc *pp, struct probe_point *pt, pid_t tid,
-		    struct user_regs_struct *regs, uint64_t now)
+static void ri_push(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_thread *th,
+		    pid_t tid, struct user_regs_struct *regs, uint64_t now)
 {
 	uint64_t tramp = xol_tramp(pp), ret;
 	struct utrace_return_instance *ri;
@@ -518,7 +584,7 @@ static void ri_push(struct uprobes_proc *pp, struct probe_point *pt, pid_t tid,
 		return;
 	}
 	chained = ret == tramp;
-	ri_cleanup(pp, t, regs->rsp, chained);
+	ri_cleanup(pp, th, t, regs->rsp, chained);
 	if (chained && !t->depth) {
 		/* a trampoline address we have no record of: leave it */
 		uprobes_missed_return(pp, pt->addr);
@@ -576,7 +642,7 @@ static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp, stru
 			regs->rip = pt->addr;
 		} else {
 			if (uprobes_point_wants_return(pt))
-				ri_push(mp, pt, ctx.tid, regs, ctx.now_ns);
+				ri_push(mp, pt, th, ctx.tid, regs, ctx.now_ns);
 			regs->rip = pt->slot;
 		}
 		/* an unwinder's entry: after ri_push, so that its own frame is restored too */
@@ -603,22 +669,33 @@ static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
 	};
 	struct utrace_task *t = uprobes_task_get(mp, ctx.tid, false);
 	uint64_t slot_sp = regs->rsp - 8;
-
+	struct altstack alt = { 0 };
 	uint64_t ret;
 
-	if (t && t->depth && t->ri[t->depth - 1].sp > slot_sp) {
-		/* not this frame's: a stale instance of another stack? */
-		ret = ri_resurrect(t, slot_sp);
-		if (ret) {
-			pr_debug("thread %d: return through a dropped instance\n", ctx.tid);
-			regs->rip = ret;
-			utrace_thread__set_regs(th, regs);
-			return 0;
+	/*
+	 * Not this frame's on top: frames below the returning one unwound
+	 * past, or a signal handler's that left with siglongjmp() (dead), or
+	 * frames of the stack a handler on the altstack interrupted (alive).
+	 */
+	while (t && t->depth && t->ri[t->depth - 1].sp != slot_sp) {
+		const struct utrace_return_instance *ri = &t->ri[t->depth - 1];
+		int dead = ri_judge(mp, th, &alt, ri, slot_sp);
+
+		if (dead < 0)
+			dead = ri->sp < slot_sp;
+		if (!dead) {
+			/* not this frame's: a stale instance of another stack? */
+			ret = ri_resurrect(t, slot_sp);
+			if (ret) {
+				pr_debug("thread %d: return through a dropped instance\n", ctx.tid);
+				regs->rip = ret;
+				utrace_thread__set_regs(th, regs);
+				return 0;
+			}
+			break;
 		}
-	}
-	/* frames below the returning one were unwound past */
-	while (t && t->depth && t->ri[t->depth - 1].sp < slot_sp)
 		ri_drop(mp, t);
+	}
 	if (!t || !t->depth || t->ri[t->depth - 1].sp != slot_sp) {
 		ret = t ? ri_resurrect(t, slot_sp) : 0;
 		if (ret) {
