@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,11 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define F_THREADS 4
 #define F_RECORDS 16
 
-static void must(int cond)
-{
-	if (!cond)
-		abort();
-}
+/* A broken contract: say which (the line) and abort, for libFuzzer and the unit test. */
+#define must(cond)                                                                   \
+	do {                                                                         \
+		if (!(cond)) {                                                       \
+			fprintf(stderr, "arena-fuzzer.c:%d: %s\n", __LINE__, #cond); \
+			abort();                                                     \
+		}                                                                    \
+	} while (0)
 
 static void on_record(const struct utrace_abi_event *ev, void *data)
 {

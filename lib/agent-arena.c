@@ -103,7 +103,8 @@ void ahost_agent_str(struct ahost *h, char *buf, size_t len)
 
 	if (!len)
 		return;
-	for (i = 0; i + 1 < len && i < sizeof(h->hdr->cmd_str); i++) {
+	/* a field with no NUL in it is cut like a string that fills it */
+	for (i = 0; i + 1 < len && i + 1 < sizeof(h->hdr->cmd_str); i++) {
 		char c = ARENA_READ(h->hdr->cmd_str[i]);
 
 		if (!c)

@@ -91,3 +91,16 @@ TEST(random_patches_20000)
 		CHECK_EQ(LLVMFuzzerTestOneInput(buf, (size_t)(1 + 10 * np)), 0);
 	}
 }
+
+/* A string field the target filled to the end, with no NUL (libFuzzer's first find). */
+TEST(cmd_str_without_nul)
+{
+	struct utrace_arena_hdr hd = { .max_probes = 8, .max_threads = 4, .ring_records = 16 };
+	uint8_t buf[1 + sizeof(hd)];
+
+	utrace_abi_layout(&hd);
+	memset(hd.cmd_str, 'A', sizeof(hd.cmd_str));
+	buf[0] = 0;
+	memcpy(buf + 1, &hd, sizeof(hd));
+	CHECK_EQ(LLVMFuzzerTestOneInput(buf, sizeof(buf)), 0);
+}
