@@ -123,7 +123,8 @@ static void fd_table(pid_t pid, char *buf, size_t size, int *count)
 	*count = n;
 }
 
-static int maps_lines(pid_t pid)
+/* Lines of /proc/PID/maps, or only those that name @what (NULL: all). */
+static int maps_count(pid_t pid, const char *what)
 {
 	char path[64], line[1024];
 	FILE *f;
@@ -133,23 +134,7 @@ static int maps_lines(pid_t pid)
 	f = fopen(path, "r");
 	CHECK(f);
 	while (fgets(line, sizeof(line), f))
-		n++;
-	fclose(f);
-	return n;
-}
-
-/* Mappings of the arena memfd (/memfd:utrace-arena) still in the target. */
-static int arena_maps(pid_t pid)
-{
-	char path[64], line[1024];
-	FILE *f;
-	int n = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "r");
-	CHECK(f);
-	while (fgets(line, sizeof(line), f))
-		n += strstr(line, "utrace-arena") != NULL;
+		n += !what || strstr(line, what);
 	fclose(f);
 	return n;
 }
@@ -198,7 +183,7 @@ static void settle(pid_t pid)
 {
 	int i;
 
-	for (i = 0; i < 200 && arena_maps(pid); i++)
+	for (i = 0; i < 200 && maps_count(pid, "utrace-arena"); i++)
 		msleep_(5);
 }
 
@@ -214,13 +199,13 @@ TEST_TIMEOUT(attach_detach_leaves_nothing, 3000)
 	msleep_(50);
 	batches0 = busy_check(&b);
 	fd_table(b.pid, fds0, sizeof(fds0), &nfd0);
-	harness_note("before: %d fds, %d mappings, %ld kB RSS", nfd0, maps_lines(b.pid),
+	harness_note("before: %d fds, %d mappings, %ld kB RSS", nfd0, maps_count(b.pid, NULL),
 		     rss_kb(b.pid));
 
 	cycle(&b, 0);
 	settle(b.pid);
 	fd_table(b.pid, fds1, sizeof(fds1), &nfd1);
-	maps1 = maps_lines(b.pid);
+	maps1 = maps_count(b.pid, NULL);
 	rss1 = rss_kb(b.pid);
 	harness_note("after 1 cycle: %d fds, %d mappings, %ld kB RSS", nfd1, maps1, rss1);
 	if (strcmp(fds0, fds1))
@@ -230,14 +215,15 @@ TEST_TIMEOUT(attach_detach_leaves_nothing, 3000)
 		cycle(&b, k);
 		if (k % 50 == 0)
 			harness_note("after %d cycles: %d mappings, %ld kB RSS", k + 1,
-				     maps_lines(b.pid), rss_kb(b.pid));
+				     maps_count(b.pid, NULL), rss_kb(b.pid));
 	}
 	settle(b.pid);
 	fd_table(b.pid, fds1, sizeof(fds1), &nfd1);
-	maps2 = maps_lines(b.pid);
+	maps2 = maps_count(b.pid, NULL);
 	rss2 = rss_kb(b.pid);
 	harness_note("after %d cycles: %d fds, %d mappings, %ld kB RSS", cycles, nfd1, maps2, rss2);
-	CHECK_MSG(arena_maps(b.pid) == 0, "%d arena mappings left", arena_maps(b.pid));
+	CHECK_MSG(maps_count(b.pid, "utrace-arena") == 0, "%d arena mappings left",
+		  maps_count(b.pid, "utrace-arena"));
 	CHECK_MSG(!strcmp(fds0, fds1), "fds after %d cycles:\n%s\nbefore:\n%s", cycles, fds1, fds0);
 	CHECK_MSG(nfd1 == nfd0, "%d fds, %d before", nfd1, nfd0);
 	CHECK_MSG(maps2 <= maps1 + 4, "%d mappings, %d after the first cycle", maps2, maps1);
