@@ -8,13 +8,15 @@
  * retprobe.c, guard.c, the thunks in arch/x86_64/entry.S): runs in the
  * probed thread, possibly inside a signal handler or inside malloc; no
  * locks, no malloc, no stdio, no libc string calls, no syscalls (except
- * clock_gettime before the TSC is calibrated, and the mmap of a thread's
- * first hit). Compiled with -mgeneral-regs-only: the trampolines save the
+ * clock_gettime before the TSC is calibrated, the mmap of a thread's
+ * first hit, and one raw process_vm_readv() per string a recording probe
+ * copies: ring.c copy_str()). Compiled with -mgeneral-regs-only: the trampolines save the
  * integer registers and flags only, so agent code must not touch SIMD state.
  */
 #ifndef __UTRACE_AGENT_INTERNAL_H
 #define __UTRACE_AGENT_INTERNAL_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,6 +27,9 @@
 #include "abi.h"
 
 #define AGENT_API __attribute__((visibility("default")))
+
+/* agent.c: the int3 of the launch hello (abi.h UTRACE_ARENA_F_HELLO) */
+extern const char __utrace_agent_hello_site[], __utrace_agent_dl_site[];
 
 #define AGENT_MAX_PROBES 4096 /* hard cap of probe ids the agent accepts */
 #define AGENT_MAX_HANDLERS 4 /* extra (in-process) handlers per probe */
@@ -65,6 +70,7 @@ struct utrace_probe {
 	uint8_t len;
 	uint8_t mode;
 	uint8_t undo; /* rsp the kept first instruction moved; given back at a hit */
+	bool exposed; /* jmp over a short first instruction (patch_check_taken()) */
 	uint8_t orig[16];
 	uint64_t inject_value, inject_every; /* UTRACE_PF_INJECT, copied at load */
 	volatile uint32_t state; /* enum utrace_probe_state, as the handlers see it */
@@ -171,6 +177,28 @@ void utrace_memcpy(void *dst, const void *src, size_t n);
 void utrace_memset(void *dst, int c, size_t n);
 int utrace_memcmp(const void *a, const void *b, size_t n);
 
+/*
+ * raw_syscall6 - a system call without libc. For code that runs in a
+ * probed thread outside the guard (the signal handlers of patch.c, the
+ * interposers): a libc wrapper there (syscall(), getpid(), and errno's
+ * __errno_location()) may be probed itself, and its hit would be counted
+ * as the program's call (or trap again, in the SIGTRAP handler). Leaves
+ * errno alone. Return: the kernel's value (-errno on failure).
+ */
+static inline long raw_syscall6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret = nr;
+
+	__asm__ volatile("syscall"
+			 : "+a"(ret)
+			 : "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+
 /* guard.c */
 extern __thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
 
@@ -191,6 +219,8 @@ struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);
 void guard_cloak_self(void);
 bool guard_busy(void);
+int guard_hold(void);
+void guard_unhold(int was);
 uint32_t guard_gettid(void);
 
 /* ring.c */
@@ -199,7 +229,15 @@ void ring_calibrate(void);
 void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts, uint64_t dur,
 	       const uint64_t *args, unsigned int nargs);
 void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts,
-		     const uint64_t *args, const uint64_t *pcs, unsigned int npcs);
+		     uint64_t dur, const uint64_t *args, unsigned int nargs, unsigned int str_mask,
+		     unsigned int str_max, const uint64_t *pcs, unsigned int npcs);
+/* This process's pid, for the string copies (set at start and in a fork child). */
+extern int ring_self_pid;
+/* Whether strings may be copied at hits (no seccomp filter); sets ring_self_pid. */
+void ring_str_init(void);
+long raw_getpid(void);
+/* the host process still lives (agent.c; raw system calls, any thread) */
+bool agent_host_alive(void);
 
 /* dispatch.c */
 int utrace_dispatch_entry(uint32_t id, utrace_regs_t *regs);
@@ -229,6 +267,7 @@ void patch_reset(void);
 void patch_agent_signals(sigset_t *set);
 int patch_sync(void);
 void patch_disarm_all(void);
+uint32_t patch_check_taken(bool all, uint32_t *nr_jmp);
 void patch_release(void);
 int patch_quiesce(void);
 void patch_atfork_child(void);
@@ -242,6 +281,13 @@ void patch_trap_set_chained(const struct sigaction *act);
 /* interpose.c */
 void interpose_init(void);
 int agent_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+int agent_sigprocmask(int how, const sigset_t *set, sigset_t *old);
+int agent_pthread_sigmask(int how, const sigset_t *set, sigset_t *old);
+int agent_pthread_attr_setsigmask_np(pthread_attr_t *attr, const sigset_t *set);
+
+/* sigguard.c (control thread) */
+void sigguard_arm(bool force);
+void sigguard_disarm(void);
 
 /* arch/x86_64/entry.S */
 extern char __utrace_agent_entry[];

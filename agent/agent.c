@@ -105,6 +105,13 @@ volatile uint32_t agent_gen;
 
 static int host_pidfd = -1;
 static bool host_gone; /* the host had exited before we could watch it */
+/*
+ * The control thread's look at the jmp sites (patch_check_taken()), in ms:
+ * the exposed ones (a kernel uprobe there kills at its first hit), all.
+ */
+#define CHECK_MS 5
+#define CHECK_ALL_MS 200
+
 static uint32_t started; /* futex word: CMD_START seen (or gave up) */
 static bool after_exec; /* this image replaced a traced one (execve) */
 static pid_t self_pid; /* the traced process; a fork child differs */
@@ -120,9 +127,13 @@ static bool tomb_quiet;
 
 #define DL_WAIT_NS 2000000000ull /* a dlopen() waits this long at most for the host */
 
+/*
+ * Raw (agent-internal.h): also called in program threads, whose libc calls
+ * may be probed (agent_image_changed(), the constructor's wait). -errno.
+ */
 static long futex(uint32_t *w, int op, uint32_t val, const struct timespec *ts)
 {
-	return syscall(SYS_futex, w, op, val, ts, NULL, 0);
+	return raw_syscall6(SYS_futex, (long)w, op, val, (long)ts, 0, 0);
 }
 
 /**
@@ -168,6 +179,7 @@ static void go_dormant(void)
 {
 	agent_active = 0;
 	patch_disarm_all();
+	sigguard_disarm(); /* no int3 left: a mask may hold SIGTRAP again */
 	patch_release();
 	if (host_pidfd >= 0)
 		close(host_pidfd);
@@ -208,6 +220,7 @@ static int run_cmd(uint32_t cmd)
 	case UTRACE_CMD_XOL_MAP:
 		return tramp_xol_map(agent_hdr->cmd_arg[0], agent_hdr->cmd_arg[1]);
 	case UTRACE_CMD_SYNC:
+		sigguard_arm(true); /* before any new int3: objects loaded since, lazy binds */
 		return patch_sync();
 	case UTRACE_CMD_START:
 		/* Handled in control_main: the ack must precede the release. */
@@ -222,34 +235,58 @@ static int run_cmd(uint32_t cmd)
 }
 
 /* The host process is alive: its pidfd is not readable (else kill(pid, 0)). */
+static bool host_alive(void);
+
+/* host_alive() for ring.c's waits (a program thread: raw system calls only) */
+bool agent_host_alive(void)
+{
+	return host_alive();
+}
+
 static bool host_alive(void)
 {
 	struct pollfd pfd = { .fd = host_pidfd, .events = POLLIN };
 	pid_t pid = (pid_t)agent_layout.host_pid;
 
+	if (agent_hdr &&
+	    __atomic_load_n(&agent_hdr->flags, __ATOMIC_ACQUIRE) & UTRACE_ARENA_F_RELEASED)
+		return false; /* the host let this session go (abi.h) */
+	/* raw: agent_image_changed() calls this in a program thread */
 	if (host_pidfd >= 0)
-		return poll(&pfd, 1, 0) == 0;
+		return raw_syscall6(SYS_poll, (long)&pfd, 1, 0, 0, 0, 0) == 0;
 	if (host_gone)
 		return false;
 	if (pid <= 0)
 		return true;
-	return kill(pid, 0) == 0 || errno != ESRCH;
+	return raw_syscall6(SYS_kill, pid, 0, 0, 0, 0, 0) != -ESRCH;
 }
+
+void __utrace_agent_dl_fn(void) __asm__("__utrace_agent_dl_site"); /* below, in asm */
 
 static void *control_main(void *arg)
 {
-	uint32_t last = __atomic_load_n(&agent_hdr->cmd_seq, __ATOMIC_ACQUIRE);
+	uint32_t last = __atomic_load_n(&agent_hdr->cmd_seq, __ATOMIC_ACQUIRE), nr_jmp = 0;
+	uint32_t round = 0;
 	sigset_t all;
 
 	(void)arg;
+	/*
+	 * Cloaked first: in a fork child (-F) or a later session the probes
+	 * are in place already, and the libc calls below (patch_agent_signals()
+	 * asks sigaction() about ~30 signals) are the agent's.
+	 */
+	guard_cloak_self();
 	/* SIGTRAP stays open (interpose.c: a thread blocking it dies of an int3). */
 	sigfillset(&all);
 	patch_agent_signals(&all);
 	pthread_sigmask(SIG_SETMASK, &all, NULL);
 	if (after_exec)
 		guard_release_all(); /* before any hit of the new image claims one */
-	guard_cloak_self();
+	ring_str_init();
 	ring_calibrate();
+	/* before the host arms anything: no thread blocks SIGTRAP from now on */
+	sigguard_arm(true);
+	agent_hdr->control_tid = guard_gettid();
 	__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_READY, __ATOMIC_RELEASE);
 	futex(&agent_hdr->agent_state, FUTEX_WAKE, INT32_MAX, NULL);
 	if (after_exec) {
@@ -259,7 +296,7 @@ static void *control_main(void *arg)
 	}
 	for (;;) {
 		uint32_t seq = __atomic_load_n(&agent_hdr->cmd_seq, __ATOMIC_ACQUIRE);
-		struct timespec ts = { 0, 100000000 };
+		struct timespec ts = { 0, 100000000L };
 
 		if (seq != last) {
 			uint32_t cmd = agent_hdr->cmd;
@@ -284,7 +321,29 @@ static void *control_main(void *arg)
 			ack(seq, run_cmd(cmd));
 			continue;
 		}
+		/*
+		 * With jmp sites armed: look for kernel uprobes put on them
+		 * (patch.c, patch_check_taken()) every CHECK_MS, and after
+		 * every command.
+		 */
+		if (agent_active)
+			patch_check_taken(!(round % (CHECK_ALL_MS / CHECK_MS)), &nr_jmp);
+		if (nr_jmp)
+			ts.tv_nsec = CHECK_MS * 1000000L;
 		futex(&agent_hdr->cmd_seq, FUTEX_WAIT, last, &ts);
+		/*
+		 * ANCHOR (abi.h): a dlopen()/dlclose() waits for dl_ack; this
+		 * thread is the traced one: the tracer re-plans in its int3's stop
+		 */
+		if ((__atomic_load_n(&agent_hdr->flags, __ATOMIC_ACQUIRE) &
+		     UTRACE_ARENA_F_ANCHOR) &&
+		    __atomic_load_n(&agent_hdr->dl_seq, __ATOMIC_ACQUIRE) !=
+			    __atomic_load_n(&agent_hdr->dl_ack, __ATOMIC_ACQUIRE) &&
+		    host_alive())
+			__utrace_agent_dl_fn();
+		/* the rest every 100 ms, as when no jmp site is armed */
+		if (nr_jmp && ++round % (100 / CHECK_MS))
+			continue;
 		/* Another instance may have come meanwhile: answer its broadcasts. */
 		sigfillset(&all);
 		patch_agent_signals(&all);
@@ -294,6 +353,7 @@ static void *control_main(void *arg)
 			arena_release();
 			return NULL;
 		}
+		sigguard_arm(false); /* a dlopen()ed object's slots */
 		ring_calibrate();
 	}
 	return NULL;
@@ -353,6 +413,7 @@ static int fork_rearena(void)
 		struct utrace_abi_probe *a = utrace_abi_probe(m, i);
 
 		a->hits_shared = a->nested = a->missed_ret = a->returns = a->inject_calls = 0;
+		a->sum_ns = a->min_inv = a->max_ns = a->errors = 0;
 		utrace_memset(a->hist, 0, sizeof(a->hist));
 	}
 	for (i = 0; i < agent_nr_probes; i++)
@@ -399,13 +460,24 @@ static int fork_rearena(void)
 	return 0;
 }
 
+/*
+ * In the fork child, before fork() returns there, with the probes still
+ * in place: the libc calls below are the agent's (memfd_create, mmap,
+ * getpid, pthread_create...), run under the guard so that none is counted
+ * as the child's, nor, before the new arena, as the parent's thread's in
+ * the shared one.
+ */
 static void atfork_child(void)
 {
+	int g;
+
+	ring_self_pid = (int)raw_getpid(); /* ring.c's string copies read this process */
 	if (!agent_hdr)
 		return;
-	if ((agent_hdr->flags & UTRACE_ARENA_F_FOLLOW_FORK) && agent_active && !fork_rearena())
-		return;
-	patch_atfork_child();
+	g = guard_hold();
+	if (!((agent_hdr->flags & UTRACE_ARENA_F_FOLLOW_FORK) && agent_active && !fork_rearena()))
+		patch_atfork_child();
+	guard_unhold(g);
 }
 
 /*
@@ -417,18 +489,35 @@ static void atfork_child(void)
  * the hit path; a fork child, the agent's own threads and a dormant agent
  * do nothing.
  */
+void __utrace_agent_dl_fn(void) __asm__("__utrace_agent_dl_site"); /* below, in asm */
+
 void agent_image_changed(void)
 {
 	struct utrace_task *t = utrace_tls_task;
 	uint64_t deadline = 0;
 	uint32_t seq;
-	int saved = errno;
 
-	if (!agent_hdr || !agent_active || getpid() != self_pid ||
+	/*
+	 * Raw system calls only: this is the agent's work in the program's
+	 * thread, whose getpid(), clock_gettime() and syscall() may be probed
+	 * (python3 -c pass: 16, 13 and 23 calls counted that it never made).
+	 */
+	if (!agent_hdr || !agent_active || raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != self_pid ||
 	    (t && t->state == UTRACE_TASK_CLOAKED))
 		return;
 	seq = __atomic_add_fetch(&agent_hdr->dl_seq, 1, __ATOMIC_ACQ_REL);
+	if (agent_hdr->flags & UTRACE_ARENA_F_HELLO) {
+		/*
+		 * Under a ptrace session (lib/backend-agent.c): one int3 the
+		 * tracer handles in its stop (rescan, arm, then it resumes us):
+		 * no wait, however the host's loop is written.
+		 */
+		__utrace_agent_dl_fn();
+		return;
+	}
 	futex(&agent_hdr->dl_seq, FUTEX_WAKE, INT32_MAX, NULL);
+	if (__atomic_load_n(&agent_hdr->flags, __ATOMIC_ACQUIRE) & UTRACE_ARENA_F_ANCHOR)
+		futex(&agent_hdr->cmd_seq, FUTEX_WAKE, INT32_MAX, NULL); /* the control thread */
 	for (;;) {
 		uint32_t ack = __atomic_load_n(&agent_hdr->dl_ack, __ATOMIC_ACQUIRE);
 		struct timespec ts = { 0, 10000000 }, now;
@@ -436,7 +525,7 @@ void agent_image_changed(void)
 
 		if ((int32_t)(ack - seq) >= 0 || !agent_active || !host_alive())
 			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
+		raw_syscall6(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&now, 0, 0, 0, 0);
 		ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
 		if (!deadline)
 			deadline = ns + DL_WAIT_NS;
@@ -444,7 +533,6 @@ void agent_image_changed(void)
 			break;
 		futex(&agent_hdr->dl_ack, FUTEX_WAIT, ack, &ts);
 	}
-	errno = saved;
 }
 
 static int agent_start(int fd, unsigned int flags)
@@ -558,6 +646,15 @@ static int agent_start(int fd, unsigned int flags)
 		guard_init();
 		pthread_atfork(NULL, NULL, atfork_child);
 	}
+	/*
+	 * After an exec under a session's hello (abi.h F_HELLO), READY is
+	 * still the old image's: the hello must wait for this image's
+	 * control thread, or the tracer's first command could come before
+	 * that thread reads the mailbox and be lost (test-backends exec_rearms
+	 * counted the old image's calls only, 1 run in 5).
+	 */
+	if (after_exec && (agent_hdr->flags & UTRACE_ARENA_F_HELLO))
+		__atomic_store_n(&agent_hdr->agent_state, UTRACE_AGENT_NONE, __ATOMIC_RELEASE);
 	/* The new arena first, then the session that makes threads use it. */
 	__atomic_store_n(&agent_gen, agent_gen + 1, __ATOMIC_RELEASE);
 	agent_active = 1;
@@ -752,15 +849,16 @@ static char *const *exec_env(char *const *envp, char **out, size_t max, char *bu
 char *const *agent_exec_env(char *const *envp, char **out, size_t max, char *buf, size_t len)
 {
 	char *const *r;
-	struct utrace_task *t;
+	int g;
 
-	if (launch_fd < 0 || getpid() != launch_pid || !agent_active || !launch_preload[0])
+	/* raw getpid: the program's may be probed (so is the guard's work below) */
+	if (launch_fd < 0 || raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) != launch_pid ||
+	    !agent_active || !launch_preload[0])
 		return envp;
 	/* the libc calls below are the agent's: not the program's to count */
-	t = guard_enter();
+	g = guard_hold();
 	r = exec_env(envp, out, max, buf, len);
-	if (t)
-		guard_leave(t);
+	guard_unhold(g);
 	return r;
 }
 
@@ -799,11 +897,15 @@ static char *const *exec_env(char *const *envp, char **out, size_t max, char *bu
 	return out;
 }
 
-/** agent_exec_failed - the execve() returned: the arena fd is close-on-exec again. */
+/**
+ * agent_exec_failed - the execve() returned: the arena fd is close-on-exec
+ * again. Raw system calls: the program's thread, whose errno is the
+ * execve()'s, and whose getpid() and fcntl() may be probed.
+ */
 void agent_exec_failed(void)
 {
-	if (launch_fd >= 0 && getpid() == launch_pid)
-		fcntl(launch_fd, F_SETFD, FD_CLOEXEC);
+	if (launch_fd >= 0 && raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0) == launch_pid)
+		raw_syscall6(SYS_fcntl, launch_fd, F_SETFD, FD_CLOEXEC, 0, 0, 0);
 }
 
 /* Is @fd a utrace arena (so ours to close)? /proc/self/fd names memfds. */
@@ -818,6 +920,21 @@ static bool is_arena_fd(int fd)
 		return false;
 	link[n] = '\0';
 	return !strncmp(link, "/memfd:utrace-arena", 19);
+}
+
+/*
+ * crtbeginS.o gives every shared object a destructor that calls
+ * __cxa_finalize(__dso_handle) at exit, through a weak reference: for the
+ * agent that is a libc call of its own, made in the program's exiting
+ * thread with the probes armed, and a probe on __cxa_finalize counted it
+ * (gawk: 7 calls for 6). This hidden definition binds that reference here.
+ * Nothing is lost: the agent is never unloaded (-z nodelete) and registers
+ * no atexit handler; its atfork handler stays registered to the end (a fork
+ * from a later destructor is still handled).
+ */
+__attribute__((visibility("hidden"), used)) void __cxa_finalize(void *dso)
+{
+	(void)dso;
 }
 
 /*
@@ -836,9 +953,56 @@ static bool is_arena_fd(int fd)
  * outlasted the remote-call timeout) and that ends later leaves an agent
  * that has no arena and arms nothing.
  */
+/*
+ * The hello of a launch under a ptrace session (abi.h UTRACE_ARENA_F_HELLO):
+ * once the control thread is READY, one int3 at a known address. The tracer
+ * sees its SIGTRAP before any handler, arms every probe while this thread
+ * waits in that stop (the control thread runs the commands), and suppresses
+ * it; then START lets main() run probed. Untraced (the tracer died), the
+ * agent's SIGTRAP handler finds the site and returns past it
+ * (patch_trap_handler()). Main thread, constructor.
+ */
+__asm__(".text\n"
+	".globl __utrace_agent_hello_site\n"
+	".type __utrace_agent_hello_site, @function\n"
+	"__utrace_agent_hello_site:\n"
+	"\tint3\n"
+	"\tret\n"
+	".size __utrace_agent_hello_site, .-__utrace_agent_hello_site\n");
+void __utrace_agent_hello_fn(void) __asm__("__utrace_agent_hello_site");
+/* the same for a dlopen()/dlclose() that returned (agent_image_changed()) */
+__asm__(".text\n"
+	".globl __utrace_agent_dl_site\n"
+	".type __utrace_agent_dl_site, @function\n"
+	"__utrace_agent_dl_site:\n"
+	"\tint3\n"
+	"\tret\n"
+	".size __utrace_agent_dl_site, .-__utrace_agent_dl_site\n");
+void __utrace_agent_dl_fn(void) __asm__("__utrace_agent_dl_site") /* defined */;
+
+static void hello(void)
+{
+	struct timespec ts = { 0, 10000000 };
+	int i;
+
+	for (i = 0; i < 1000; i++) { /* 10 s, as the wait for START */
+		uint32_t st = __atomic_load_n(&agent_hdr->agent_state, __ATOMIC_ACQUIRE);
+
+		if (st == UTRACE_AGENT_READY)
+			break;
+		if (st != UTRACE_AGENT_NONE ||
+		    (__atomic_load_n(&agent_hdr->flags, __ATOMIC_ACQUIRE) &
+		     UTRACE_ARENA_F_RELEASED))
+			return;
+		futex(&agent_hdr->agent_state, FUTEX_WAIT, st, &ts);
+	}
+	__utrace_agent_hello_fn();
+}
+
 __attribute__((constructor)) static void agent_ctor(int argc, char **argv, char **envp)
 {
 	struct timespec ts = { 10, 0 };
+	int rounds;
 	const char *s;
 	char *end;
 	long fd;
@@ -867,10 +1031,21 @@ __attribute__((constructor)) static void agent_ctor(int argc, char **argv, char 
 	launch_fd = (int)fd;
 	launch_pid = getpid();
 	fcntl(launch_fd, F_SETFD, FD_CLOEXEC);
+	if (agent_hdr->flags & UTRACE_ARENA_F_HELLO)
+		hello();
 	if (!(agent_hdr->flags & UTRACE_ARENA_F_WAIT_START))
 		return;
-	while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) {
-		if (futex(&started, FUTEX_WAIT_PRIVATE, 0, &ts) < 0 && errno == ETIMEDOUT)
+	/*
+	 * 10 s at a time, while the host lives (a host planning many probes
+	 * on a loaded machine takes longer: test-selfcount's 13 libc probes
+	 * took over 10 s at a load of 12 on 2 cores, and the program ran
+	 * unprobed); 60 s at most, for a host that hangs.
+	 */
+	for (rounds = 0; !__atomic_load_n(&started, __ATOMIC_ACQUIRE) && rounds < 6;) {
+		if (futex(&started, FUTEX_WAIT_PRIVATE, 0, &ts) != -ETIMEDOUT)
+			continue;
+		if (!host_alive())
 			break;
+		rounds++;
 	}
 }

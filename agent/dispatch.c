@@ -50,7 +50,32 @@ static __attribute__((noinline)) void emit_with_stack(struct utrace_task *t, str
 	uint64_t pcs[UTRACE_ABI_STACK_MAX];
 	unsigned int n = stack_walk(t, regs, p->flags & UTRACE_PF_ENTRY, pcs);
 
-	ring_emit_group(t, p->id, kind, now, args, pcs, n);
+	ring_emit_group(t, p->id, kind, now, 0, args, UTRACE_ABI_ARGS, p->abi->str_args,
+			p->abi->str_max, pcs, n);
+}
+
+/*
+ * account - one timed call of @a for -c and -H: its log2 bucket, and the
+ * exact total, minimum, maximum and error count beside it. Probed thread,
+ * under the guard; lock-free: min and max retry a compare-and-swap only
+ * while the call is a new extreme (rarely, once the run warms up).
+ */
+static void account(struct utrace_abi_probe *a, uint64_t dur, uint64_t rax)
+{
+	uint64_t cur;
+
+	__atomic_fetch_add(&a->hist[utrace_abi_hist_bucket(dur)], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&a->sum_ns, dur, __ATOMIC_RELAXED);
+	cur = __atomic_load_n(&a->min_inv, __ATOMIC_RELAXED);
+	while (~dur > cur && !__atomic_compare_exchange_n(&a->min_inv, &cur, ~dur, true,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	cur = __atomic_load_n(&a->max_ns, __ATOMIC_RELAXED);
+	while (dur > cur && !__atomic_compare_exchange_n(&a->max_ns, &cur, dur, true,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	if (a->err_kind && utrace_abi_is_error(a->err_kind, rax))
+		__atomic_fetch_add(&a->errors, 1, __ATOMIC_RELAXED);
 }
 
 /*
@@ -76,10 +101,11 @@ static void inject(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t 
 		if ((flags & (UTRACE_PF_STACK | UTRACE_PF_RECORD_ENTRY)) == UTRACE_PF_STACK)
 			emit_with_stack(t, p, UTRACE_EV_INJECT, now, regs, args);
 		else
-			ring_emit_group(t, p->id, UTRACE_EV_INJECT, now, args, NULL, 0);
+			ring_emit_group(t, p->id, UTRACE_EV_INJECT, now, 0, args, UTRACE_ABI_ARGS,
+					p->abi->str_args, p->abi->str_max, NULL, 0);
 	}
 	if (flags & UTRACE_PF_HIST)
-		__atomic_fetch_add(&p->abi->hist[0], 1, __ATOMIC_RELAXED);
+		account(p->abi, 0, p->inject_value);
 	regs->rax = p->inject_value;
 	regs->rip = *(uint64_t *)regs->rsp;
 	regs->rsp += 8;
@@ -118,6 +144,9 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 	if (flags & UTRACE_PF_RECORD_ENTRY) {
 		if (flags & UTRACE_PF_STACK)
 			emit_with_stack(t, p, UTRACE_EV_ENTRY, now, regs, args);
+		else if (p->abi->str_args) /* strings copied now: later they may be gone */
+			ring_emit_group(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS,
+					p->abi->str_args, p->abi->str_max, NULL, 0);
 		else
 			ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
 	}
@@ -234,12 +263,15 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 		now = (p->flags & (UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST)) ? ring_now_ns() : 0;
 		dur = now && ri.entry_ns && now > ri.entry_ns ? now - ri.entry_ns : 0;
 		if (p->flags & UTRACE_PF_HIST)
-			__atomic_fetch_add(&p->abi->hist[utrace_abi_log2_bucket(dur)], 1,
-					   __ATOMIC_RELAXED);
+			account(p->abi, dur, regs->rax);
 		if (p->flags & UTRACE_PF_RECORD_RETURN) {
 			uint64_t rax = regs->rax;
 
-			ring_emit(g, p->id, UTRACE_EV_RETURN, now, dur, &rax, 1);
+			if (p->abi->str_ret)
+				ring_emit_group(g, p->id, UTRACE_EV_RETURN, now, dur, &rax, 1,
+						1U << UTRACE_STR_RET, p->abi->str_max, NULL, 0);
+			else
+				ring_emit(g, p->id, UTRACE_EV_RETURN, now, dur, &rax, 1);
 		}
 		nr = __atomic_load_n(&p->nr_handlers, __ATOMIC_ACQUIRE);
 		for (i = 0; i < nr; i++) {

@@ -27,9 +27,10 @@
 
 __thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
 
+/* Raw: called in signal handlers and at a thread's first hit (agent-internal.h). */
 uint32_t guard_gettid(void)
 {
-	return (uint32_t)syscall(SYS_gettid);
+	return (uint32_t)raw_syscall6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 }
 
 #include <pthread.h>
@@ -230,6 +231,38 @@ void guard_leave(struct utrace_task *t)
 {
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->guard = 0;
+}
+
+/**
+ * guard_hold - the calling thread runs the agent's own code outside a hit
+ * (an interposer, the fork child's handler): until guard_unhold(), its
+ * hits of probes run no handler and count only as @nested. Unlike
+ * guard_enter(), it makes no task and claims no slot (a fork child must
+ * not claim one in its parent's arena).
+ *
+ * Any program thread. Return: what guard_unhold() restores.
+ */
+int guard_hold(void)
+{
+	struct utrace_task *t = utrace_tls_task;
+	int was = t ? t->guard : 0;
+
+	task_creating++; /* a thread without a task: guard_enter() makes none */
+	if (t && t->state != UTRACE_TASK_CLOAKED)
+		t->guard = 1; /* a thread with one: the thunk's fast path sees it too */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	return was;
+}
+
+/** guard_unhold - end a guard_hold() that returned @was. */
+void guard_unhold(int was)
+{
+	struct utrace_task *t = utrace_tls_task;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (t && t->state != UTRACE_TASK_CLOAKED)
+		t->guard = was;
+	task_creating--;
 }
 
 /**

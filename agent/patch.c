@@ -123,6 +123,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -150,6 +151,7 @@ static uint32_t upg_ids[AGENT_MAX_PROBES];
 static volatile uint32_t upg_nr;
 static uint32_t upg_acks; /* futex word */
 static volatile int upg_epoch; /* the broadcast being answered (si_value) */
+static int taken_pipe[2] = { -1, -1 }; /* patch_check_taken()'s (taken_pipe_open()) */
 /* patch_quiesce()'s broadcast: answers of threads that were inside the agent */
 static volatile int upg_quiesce;
 static uint32_t upg_busy;
@@ -203,14 +205,7 @@ static struct utrace_probe *site_lookup(uint64_t addr)
  */
 static long raw_syscall4(long nr, long a, long b, long c, long d)
 {
-	register long r10 __asm__("r10") = d;
-	long ret = nr;
-
-	__asm__ volatile("syscall"
-			 : "+a"(ret)
-			 : "D"(a), "S"(b), "d"(c), "r"(r10)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return raw_syscall6(nr, a, b, c, d, 0, 0);
 }
 
 static void sync_cores(void)
@@ -280,10 +275,11 @@ static void chain(const struct sigaction *old, int sig, siginfo_t *info, void *u
 		/* Die as the application would have: default action, re-raised. */
 		struct sigaction dfl;
 
-		memset(&dfl, 0, sizeof(dfl));
+		utrace_memset(&dfl, 0, sizeof(dfl)); /* libc's may be probed: a signal handler */
 		dfl.sa_handler = SIG_DFL;
 		agent_sigaction(sig, &dfl, NULL);
-		syscall(SYS_tgkill, getpid(), guard_gettid(), sig);
+		raw_syscall4(SYS_tgkill, raw_syscall4(SYS_getpid, 0, 0, 0, 0), guard_gettid(), sig,
+			     0);
 	} else if (old->sa_handler != SIG_IGN) {
 		old->sa_handler(sig);
 	}
@@ -304,6 +300,9 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 	utrace_regs_t regs;
 	int r;
 
+	if (site == (uint64_t)(uintptr_t)__utrace_agent_hello_site ||
+	    site == (uint64_t)(uintptr_t)__utrace_agent_dl_site)
+		return 1; /* the session's int3s (abi.h F_HELLO), untraced: rip is past them */
 	p = info->si_code == SI_KERNEL || info->si_code == TRAP_BRKPT ? site_lookup(site) : NULL;
 	if (p && p->addr != site && *(volatile uint8_t *)site != 0xcc) {
 		/*
@@ -365,24 +364,31 @@ static void trap_action(int sig, siginfo_t *info, void *uc)
 	*e = saved;
 }
 
-/* The upgrade broadcast: move this thread out of the displaced bytes, ack. */
+/*
+ * The upgrade broadcast: move this thread out of the displaced bytes, ack.
+ * Runs in any thread of the program, outside the guard, while probes are
+ * armed: no libc call (raw syscalls, errno by its TLS offset), so none of
+ * the handler's own calls is counted as the program's (getpid, syscall and
+ * __errno_location were, once per signalled thread and upgrade).
+ */
 static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	greg_t *g = uc->uc_mcontext.gregs;
 	uint64_t rip = (uint64_t)g[REG_RIP];
 	uint32_t i, k, n = upg_nr;
-	int saved = errno;
+	int *e = (int *)(thread_pointer() + trap_errno_off), saved = *e;
 
 	(void)sig;
-	if (info->si_code != SI_QUEUE || info->si_pid != getpid()) {
+	if (info->si_code != SI_QUEUE ||
+	    info->si_pid != (pid_t)raw_syscall4(SYS_getpid, 0, 0, 0, 0)) {
 		chain(&old_upgrade, sig, info, ucv);
-		errno = saved;
+		*e = saved;
 		return;
 	}
 	if (info->si_value.sival_int != upg_epoch) {
 		/* A late answer to an earlier broadcast that timed out: ignore. */
-		errno = saved;
+		*e = saved;
 		return;
 	}
 	if (upg_quiesce) {
@@ -409,13 +415,13 @@ static void upgrade_action(int sig, siginfo_t *info, void *ucv)
 		}
 		if (!moved) {
 			/* Not on a known boundary: no ack, the batch stays int3. */
-			errno = saved;
+			*e = saved;
 			return;
 		}
 	}
 	__atomic_fetch_add(&upg_acks, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &upg_acks, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	errno = saved;
+	raw_syscall4(SYS_futex, (long)&upg_acks, FUTEX_WAKE_PRIVATE, 1, 0);
+	*e = saved;
 }
 
 static bool trap_installed;
@@ -599,6 +605,34 @@ static bool trap_blocked_somewhere(void)
  */
 static int find_self(struct dl_phdr_info *info, size_t size, void *data);
 
+/*
+ * patch_check_taken()'s pipe: writev() from the sites into it copies each
+ * byte with the kernel's fault handling (an unmapped site is a short
+ * count, EFAULT, never a signal), far cheaper a site than
+ * process_vm_readv(), which pins every page. Open while a session is.
+ */
+static void taken_pipe_close(void)
+{
+	if (taken_pipe[0] >= 0)
+		close(taken_pipe[0]);
+	if (taken_pipe[1] >= 0)
+		close(taken_pipe[1]);
+	taken_pipe[0] = taken_pipe[1] = -1;
+}
+
+static void taken_pipe_open(void)
+{
+	int fds[2];
+
+	taken_pipe_close();
+	if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+		return; /* no look at the sites then */
+	taken_pipe[0] = agent_fd_high(fds[0]);
+	taken_pipe[1] = agent_fd_high(fds[1]);
+	if (taken_pipe[0] < 0 || taken_pipe[1] < 0)
+		taken_pipe_close();
+}
+
 int patch_init(void)
 {
 	struct sigaction sa, cur;
@@ -607,6 +641,7 @@ int patch_init(void)
 	trap_errno_off = (intptr_t)((char *)&errno - thread_pointer());
 	dl_iterate_phdr(find_self, NULL);
 	mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
+	taken_pipe_open();
 	have_membarrier = syscall(SYS_membarrier,
 				  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
 	for (s = SIGRTMAX - 2; s > SIGRTMIN + 2; s--) {
@@ -639,6 +674,8 @@ void patch_reset(void)
 
 	if (mem_fd < 0) /* closed when the last session ended (patch_release()) */
 		mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
+	if (taken_pipe[0] < 0)
+		taken_pipe_open();
 	__atomic_store_n(&agent_nr_probes, 0, __ATOMIC_RELEASE);
 	/*
 	 * Only the ids the last session could use (agent_layout is still
@@ -663,6 +700,7 @@ void patch_release(void)
 	if (mem_fd >= 0)
 		close(mem_fd);
 	mem_fd = -1;
+	taken_pipe_close();
 }
 
 /* ---- the transaction ---------------------------------------------------- */
@@ -727,6 +765,13 @@ static int probe_load(uint32_t id)
 	p->inject_value = a->inject_value;
 	p->inject_every = a->inject_every ? a->inject_every : 1;
 	utrace_memcpy(p->orig, a->orig, sizeof(p->orig));
+	/*
+	 * The jmp covers the end of the first instruction at @addr (shorter
+	 * than 5 bytes, not kept before us): a kernel uprobe put on @addr
+	 * would resume inside the rel32 (patch_check_taken() looks often).
+	 */
+	p->exposed =
+		p->mode == UTRACE_PM_JMP && !a->pre_len && a->nr_insns >= 2 && a->src_off[1] < 5;
 	if (!p->addr || !p->len || p->len > sizeof(p->orig) || a->nr_insns > UTRACE_ABI_MAX_INSNS ||
 	    (p->mode != UTRACE_PM_INT3 && p->mode != UTRACE_PM_JMP) ||
 	    (p->mode == UTRACE_PM_JMP && p->len < 5) || (a->pre_len && p->mode != UTRACE_PM_JMP) ||
@@ -1345,6 +1390,125 @@ void patch_disarm_all(void)
 		disarm(ids_a, nd);
 }
 
+/*
+ * ---- jmp sites taken by a kernel uprobe ----------------------------------
+ *
+ * What the kernel does when bpftrace or perf probe puts a uprobe on a site
+ * that holds our jmp (kernel/events/uprobes.c): uprobe_register() ->
+ * install_breakpoint() -> uprobe_write_opcode(). The instruction it will
+ * run is copied from the FILE (the inode's page cache, copy_insn()), not
+ * from our patched private page. verify_opcode() then reads the byte at
+ * the address in this process: if it is already an int3 nothing is
+ * written; else the page gets 0xCC at that byte. A hit traps into the
+ * kernel, which runs the bpf program, executes (or emulates) the file's
+ * instruction out of line and resumes at addr + its length. Under our
+ * jmp that is the middle of the rel32: the thread dies. At unregister,
+ * verify_opcode() writes the file's first byte back only if the byte is
+ * still an int3.
+ *
+ * Planner rule 5 keeps the short first instructions it can in place, so
+ * an entry probe (where these tools put it) resumes on our jmp. For the
+ * other jmp sites the control thread looks at each one's first byte: every
+ * CHECK_MS where the first instruction is short, every CHECK_ALL_MS for
+ * the rest (agent.c). A byte that is no longer our 0xE9 means someone
+ * took the site: on an int3, the bytes 1..len go back to the file's (our
+ * @orig, checked equal to the file by the host), byte 0 stays the
+ * kernel's 0xCC: exactly what the kernel expects to run and to restore.
+ * The probe becomes TAKEN; no code of ours is reached from the site any
+ * more and it is never written again (patch_sync() and disarm() skip it).
+ * Remaining window: a thread that reaches the site between the kernel's
+ * write and our look (up to CHECK_MS plus the control thread's wake-up)
+ * still resumes inside the rel32 and dies (or computes garbage: seen with
+ * tests/targets/s-kuprobe); so does a thread that resumed there before our
+ * write. The kernel gives no notice (no event, no signal); only an int3 at
+ * a site of ours that was not ours to begin with is seen.
+ *
+ * The bytes are read by a writev() from the sites into a pipe of ours
+ * (taken_pipe), a batch of sites per call: a site in an object that was
+ * unmapped a moment ago (a dlclose the host has not answered yet) is a
+ * short count, never a fault in this thread.
+ */
+#define TAKEN_BATCH 512
+
+static struct iovec taken_remote[TAKEN_BATCH];
+static uint8_t taken_byte[TAKEN_BATCH];
+static uint32_t taken_id[TAKEN_BATCH];
+
+static void taken_batch(uint32_t n, uint32_t *given)
+{
+	uint32_t i = 0, k;
+
+	while (i < n && taken_pipe[1] >= 0) {
+		/* raw: libc's wrappers may be probed sites themselves */
+		long got = raw_syscall4(SYS_writev, taken_pipe[1], (long)(taken_remote + i),
+					(long)(n - i), 0);
+
+		if (got > 0 &&
+		    raw_syscall4(SYS_read, taken_pipe[0], (long)(taken_byte + i), got, 0) != got)
+			return; /* cannot happen: a batch is far below the pipe's size */
+		if (got < 0 && got != -EFAULT)
+			return; /* no look possible: nothing given back */
+		if (got < 0)
+			got = 0; /* the first one is gone (unmapped a moment ago) */
+		for (k = 0; k < (uint32_t)got; k++) {
+			struct utrace_probe *p = &agent_probes[taken_id[i + k]];
+
+			if (taken_byte[i + k] == 0xe9)
+				continue;
+			if (taken_byte[i + k] == 0xcc) {
+				write_code(p->addr + 1, p->orig + 1, p->len - 1u);
+				set_state(p, UTRACE_PS_TAKEN, -EEXIST);
+			} else {
+				set_state(p, UTRACE_PS_TAKEN, -EILSEQ);
+			}
+			(*given)++;
+		}
+		i += (uint32_t)got + 1; /* skip the unreadable one (if any) */
+	}
+}
+
+/**
+ * patch_check_taken - give back the jmp sites a kernel uprobe took
+ * @all: every jmp site; else only the exposed ones (probe_load())
+ * @nr_jmp: receives the number of exposed jmp sites
+ *
+ * Control thread (agent.c): the exposed sites every CHECK_MS, where a
+ * kernel uprobe kills the target at its first hit; all of them every
+ * CHECK_ALL_MS (a kernel uprobe on a kept entry resumes on our jmp, on a
+ * 5-byte first instruction after it: the target lives, our probe there
+ * only stops seeing hits, which the host must still say). Costs a writev()
+ * and a read() per TAKEN_BATCH sites. Return: the number of sites given
+ * back now.
+ */
+uint32_t patch_check_taken(bool all, uint32_t *nr_jmp)
+{
+	uint32_t i, n = 0, given = 0, jmp = 0;
+
+	for (i = 0; i < agent_nr_probes; i++) {
+		struct utrace_probe *p = &agent_probes[i];
+
+		if (!p->abi || p->state != UTRACE_PS_JMP || !p->slot)
+			continue;
+		jmp += p->exposed;
+		if (!all && !p->exposed)
+			continue;
+		taken_remote[n] = (struct iovec){ (void *)p->addr, 1 };
+		taken_id[n++] = i;
+		if (n == TAKEN_BATCH) {
+			taken_batch(n, &given);
+			n = 0;
+		}
+	}
+	if (n)
+		taken_batch(n, &given);
+	if (given) {
+		sync_cores();
+		__atomic_fetch_add(&agent_hdr->taken, given, __ATOMIC_RELEASE);
+	}
+	*nr_jmp = jmp;
+	return given;
+}
+
 /**
  * patch_atfork_child - the child of fork() carries no probes
  *
@@ -1363,6 +1527,7 @@ void patch_atfork_follow(void)
 	if (mem_fd >= 0)
 		close(mem_fd);
 	mem_fd = agent_fd_high(open("/proc/self/mem", O_RDWR | O_CLOEXEC));
+	taken_pipe_open(); /* the inherited one is shared with the parent */
 }
 
 void patch_atfork_child(void)
@@ -1370,6 +1535,7 @@ void patch_atfork_child(void)
 	uint32_t i;
 
 	agent_active = 0;
+	taken_pipe_close();
 	if (mem_fd >= 0) {
 		close(mem_fd);
 		mem_fd = -1;

@@ -91,16 +91,15 @@ static bool on_alt(struct altstack *a, uint64_t sp)
 {
 	if (!a->known) {
 		stack_t ss;
-		int saved = errno;
 
+		/* raw: the return path runs outside the guard; libc's may be probed */
 		a->known = -1;
-		if (!syscall(SYS_sigaltstack, NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
-		    ss.ss_size) {
+		if (!raw_syscall6(SYS_sigaltstack, 0, (long)&ss, 0, 0, 0, 0) &&
+		    !(ss.ss_flags & SS_DISABLE) && ss.ss_size) {
 			a->lo = (uint64_t)ss.ss_sp;
 			a->hi = a->lo + ss.ss_size;
 			a->known = 1;
 		}
-		errno = saved;
 	}
 	return a->known > 0 && sp >= a->lo && sp < a->hi;
 }

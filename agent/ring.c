@@ -19,6 +19,9 @@
  *
  * Runs in the probed thread; async-signal-safe; no locks.
  */
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <x86intrin.h>
 
@@ -83,6 +86,89 @@ void ring_calibrate(void)
 	}
 }
 
+/*
+ * Fill record @e of thread @t: the header, and the payload from @args
+ * (@nargs values, zeros after them), or the payload left as it is when
+ * @args is NULL (a string copied there already). Probed thread.
+ */
+static inline void rec_fill(struct utrace_abi_event *e, const struct utrace_task *t, uint32_t probe,
+			    uint16_t kind, uint64_t ts, uint64_t dur, uint32_t ext,
+			    const uint64_t *args, unsigned int nargs)
+{
+	unsigned int i;
+
+	e->ts = ts;
+	e->dur = dur;
+	e->tid = t->tid;
+	e->probe = probe;
+	e->kind = kind;
+	e->depth = (uint16_t)t->depth;
+	e->ext = ext;
+	for (i = 0; args && i < UTRACE_ABI_ARGS; i++)
+		e->args[i] = i < nargs ? args[i] : 0;
+}
+
+/*
+ * Lossless recording (UTRACE_ARENA_F_RING_WAIT): the ring of @s lacks
+ * room for @need records; wait until the host has drained enough. A
+ * yield first (the host on the other core needs microseconds), then
+ * 50 us sleeps. The wait gives up -- the caller drops and counts, as
+ * without the flag -- when the session ends (dormant agent), when the
+ * host process is gone (checked every 10 ms), or when the tail has not
+ * moved for UTRACE_RING_WAIT_STALL_MS; a ring found stalled so is not
+ * waited on again until its tail moves. So a thread can wait, but the
+ * target runs on whatever its tracer does. Probed thread, guard held;
+ * raw system calls only (a hit may run in a signal handler).
+ * Return: true when there is room.
+ */
+static bool ring_wait_room(struct utrace_abi_thread *s, uint64_t head, uint64_t need, uint64_t n)
+{
+	static volatile int host_dead;
+	static struct utrace_abi_thread *volatile stalled_slot;
+	static volatile uint64_t stalled_tail;
+	uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE), last = tail;
+	uint64_t moved_ns = 0, checked_ns = 0, now;
+	unsigned int spins = 0;
+	struct timespec ts = { 0, 50000 };
+
+	if (!(agent_layout.flags & UTRACE_ARENA_F_RING_WAIT) || host_dead || need > n)
+		return false;
+	if (stalled_slot == s && stalled_tail == tail)
+		return false;
+	while (head - tail + need > n) {
+		if (!agent_active)
+			return false;
+		if (spins < 16) {
+			spins++;
+			raw_syscall6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+			tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		/* the clock (the TSC) only once sleeping: the yields cost less */
+		raw_syscall6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+		now = ring_now_ns();
+		if (!moved_ns)
+			moved_ns = checked_ns = now;
+		if (now - checked_ns >= 10000000ull) {
+			checked_ns = now;
+			if (!agent_host_alive()) {
+				host_dead = 1;
+				return false;
+			}
+		}
+		tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+		if (tail != last) {
+			last = tail;
+			moved_ns = now;
+		} else if (now - moved_ns >= UTRACE_RING_WAIT_STALL_MS * 1000000ull) {
+			stalled_tail = tail;
+			stalled_slot = s;
+			return false;
+		}
+	}
+	return true;
+}
+
 /**
  * ring_emit - append one record to the thread's ring, or count a drop
  * @t: the thread (guard held)
@@ -96,70 +182,179 @@ void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts
 	struct utrace_abi_thread *s = t->slot;
 	uint64_t head, tail, n;
 	struct utrace_abi_event *e;
-	unsigned int i;
 
 	if (!s)
 		return;
 	n = agent_layout.ring_records;
 	head = s->head;
 	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-	if (head - tail >= n) {
+	if (head - tail >= n && !ring_wait_room(s, head, 1, n)) {
 		__atomic_store_n(&s->drops, s->drops + 1, __ATOMIC_RELAXED);
 		return;
 	}
 	e = &t->ring[head & (n - 1)];
-	e->ts = ts;
-	e->dur = dur;
-	e->tid = t->tid;
-	e->probe = probe;
-	e->kind = kind;
-	e->depth = (uint16_t)t->depth;
-	e->ext = 0;
-	for (i = 0; i < UTRACE_ABI_ARGS; i++)
-		e->args[i] = i < nargs ? args[i] : 0;
+	rec_fill(e, t, probe, kind, ts, dur, 0, args, nargs);
 	__atomic_store_n(&s->head, head + 1, __ATOMIC_RELEASE);
 }
 
+/* ---- strings copied at the hit ------------------------------------------ */
+
+int ring_self_pid;
+static int str_ok; /* strings may be copied: no seccomp filter in this process */
+
+long raw_getpid(void)
+{
+	return raw_syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+}
+
+/*
+ * ring_str_init - decide once (agent start, control thread) whether hits
+ * may copy strings. The copy is one process_vm_readv() of our own memory:
+ * the only fault-safe read there is without a SIGSEGV handler of ours (a
+ * bad pointer gives EFAULT, never a crash). A process under a seccomp
+ * filter (a sandbox) could have it refused, or be killed for it: there
+ * the host reads the strings when it drains, as before (documented).
+ */
+void ring_str_init(void)
+{
+	ring_self_pid = (int)raw_getpid();
+	str_ok = raw_syscall6(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0, 0) == 0;
+}
+
+/* Number of records a string of up to @max bytes may take. */
+static unsigned int str_recs(unsigned int max)
+{
+	return (max + UTRACE_ABI_STR_CHUNK - 1) / UTRACE_ABI_STR_CHUNK;
+}
+
+/*
+ * Copy the string at @addr (value @index of the event) into the ring of
+ * @t from record @first on (reserved by the caller: str_recs(@max) of
+ * them), straight into the records' payloads: one process_vm_readv() with
+ * one local iovec per record. Probed thread, guard held; one system call,
+ * no allocation. Return: records used (>= 1: an unreadable string is one
+ * empty record with UTRACE_STR_FAULT).
+ */
+static unsigned int copy_str(struct utrace_task *t, uint64_t first, uint64_t addr,
+			     unsigned int index, unsigned int max,
+			     const struct utrace_abi_event *hd)
+{
+	uint64_t mask = agent_layout.ring_records - 1;
+	struct iovec local[UTRACE_ABI_STR_MAX / UTRACE_ABI_STR_CHUNK];
+	/*
+	 * One remote iovec per page: a partial transfer never splits an
+	 * iovec, so a string that ends just before an unmapped page is still
+	 * read up to there.
+	 */
+	struct iovec remote[UTRACE_ABI_STR_MAX / 4096 + 2];
+	unsigned int nrec = str_recs(max), k, used = 0, end = 0, nr = 0, off = 0;
+	long got, total;
+
+	for (k = 0; k < nrec; k++) {
+		local[k].iov_base = t->ring[(first + k) & mask].args;
+		local[k].iov_len =
+			k + 1 < nrec ? UTRACE_ABI_STR_CHUNK : max - k * UTRACE_ABI_STR_CHUNK;
+	}
+	while (off < max) {
+		unsigned int room = 4096 - (unsigned int)((addr + off) & 4095);
+
+		if (room > max - off)
+			room = max - off;
+		remote[nr].iov_base = (void *)(addr + off);
+		remote[nr++].iov_len = room;
+		off += room;
+	}
+	got = raw_syscall6(SYS_process_vm_readv, ring_self_pid, (long)local, nrec, (long)remote, nr,
+			   0);
+	if (got < 0)
+		got = 0;
+	total = got;
+	/* where the string ends: its NUL, the end of readable memory, or @max */
+	for (k = 0; k < nrec; k++) {
+		struct utrace_abi_event *e = &t->ring[(first + k) & mask];
+		const uint8_t *b = (const uint8_t *)e->args; /* the copy's bytes: kept */
+		unsigned int valid = (unsigned long)got < local[k].iov_len ?
+					     (unsigned int)got :
+					     (unsigned int)local[k].iov_len;
+		unsigned int n = 0;
+
+		while (n < valid && b[n])
+			n++;
+		rec_fill(e, t, hd->probe, UTRACE_EV_STR, hd->ts, 0, n | index << 8, NULL, 0);
+		used = k + 1;
+		if (n < valid) {
+			end = UTRACE_STR_END;
+			break;
+		}
+		got -= valid;
+		if (!got) {
+			/* all read, no NUL: cut at @max, or memory ended before it */
+			if (total < (long)max)
+				end = UTRACE_STR_FAULT;
+			break;
+		}
+	}
+	if (end)
+		t->ring[(first + used - 1) & mask].ext |= end;
+	return used ? used : 1;
+}
+
 /**
- * ring_emit_group - one event and the caller stack that goes with it: a
- * @kind record (ENTRY or INJECT) with its 6 @args, then UTRACE_EV_STACK
- * records of up to 6 return addresses each. Space for the whole group is
- * checked first and head is published once, so the host sees all of it or
- * none (a full ring drops the group and counts one drop: one event lost).
+ * ring_emit_group - one event and what goes with it: a @kind record
+ * (ENTRY, INJECT or RETURN) with @nargs @args, then the strings of
+ * @str_mask (bit i: args[i]; bit UTRACE_STR_RET: args[0], the return
+ * value), up to @str_max bytes each, as UTRACE_EV_STR records, then
+ * UTRACE_EV_STACK records of up to 6 return addresses each. Space for the
+ * largest group is checked first and head is published once, so the host
+ * sees all of it or none (a full ring drops the group and counts one drop:
+ * one event lost). The first record's ext counts the records that follow.
  * @t: the thread (guard held); @pcs, @npcs: from stack_walk()
  */
 void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts,
-		     const uint64_t *args, const uint64_t *pcs, unsigned int npcs)
+		     uint64_t dur, const uint64_t *args, unsigned int nargs, unsigned int str_mask,
+		     unsigned int str_max, const uint64_t *pcs, unsigned int npcs)
 {
 	struct utrace_abi_thread *s = t->slot;
-	unsigned int nst = (npcs + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS, r, i;
-	uint64_t head, tail, n;
+	unsigned int nst = (npcs + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS, r, i, nstr = 0;
+	uint64_t head, tail, n, mask, at;
+	struct utrace_abi_event *e0;
 
 	if (!s)
 		return;
+	if (!str_ok || str_max == 0)
+		str_mask = 0;
+	if (str_max > UTRACE_ABI_STR_MAX)
+		str_max = UTRACE_ABI_STR_MAX;
+	for (i = 0; i <= UTRACE_STR_RET; i++)
+		if ((str_mask & (1U << i)) && args[i == UTRACE_STR_RET ? 0 : i])
+			nstr += str_recs(str_max);
 	n = agent_layout.ring_records;
+	mask = n - 1;
 	head = s->head;
 	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-	if (head - tail + 1 + nst > n) {
+	if (head - tail + 1 + nstr + nst > n && !ring_wait_room(s, head, 1 + nstr + nst, n)) {
 		__atomic_store_n(&s->drops, s->drops + 1, __ATOMIC_RELAXED);
 		return;
 	}
-	for (r = 0; r <= nst; r++) {
-		struct utrace_abi_event *e = &t->ring[(head + r) & (n - 1)];
-		const uint64_t *src = r ? pcs + (r - 1) * UTRACE_ABI_ARGS : args;
+	e0 = &t->ring[head & mask];
+	rec_fill(e0, t, probe, kind, ts, dur, 0, args, nargs); /* ext: below */
+	at = head + 1;
+	for (i = 0; i <= UTRACE_STR_RET; i++) {
+		uint64_t addr = args[i == UTRACE_STR_RET ? 0 : i];
+
+		if ((str_mask & (1U << i)) && addr) /* NULL: the host shows NULL */
+			at += copy_str(t, at, addr, i, str_max, e0);
+	}
+	for (r = 0; r < nst; r++) {
+		struct utrace_abi_event *e = &t->ring[(at + r) & mask];
+		const uint64_t *src = pcs + r * UTRACE_ABI_ARGS;
 		unsigned int cnt = UTRACE_ABI_ARGS;
 
-		if (r && npcs - (r - 1) * UTRACE_ABI_ARGS < UTRACE_ABI_ARGS)
-			cnt = npcs - (r - 1) * UTRACE_ABI_ARGS;
-		e->ts = ts;
-		e->dur = 0;
-		e->tid = t->tid;
-		e->probe = probe;
-		e->kind = r ? UTRACE_EV_STACK : kind;
-		e->depth = (uint16_t)t->depth;
-		e->ext = r ? cnt : nst;
-		for (i = 0; i < UTRACE_ABI_ARGS; i++)
-			e->args[i] = i < cnt ? src[i] : 0;
+		if (npcs - r * UTRACE_ABI_ARGS < UTRACE_ABI_ARGS)
+			cnt = npcs - r * UTRACE_ABI_ARGS;
+		rec_fill(e, t, probe, UTRACE_EV_STACK, ts, 0, cnt, src, cnt);
 	}
-	__atomic_store_n(&s->head, head + 1 + nst, __ATOMIC_RELEASE);
+	at += nst;
+	e0->ext = (uint32_t)(at - head - 1);
+	__atomic_store_n(&s->head, at, __ATOMIC_RELEASE);
 }

@@ -7,6 +7,8 @@
 #
 #   entry probe, counting handler:
 #     utrace agent      bench/agent-bench.c (lib/agent-host.c, jmp site)
+#     utrace agent API  bench/api-hit.c (include/utrace/: the uprobes layer's
+#                       agent backend, UTRACE_ACT_COUNT, under a ptrace session)
 #     bpftrace          uprobe:BIN:probed_nop { @ = count(); }
 #     utrace -b ptrace  utrace -b ptrace -c -u probed_nop (int3 + XOL, entry only)
 #   entry + return with latency:
@@ -46,6 +48,11 @@ target_med() {
 
 out=$("$build/bench/agent-bench" "$n" "$runs")
 echo "$out"
+api=$("$build/bench/api-hit" "$n" "$runs" 2>/dev/null) || api=""
+echo "$api"
+api_base=$(echo "$api" | awk '/^untraced/ {print $2}')
+api_cnt=$(echo "$api" | awk '/^api entry\+count/ {print $4}')
+api_ret=$(echo "$api" | awk '/^api entry\+return\+hist/ {print $4}')
 base=$(echo "$out" | awk '/^untraced/ {print $2}')
 a_cnt=$(echo "$out" | awk '/^entry\+count \(jmp\)/ {print $3}')
 a_ret=$(echo "$out" | awk '/^entry\+return\+hist \(jmp\)/ {print $3}')
@@ -67,7 +74,8 @@ command -v ltrace >/dev/null 2>&1 && l_ret=$(target_med ltrace -c -x probed_nop 
 echo
 echo "per hit (median of $runs, untraced loop $base ns/call subtracted)"
 awk -v base="$base" -v a="$a_cnt" -v b="$b_cnt" -v p="$p_cnt" -v ar="$a_ret" -v br="$b_ret" \
-	-v pr="$p_ret" -v lr="$l_ret" 'function row(name, v, ref, isref) {
+	-v pr="$p_ret" -v lr="$l_ret" -v abase="$api_base" -v ac="$api_cnt" -v arr="$api_ret" \
+	'function row(name, v, ref, isref) {
 		if (v == "") { printf "  %-28s %14s\n", name, "(not run)"; return }
 		h = v - base
 		if (isref) printf "  %-28s %12.2f ns\n", name, h
@@ -77,10 +85,12 @@ awk -v base="$base" -v a="$a_cnt" -v b="$b_cnt" -v p="$p_cnt" -v ar="$a_ret" -v 
 		ra = a - base; rr = ar - base
 		print "entry probe, counting handler:"
 		row("utrace agent", a, ra, 1)
+		if (ac != "") row("utrace agent, public API", ac - abase + base, ra, 0)
 		row("bpftrace (kernel uprobe)", b, ra, 0)
 		row("utrace -b ptrace -c -u", p, ra, 0)
 		print "entry + return with latency:"
 		row("utrace agent", ar, rr, 1)
+		if (arr != "") row("utrace agent, public API", arr - abase + base, rr, 0)
 		row("bpftrace uprobe+uretprobe", br, rr, 0)
 		row("utrace -b ptrace -H", pr, rr, 0)
 		row("ltrace -c", lr, rr, 0)

@@ -60,7 +60,8 @@ static double run_once(const char *target, const char *calls, int mode, double *
 {
 	char *argv[] = { (char *)target, "mt", (char *)calls, "1", NULL };
 	struct utrace_session *s = utrace_session__new(NULL);
-	struct utrace_uprobes *up = utrace_uprobes__new(s, NULL);
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_PTRACE);
+	struct utrace_uprobes *up = utrace_uprobes__new(s, &uo);
 	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_hit,
 		    .ret_handler = mode == 2 ? on_hit : NULL);
 	double t0, c0;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "aggr.h"
 #include "output.h"
 
@@ -99,57 +100,18 @@ struct aggr_stat *aggr_get(struct aggr *a, const char *probe, const char *name)
 	return st;
 }
 
-/*
- * Bucket 0 is [0, 1ns). Then for each unit u (ns, us, ms) ten buckets
- * [2^k u, 2^(k+1) u), k = 0..9, the last one ending at the next unit
- * (512ns .. 1us); seconds go on doubling until the last bucket.
- */
-#define UNIT_BUCKETS 10
-
-static const uint64_t units[] = { 1, 1000, 1000000, 1000000000 };
-
+/* The scheme of common/abi.h (one for every backend: exact labels). */
 unsigned int aggr_bucket(uint64_t ns)
 {
-	unsigned int u, k;
-	uint64_t q;
-
-	if (ns == 0)
-		return 0;
-	for (u = 0; u < 3; u++)
-		if (ns < units[u + 1])
-			break;
-	q = ns / units[u];
-	k = 63 - (unsigned int)__builtin_clzll(q);
-	if (u < 3 && k >= UNIT_BUCKETS)
-		k = UNIT_BUCKETS - 1;
-	if (1 + u * UNIT_BUCKETS + k >= AGGR_BUCKETS)
-		return AGGR_BUCKETS - 1;
-	return 1 + u * UNIT_BUCKETS + k;
+	return utrace_abi_hist_bucket(ns);
 }
 
 void aggr_bucket_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns)
 {
-	unsigned int u, k;
-
-	if (b == 0) {
-		*lo_ns = 0;
-		*hi_ns = 1;
-		return;
-	}
-	u = (b - 1) / UNIT_BUCKETS;
-	k = (b - 1) % UNIT_BUCKETS;
-	if (u > 3) {
-		k += (u - 3) * UNIT_BUCKETS;
-		u = 3;
-	}
-	*lo_ns = units[u] << k;
-	if (u < 3 && k == UNIT_BUCKETS - 1)
-		*hi_ns = units[u + 1];
-	else if (b == AGGR_BUCKETS - 1)
-		*hi_ns = UINT64_MAX;
-	else
-		*hi_ns = units[u] << (k + 1);
+	utrace_abi_hist_range(b, lo_ns, hi_ns);
 }
+
+static const uint64_t units[] = { 1, 1000, 1000000, 1000000000 };
 
 void aggr_fmt_ns(uint64_t ns, char *buf, size_t size)
 {
@@ -319,9 +281,10 @@ void aggr_print_hist(FILE *f, struct aggr *a)
 static void json_head(FILE *f, const char *type, const struct aggr_stat *st, uint64_t ts_ns,
 		      pid_t pid)
 {
-	fprintf(f,
-		"{\"ts_ns\": %" PRIu64 ", \"pid\": %d, \"tid\": %d, \"type\": \"%s\", \"probe\": ",
-		ts_ns, (int)pid, (int)pid, type);
+	fputc('{', f);
+	json_ts(f, ts_ns);
+	fprintf(f, ", \"pid\": %d, \"tid\": %d, \"type\": \"%s\", \"probe\": ", (int)pid, (int)pid,
+		type);
 	json_str(f, st->probe, strlen(st->probe));
 	fputs(", \"name\": ", f);
 	json_str(f, st->name, strlen(st->name));

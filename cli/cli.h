@@ -33,6 +33,21 @@ struct cli_probe {
 enum cli_format { CLI_FMT_TEXT, CLI_FMT_JSON, CLI_FMT_CHROME };
 enum cli_backend { CLI_BACKEND_AUTO, CLI_BACKEND_AGENT, CLI_BACKEND_PTRACE, CLI_BACKEND_KERNEL };
 enum cli_color { CLI_COLOR_AUTO, CLI_COLOR_ALWAYS, CLI_COLOR_NEVER };
+/* strace's -e status=: which finished (or unfinished) syscalls are shown */
+enum cli_status {
+	CLI_STATUS_SUCCESSFUL = 1U << 0,
+	CLI_STATUS_FAILED = 1U << 1,
+	CLI_STATUS_UNFINISHED = 1U << 2,
+	CLI_STATUS_UNAVAILABLE = 1U << 3,
+	CLI_STATUS_DETACHED = 1U << 4,
+	CLI_STATUS_ALL = (1U << 5) - 1,
+};
+
+/* strace's -e inject=SET:..., -e fault=SET:..., parsed by cmd-syscalls.c */
+struct cli_sc_inject {
+	const char *expr; /* "SET:error=E:when=N", after "inject=" */
+	bool fault; /* -e fault=: error=ENOSYS unless said */
+};
 
 struct cli_opts {
 	/* what */
@@ -40,26 +55,47 @@ struct cli_opts {
 	int nr_probes;
 	bool syscalls; /* -s given */
 	const char *syscall_set; /* -sSET / --syscalls=SET; NULL = all */
+	char *trace_sets; /* the last -s SET, -e trace=SET, --trace=SET (malloc'ed) */
+	const char *signal_set; /* -e signal=SET: signals shown with -s; NULL = all */
+	unsigned int status_mask; /* -e status=, -z, -Z: enum cli_status bits; 0 = all */
+	const char **paths; /* -P PATH: only syscalls that touch these */
+	int nr_paths;
+	int xlat_style; /* -X: enum sysdec_xlat_style */
+	int decode_fds; /* -y 1 (paths), -yy 2 (and sockets, devices, pidfds) */
+	bool strace_style; /* an strace-only spelling was given: -s is implied */
 	const char *list_spec; /* -l SPEC */
 	bool list_why; /* --why */
 	/* how */
-	bool summary; /* -c */
+	bool summary; /* -c; -C too (with -s) */
+	bool summary_events; /* strace's -C: the -c table and the events */
+	bool flag_C; /* -C given: strace's -C with -s, ltrace's demangling with -f */
+	bool per_thread_files; /* strace's -ff: with -o FILE, FILE.TID per thread */
 	bool hist; /* -H */
 	bool stack; /* -k */
+	int stack_max; /* ltrace's -w N: -k with at most N frames; 0 = STACK_MAX */
+	int indent; /* ltrace's -n N: N spaces per nesting level of traced calls */
+	bool call_site; /* ltrace's -i: the return address of each call; strace's -i */
+	bool syscall_numbers; /* strace's -n: "[ 257] " before each line */
 	int strsize; /* -S N */
 	const char **injects; /* --inject SPEC=VALUE[@EVERY] */
 	int nr_injects;
+	struct cli_sc_inject *sc_injects; /* -e inject=, -e fault= */
+	int nr_sc_injects;
 	const char **modules; /* -m */
 	int nr_modules;
 	const char *output; /* -o */
 	enum cli_format format;
 	bool follow_forks; /* -F */
+	bool lossy; /* --lossy: utrace record drops (and counts) when a ring is full */
+	bool all; /* -a: every process that runs the SPECs' files (the kernel backend) */
 	enum cli_backend backend;
 	double duration; /* -d SEC, 0 = none */
 	int timestamps; /* 0, 1 (-t), 2 (-tt), 3 (-ttt) */
 	bool durations; /* -T */
 	int verbose; /* -v count; -q sets -1 */
 	enum cli_color color;
+	char **owned; /* SPECs made from ltrace's -e/-x filters (malloc'ed) */
+	int nr_owned;
 	/* whom */
 	pid_t *pids;
 	int nr_pids;
@@ -97,5 +133,16 @@ int cli_attach_pids(struct utrace_session *s, const pid_t *pids, int nr);
 int cmd_list(struct cli_opts *opts);
 int cmd_syscalls(struct cli_opts *opts);
 int cmd_trace(struct cli_opts *opts);
+/* utrace record (cmd-record.c): -f/-u/-r into a trace file */
+int cmd_record(struct cli_opts *opts);
+/* utrace replay|report|dump ARGS... (argv[0]: the sub-command) */
+int cmd_read(int argc, char **argv);
+
+struct output;
+struct utrace_session;
+/* -s with -f/-u/-r: cmd-syscalls.c's engine in cmd-trace.c's session and output */
+int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct output *out,
+		   bool (*want)(pid_t pid));
+void syscalls_embed_end(void);
 
 #endif /* __UTRACE_CLI_H */

@@ -16,7 +16,8 @@
  * (include/utrace/plan.h): "jmp" (a 5-byte jmp to a trampoline), "int3" (a
  * breakpoint, the instruction run out of line) or "refused: WHY". With
  * --why, jmp says how many bytes it displaces (and where the probe moved
- * past endbr64), and int3 says why it is not a jmp. Where return probes
+ * past endbr64, or past a first instruction kept in place: planner.c rule
+ * 5), and int3 says why it is not a jmp. Where return probes
  * are refused (Go code) while the entry is not, the column goes on with
  * "; -f/-r refused: WHY".
  *
@@ -47,7 +48,35 @@ struct table {
 	size_t nr;
 	bool why; /* --why: explain every plan */
 	bool verbose;
+	bool demangle; /* -C: C++ names demangled, as ltrace -C */
 };
+
+#ifdef HAVE_CXA_DEMANGLE
+/* libstdc++'s demangler: this reference makes the command link libstdc++ */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+#else
+static char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)
+{
+	*status = -1; /* built without libstdc++: names stay as they are */
+	return NULL;
+}
+#endif
+
+/* -C: @name demangled (malloc'ed) if it is a C++ name, else NULL */
+static char *demangle(const char *name)
+{
+	int st = -1;
+	char *d;
+
+	if (!name || strncmp(name, "_Z", 2))
+		return NULL;
+	d = __cxa_demangle(name, NULL, NULL, &st);
+	if (st) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
 
 static int table_add(struct table *t, const char *pid, const char *obj, const char *sym,
 		     uint64_t addr, uint64_t size, const char *plan, const char *alias_of)
@@ -148,6 +177,16 @@ static void plan_text(struct utrace_planner *pl, const struct utrace_match *m, b
 	case UTRACE_PLAN_JMP:
 		if (!why)
 			snprintf(buf, size, "jmp");
+		else if (p.pre_len)
+			/* planner.c rule 5: the entry's first instruction runs in place */
+			snprintf(buf, size,
+				 "jmp: %u bytes displaced, at %#" PRIx64 " after %s%u-byte "
+				 "instruction kept in place (a kernel uprobe on the entry stays "
+				 "safe)",
+				 p.len, p.addr,
+				 p.addr - p.pre_len != m->addr ? "endbr64 and the next, a " :
+								 "the first, a ",
+				 p.pre_len);
 		else if (p.addr != m->addr)
 			snprintf(buf, size,
 				 "jmp: %u bytes displaced, at %#" PRIx64 " after endbr64", p.len,
@@ -253,18 +292,23 @@ static int list_image(struct utrace_image *img, const struct utrace_spec *spec, 
 		return EXIT_USAGE;
 	}
 	pl = utrace_planner__new(img);
+	/* the plans of the agent (the default backend): its jmps keep a short first instruction */
+	utrace_planner__keep_first(pl, true);
 	for (i = 0; i < nr && !err; i++) {
 		const struct utrace_object *o = utrace_image__object(img, m[i].object);
 		char sym[1024], plan[256];
+		char *dem = t->demangle ? demangle(m[i].symbol) : NULL;
+		const char *name = dem ? dem : m[i].symbol;
 
 		if (!m[i].symbol)
 			snprintf(sym, sizeof(sym), "%#" PRIx64, m[i].file_addr);
 		else if (m[i].sym_flags & UTRACE_SYM_PLT)
-			snprintf(sym, sizeof(sym), "%s@plt", m[i].symbol);
+			snprintf(sym, sizeof(sym), "%s@plt", name);
 		else if (m[i].offset)
-			snprintf(sym, sizeof(sym), "%s+%#" PRIx64, m[i].symbol, m[i].offset);
+			snprintf(sym, sizeof(sym), "%s+%#" PRIx64, name, m[i].offset);
 		else
-			snprintf(sym, sizeof(sym), "%s", m[i].symbol);
+			snprintf(sym, sizeof(sym), "%s", name);
+		free(dem);
 		plan_text(pl, &m[i], t->why, plan, sizeof(plan));
 		ret_text(img, &m[i], plan, sizeof(plan));
 		err = table_add(t, pid_col, o->path, sym, m[i].addr, m[i].sym_size, plan,
@@ -350,7 +394,9 @@ static int list_exec(const struct utrace_spec *spec, const char *path, int bad_p
 int cmd_list(struct cli_opts *opts)
 {
 	struct utrace_spec spec;
-	struct table t = { .why = opts->list_why, .verbose = opts->verbose > 0 };
+	struct table t = { .why = opts->list_why,
+			   .verbose = opts->verbose > 0,
+			   .demangle = opts->flag_C };
 	char errbuf[512];
 	int err, rc = 0, i;
 

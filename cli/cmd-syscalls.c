@@ -72,7 +72,13 @@ struct task {
 	bool in_syscall;
 	uint64_t entry_real_ns; /* timestamp printed */
 	uint64_t entry_mono_ns; /* for durations */
+	uint64_t ip; /* -i: the instruction pointer at the syscall (after its instruction) */
+	long last_nr; /* -n: the number of its last syscall, shown on signal and exit lines */
 	struct sysdec_call call;
+	bool injected; /* the call in progress was tampered with: "(INJECTED)" */
+	/* -e inject=: this thread's invocations of each injected syscall (strace counts per tracee) */
+	uint32_t *inject_calls;
+	struct output *out; /* -ff -o FILE: this thread's FILE.TID; NULL = the tracer's output */
 	struct task *next; /* hash chain */
 };
 
@@ -110,12 +116,93 @@ struct tracer {
 		uint64_t every, hits;
 	} injects[64];
 	int nr_injects;
+	/*
+	 * -e inject=SET:error=E|retval=N[:when=EXPR], strace's: a rule per
+	 * expression, and for each syscall the rule of the last expression
+	 * naming it (as strace: a later one overrides)
+	 */
+	struct sc_rule {
+		long ret; /* what the skipped call returns: -E or N */
+		bool retval; /* retval=: a success, whatever the value */
+		uint32_t first, last, step; /* when=first[..last][+[step]]; last 0 = no end */
+	} rules[64];
+	int nr_rules;
+	uint8_t rule_of[SYSDEC_NR_MAX]; /* index + 1 into rules[]; 0 = none */
 	struct sysdec_set filter_set; /* set plus injected syscalls: what stops */
+	bool per_thread; /* -ff -o FILE: one file per thread, FILE.TID, as strace */
+	bool embedded; /* syscalls_embed(): in cmd-trace.c's session and output */
+	bool (*want)(pid_t pid); /* embedded: the processes shown (the function tracer's) */
+	int64_t mono_to_real; /* -b kernel: add to a record's CLOCK_MONOTONIC ns */
+	bool events; /* lines are printed: not -c, or -C (table and events) */
+	bool exec_moving; /* on_task_exec(): the leader's task takes the thread's file */
 	bool exec_seen; /* launch mode: the command's execve succeeded */
+	uint64_t signals; /* -e signal=SET: bit N-1 for signal N shown */
+	unsigned int status_mask; /* -e status=, -z, -Z: enum cli_status shown */
+	/* -P PATH: the paths (and their realpath()s) a shown syscall must use */
+	char *paths[32];
+	int nr_paths;
 };
 
 static struct tracer *the_tracer; /* for the signal handlers */
+static struct tracer *the_embedded; /* syscalls_embed()'s */
 static volatile sig_atomic_t last_signal; /* SIGINT/SIGTERM/SIGHUP/SIGALRM received */
+
+/*
+ * -ff -o FILE: strace writes each thread's lines to FILE.TID, created
+ * when the thread is first seen. A file that cannot be created is said
+ * once; that thread's lines then go to standard error.
+ */
+static void task_open_output(struct tracer *t, struct task *tk)
+{
+	static bool said;
+	struct cli_opts o = *t->opts;
+	/* kept to the end: output_error() may name it after utrace's last event */
+	char *name;
+	int err = -ENOMEM;
+
+	if (asprintf(&name, "%s.%d", t->opts->output, (int)tk->tid) < 0)
+		return;
+	tk->out = calloc(1, sizeof(*tk->out));
+	o.output = name;
+	if (tk->out) {
+		err = output_open(tk->out, &o);
+		if (!err)
+			return;
+	}
+	if (!said)
+		cli_error("cannot create '%s': %s (its lines go to stderr)", name, strerror(-err));
+	said = true;
+	free(tk->out);
+	tk->out = NULL;
+	free(name);
+}
+
+static void task_close_output(struct task *tk)
+{
+	if (!tk->out)
+		return;
+	output_close(tk->out);
+	free(tk->out);
+	tk->out = NULL;
+}
+
+/* -ff: the live-output rule for every thread's file, as for the one output */
+static void live_task_outputs(struct tracer *t)
+{
+	struct task *tk;
+	int i;
+
+	for (i = 0; t->per_thread && i < TASK_HASH; i++)
+		for (tk = t->tasks[i]; tk; tk = tk->next)
+			if (tk->out)
+				output_live(tk->out);
+}
+
+/* where @tk's lines go */
+static struct output *task_out(struct tracer *t, struct task *tk)
+{
+	return tk && tk->out ? tk->out : &t->out;
+}
 
 static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create)
 {
@@ -136,6 +223,8 @@ static struct task *task_get(struct tracer *t, pid_t tid, pid_t pid, bool create
 	tk->next = *pp;
 	*pp = tk;
 	t->nr_tasks++;
+	if (t->per_thread && !t->exec_moving)
+		task_open_output(t, tk);
 	return tk;
 }
 
@@ -148,6 +237,8 @@ static void task_free(struct tracer *t, pid_t tid)
 		if (tk->tid == tid) {
 			*pp = tk->next;
 			sysdec_call_clear(&tk->call);
+			free(tk->inject_calls);
+			task_close_output(tk);
 			free(tk);
 			t->nr_tasks--;
 			return;
@@ -162,7 +253,9 @@ static ssize_t read_tracee(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static bool show_pid(struct tracer *t)
 {
-	return t->nr_tasks > 1;
+	if (t->embedded)
+		return true; /* as the function lines around */
+	return t->nr_tasks > 1 && !t->per_thread; /* -ff: a file per thread, no prefix */
 }
 
 /* -1 for failures (errno says which), the raw value otherwise. */
@@ -173,7 +266,7 @@ static long user_ret(const struct sysdec_call *c)
 
 static void print_json_args(FILE *f, const struct sysdec_call *c)
 {
-	int i;
+	int i, n;
 
 	fputs(", \"args\": [", f);
 	for (i = 0; i < c->nr_out; i++) {
@@ -189,16 +282,27 @@ static void print_json_args(FILE *f, const struct sysdec_call *c)
 			json_str(f, a->text, strlen(a->text));
 	}
 	fputc(']', f);
+	/* the strings cut at -s/-S bytes (text: "..." after the quote) */
+	for (i = 0, n = 0; i < c->nr_out; i++)
+		if (c->out[i].kind == SYSDEC_STR && c->out[i].raw && c->out[i].truncated)
+			fprintf(f, "%s%d", n++ ? ", " : ", \"truncated\": [", i);
+	if (n)
+		fputc(']', f);
 }
 
 /* One finished (or never-finishing) syscall. */
 static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
 {
-	struct output *o = &t->out;
+	struct output *o = task_out(t, tk);
 	const struct sysdec_call *c = &tk->call;
 	const char *name = sysdec_name(c->nr);
 	char line[8192];
+	unsigned int status = !finished ? CLI_STATUS_UNFINISHED :
+			      c->failed ? CLI_STATUS_FAILED :
+					  CLI_STATUS_SUCCESSFUL;
 
+	if (!(t->status_mask & status))
+		return; /* -z, -Z, -e status= */
 	if (o->format == CLI_FMT_JSON) {
 		char unk[32];
 
@@ -206,16 +310,19 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 			snprintf(unk, sizeof(unk), "syscall_%#lx", (unsigned long)c->nr);
 			name = unk;
 		}
+		fputc('{', o->f);
+		json_ts(o->f, tk->entry_real_ns);
 		fprintf(o->f,
-			"{\"ts_ns\": %llu, \"pid\": %d, \"tid\": %d, \"type\": \"syscall\", "
+			", \"pid\": %d, \"tid\": %d, \"type\": \"syscall\", "
 			"\"probe\": \"syscall:%s\", \"name\": \"%s\"",
-			(unsigned long long)tk->entry_real_ns, (int)tk->pid, (int)tk->tid, name,
-			name);
+			(int)tk->pid, (int)tk->tid, name, name);
 		print_json_args(o->f, c);
 		if (finished) {
 			fprintf(o->f, ", \"ret\": %ld", user_ret(c));
 			if (c->failed)
 				fprintf(o->f, ", \"errno\": \"%s\"", c->errname ? c->errname : "?");
+			if (tk->injected)
+				fputs(", \"injected\": true", o->f);
 			fprintf(o->f, ", \"dur_ns\": %llu}\n", (unsigned long long)dur_ns);
 		} else {
 			fputs(", \"ret\": null}\n", o->f);
@@ -223,8 +330,30 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 		return;
 	}
 	output_prefix(o, tk->entry_real_ns, tk->tid, show_pid(t));
-	sysdec_format(c, finished, line, sizeof(line));
-	fputs(line, o->f);
+	if (t->opts->syscall_numbers) /* strace's -n */
+		fprintf(o->f, "[%4ld] ", c->nr);
+	if (t->opts->call_site) /* strace's -i */
+		fprintf(o->f, "[%016llx] ", (unsigned long long)tk->ip);
+	if (o->color) {
+		/* sysdec_format()'s line, coloured: the name, a failure's "-1 ENOENT (...)" */
+		output_color(o, OC_NAME);
+		fputs(name ? name : "syscall", o->f);
+		output_color_end(o);
+		if (!name)
+			fprintf(o->f, "_%#lx", (unsigned long)c->nr);
+		sysdec_format_args(c, line, sizeof(line));
+		fprintf(o->f, "(%s) = ", line);
+		if (finished && c->failed)
+			output_color(o, OC_ERROR);
+		fputs(finished ? c->retval.text : "?", o->f);
+		if (finished && c->failed)
+			output_color_end(o);
+	} else {
+		sysdec_format(c, finished, line, sizeof(line));
+		fputs(line, o->f);
+	}
+	if (finished && tk->injected)
+		fputs(" (INJECTED)", o->f); /* strace's mark, before -T's duration */
 	if (finished)
 		output_duration(o, dur_ns);
 	fputc('\n', o->f);
@@ -246,10 +375,290 @@ static void count_call(struct tracer *t, long nr, bool failed, uint64_t dur_ns)
 	st->total_ns += dur_ns;
 }
 
+/*
+ * -P PATH, as strace's pathtrace.c: which arguments of a syscall are file
+ * descriptors ('f') or path names ('p'). Syscalls not listed: a %file one
+ * takes its path first ("p"), with a descriptor too ("fp": the *at
+ * family), a %desc or %network one its descriptor first ("f"). Listed with
+ * "" take neither (they create descriptors). Not checked, unlike strace:
+ * the descriptor sets of select/poll.
+ */
+static const struct {
+	const char *name, *roles;
+} path_roles[] = {
+	{ "rename", "pp" },
+	{ "link", "pp" },
+	{ "symlink", "pp" },
+	{ "renameat", "fpfp" },
+	{ "renameat2", "fpfp" },
+	{ "linkat", "fpfp" },
+	{ "move_mount", "fpfp" },
+	{ "symlinkat", "pfp" },
+	{ "fanotify_mark", "f--fp" },
+	{ "dup2", "ff" },
+	{ "dup3", "ff" },
+	{ "sendfile", "ff" },
+	{ "tee", "ff" },
+	{ "kexec_file_load", "ff" },
+	{ "splice", "f-f" },
+	{ "copy_file_range", "f-f" },
+	{ "epoll_ctl", "f-f" },
+	{ "mmap", "----f" },
+	{ "execve", "p" },
+	{ "pipe", "" },
+	{ "pipe2", "" },
+	{ "socket", "" },
+	{ "socketpair", "" },
+	{ "eventfd", "" },
+	{ "eventfd2", "" },
+	{ "epoll_create", "" },
+	{ "epoll_create1", "" },
+	{ "inotify_init", "" },
+	{ "inotify_init1", "" },
+	{ "memfd_create", "" },
+	{ "memfd_secret", "" },
+	{ "perf_event_open", "" },
+	{ "timerfd_create", "" },
+	{ "userfaultfd", "" },
+	{ "fanotify_init", "" },
+	{ "pidfd_open", "" },
+	{ "fsopen", "" },
+	{ "fsmount", "" },
+	{ "bpf", "" },
+	{ "io_uring_setup", "" },
+	{ "landlock_create_ruleset", "" },
+	{ "signalfd", "" },
+	{ "signalfd4", "" },
+	{ "select", "" },
+	{ "pselect6", "" },
+	{ "poll", "" },
+	{ "ppoll", "" },
+};
+
+static const char *syscall_path_roles(long nr)
+{
+	const char *name = sysdec_name(nr);
+	uint32_t cls = sysdec_classes(nr);
+	size_t i;
+
+	for (i = 0; name && i < sizeof(path_roles) / sizeof(path_roles[0]); i++)
+		if (!strcmp(path_roles[i].name, name))
+			return path_roles[i].roles;
+	if ((cls & SYSDEC_TRACE_FILE) && (cls & SYSDEC_TRACE_DESC))
+		return "fp";
+	if (cls & SYSDEC_TRACE_FILE)
+		return "p";
+	if (cls & (SYSDEC_TRACE_DESC | SYSDEC_TRACE_NETWORK))
+		return "f";
+	return "";
+}
+
+/*
+ * A NUL-terminated path from the tracee, read page by page: a string near
+ * the end of a mapping (the stack's top) must not fail for the bytes
+ * after it. Return: its length, or -1 (unreadable, or no NUL in @size).
+ */
+static ssize_t read_path(struct utrace_thread *th, uint64_t addr, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	while (len < size) {
+		size_t chunk = 4096 - ((addr + len) & 4095);
+		ssize_t n;
+		char *nul;
+
+		if (chunk > size - len)
+			chunk = size - len;
+		n = utrace_thread__read_mem(th, addr + len, buf + len, chunk);
+		if (n <= 0)
+			return -1;
+		nul = memchr(buf + len, '\0', n);
+		if (nul)
+			return nul - buf;
+		len += n;
+	}
+	return -1;
+}
+
+static bool path_listed(const struct tracer *t, const char *path)
+{
+	int i;
+
+	for (i = 0; i < t->nr_paths; i++)
+		if (!strcmp(t->paths[i], path))
+			return true;
+	return false;
+}
+
+/*
+ * Tracer, at the syscall-entry stop: does this call use a -P path? A
+ * descriptor is resolved through /proc/TID/fd (while the thread is stopped,
+ * before the call can close it), a path read from the tracee as given.
+ */
+static bool path_match(struct tracer *t, struct utrace_thread *th, const struct utrace_syscall *sc)
+{
+	const char *roles = syscall_path_roles(sc->nr);
+	int i;
+
+	for (i = 0; roles[i] && i < 6; i++) {
+		char buf[4096], link[64];
+		ssize_t n;
+
+		if (roles[i] == 'f') {
+			if ((int)sc->args[i] < 0)
+				continue;
+			snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)utrace_thread__tid(th),
+				 (int)sc->args[i]);
+			n = readlink(link, buf, sizeof(buf) - 1);
+		} else if (roles[i] == 'p' && sc->args[i]) {
+			n = read_path(th, sc->args[i], buf, sizeof(buf));
+		} else {
+			continue;
+		}
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		if (path_listed(t, buf))
+			return true;
+	}
+	return false;
+}
+
+static int add_path(struct tracer *t, const char *path)
+{
+	if (path_listed(t, path))
+		return 0;
+	if (t->nr_paths == (int)(sizeof(t->paths) / sizeof(t->paths[0]))) {
+		cli_error("too many -P paths (at most %d)",
+			  (int)(sizeof(t->paths) / sizeof(t->paths[0])));
+		return -E2BIG;
+	}
+	t->paths[t->nr_paths] = strdup(path);
+	if (!t->paths[t->nr_paths])
+		return -ENOMEM;
+	t->nr_paths++;
+	return 0;
+}
+
+/* -P PATH...: each path, and what it resolves to if that differs (strace's rule). */
+static int parse_paths(struct tracer *t)
+{
+	int i;
+
+	for (i = 0; i < t->opts->nr_paths; i++) {
+		char *real = realpath(t->opts->paths[i], NULL);
+		int err = add_path(t, t->opts->paths[i]);
+
+		if (!err && real)
+			err = add_path(t, real);
+		free(real);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * -e signal=SET: comma list of names (SIGINT or INT) or numbers, "all",
+ * "none", each optionally with '!'; a leading '!' negates the list.
+ */
+static int parse_signals(struct tracer *t, const char *arg)
+{
+	const char *p = arg;
+	bool neg_all, first = true;
+	uint64_t set = 0;
+
+	if (!arg) {
+		t->signals = ~0ULL;
+		return 0;
+	}
+	/* "!a,b" negates the list; "!a" alone is one negated item */
+	neg_all = *p == '!' && strchr(p, ',');
+	p += neg_all;
+	while (*p) {
+		size_t len = strcspn(p, ",");
+		bool neg = neg_all;
+		char tok[32];
+		int sig = 0, n;
+
+		if (*p == '!') {
+			neg = !neg;
+			p++;
+			len--;
+		}
+		if (first && neg)
+			set = ~0ULL;
+		first = false;
+		snprintf(tok, sizeof(tok), "%.*s", (int)len, p);
+		if (!strcmp(tok, "all") || !strcmp(tok, "none")) {
+			set = (tok[0] == 'a') != neg ? ~0ULL : 0;
+			p += len + (p[len] == ',');
+			continue;
+		}
+		for (n = 1; n <= 64 && !sig; n++) {
+			const char *name = sysdec_signal_name(n);
+
+			if (name && (!strcasecmp(name, tok) || !strcasecmp(name + 3, tok)))
+				sig = n;
+		}
+		if (!sig && tok[0] >= '0' && tok[0] <= '9') {
+			char *end;
+			long v = strtol(tok, &end, 10);
+
+			if (!*end && v >= 1 && v <= 64)
+				sig = (int)v;
+		}
+		if (!sig) {
+			cli_error("bad -e signal='%s': unknown signal '%s'", arg, tok);
+			return -EINVAL;
+		}
+		if (neg)
+			set &= ~(1ULL << (sig - 1));
+		else
+			set |= 1ULL << (sig - 1);
+		p += len + (p[len] == ',');
+	}
+	t->signals = set;
+	return 0;
+}
+
 /* exit and exit_group never reach their exit stop: print them at entry. */
 static bool never_returns(long nr)
 {
 	return nr == SYS_exit || nr == SYS_exit_group;
+}
+
+/*
+ * Tracer, at a syscall-entry (or seccomp) stop of @tk, for a call that
+ * -e trace= and -P select (strace tampers with nothing it does not trace):
+ * strace's -e inject= rule for @nr, if any. The invocations are counted
+ * per thread and per syscall, from the first one the thread makes after
+ * the command's execve (strace's "per syscall and per tracee"); the call is skipped and
+ * returns the rule's value when its number is first, first + step, ...
+ * up to last.
+ */
+static void inject_rule(struct tracer *t, struct task *tk, struct utrace_thread *th, long nr)
+{
+	const struct sc_rule *r;
+	uint32_t n;
+
+	if (nr < 0 || nr >= SYSDEC_NR_MAX || !t->rule_of[nr])
+		return;
+	if (!tk->inject_calls) {
+		tk->inject_calls = calloc(SYSDEC_NR_MAX, sizeof(*tk->inject_calls));
+		if (!tk->inject_calls)
+			return;
+	}
+	r = &t->rules[t->rule_of[nr] - 1];
+	n = ++tk->inject_calls[nr];
+	if (n < r->first || (r->last && n > r->last))
+		return;
+	if (r->step ? (n - r->first) % r->step : n != r->first)
+		return;
+	if (utrace_thread__skip_syscall(th, r->ret))
+		return;
+	tk->injected = true;
+	tk->call.success = r->retval;
 }
 
 static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
@@ -259,30 +668,45 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	struct task *tk;
 	int i;
 
+	if (t->want && !t->want(utrace_thread__pid(th)))
+		return UTRACE_RESUME; /* followed by the session only (no -F) */
 	/* created at first sight: the count of live tasks drives the [pid] prefix */
 	tk = task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
+	if (tk) {
+		tk->injected = false;
+		tk->call.success = false;
+	}
 	for (i = 0; i < t->nr_injects; i++) {
 		struct sc_inject *in = &t->injects[i];
 
 		if (in->nr == sc->nr && t->exec_seen && ++in->hits % in->every == 0) {
-			utrace_thread__skip_syscall(th, -in->err);
+			if (utrace_thread__skip_syscall(th, -in->err) == 0 && tk)
+				tk->injected = true;
 			break;
 		}
 	}
 	if (!tk || !sysdec_set_has(&t->set, sc->nr))
 		return UTRACE_RESUME;
+	if (t->nr_paths && !path_match(t, th, sc))
+		return UTRACE_RESUME; /* -P: it uses none of the paths */
+	/* strace tampers with (and counts) only the calls it traces: -e trace=, -P */
+	if (!tk->injected && t->exec_seen)
+		inject_rule(t, tk, th, sc->nr);
 	tk->in_syscall = true;
 	tk->call.nr = sc->nr;
 	tk->entry_mono_ns = now_mono_ns();
-	if (t->opts->summary)
+	if (!t->events)
 		return UTRACE_RESUME;
 	tk->entry_real_ns =
 		t->opts->timestamps || t->out.format == CLI_FMT_JSON ? now_realtime_ns() : 0;
 	for (i = 0; i < 6; i++)
 		tk->call.args[i] = sc->args[i];
 	tk->call.sp = sc->stack_pointer;
+	tk->ip = sc->instruction_pointer;
+	tk->last_nr = sc->nr;
 	tk->call.read = read_tracee;
 	tk->call.ctx = th;
+	tk->call.tid = utrace_thread__tid(th); /* -y: its /proc/TID/fd */
 	sysdec_decode_entry(&tk->call);
 	if (never_returns(sc->nr)) {
 		print_call(t, tk, false, 0);
@@ -310,8 +734,10 @@ static int on_syscall_exit(struct utrace_engine *e, struct utrace_thread *th,
 	}
 	dur = now_mono_ns() - tk->entry_mono_ns;
 	if (t->opts->summary) {
-		count_call(t, tk->call.nr, sysdec_is_error(tk->call.nr, sc->ret) != 0, dur);
-		return UTRACE_RESUME;
+		count_call(t, tk->call.nr,
+			   !tk->call.success && sysdec_is_error(tk->call.nr, sc->ret) != 0, dur);
+		if (!t->events)
+			return UTRACE_RESUME;
 	}
 	tk->call.ctx = th;
 	sysdec_decode_exit(&tk->call, sc->ret);
@@ -324,6 +750,8 @@ static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
 {
 	struct tracer *t = utrace_engine__ctx(e);
 
+	if (t->want && !t->want(utrace_thread__pid(th)))
+		return UTRACE_RESUME; /* followed by the session only (no -F) */
 	task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
 	return UTRACE_RESUME;
 }
@@ -339,13 +767,28 @@ static int on_task_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t
 	if (former_tid == tid)
 		return UTRACE_RESUME;
 	old = task_get(t, former_tid, 0, false);
+	t->exec_moving = old != NULL;
 	tk = task_get(t, tid, utrace_thread__pid(th), true);
+	t->exec_moving = false;
 	if (old && tk) {
+		/* -ff: the thread's file goes on, as its counts do */
+		if (old->out) {
+			task_close_output(tk);
+			tk->out = old->out;
+			old->out = NULL;
+		}
 		sysdec_call_clear(&tk->call);
 		tk->in_syscall = old->in_syscall;
 		tk->entry_real_ns = old->entry_real_ns;
+		tk->ip = old->ip;
+		tk->last_nr = old->last_nr;
 		tk->entry_mono_ns = old->entry_mono_ns;
 		tk->call = old->call;
+		tk->injected = old->injected;
+		/* strace's tracee is the process here: its counts go on */
+		free(tk->inject_calls);
+		tk->inject_calls = old->inject_calls;
+		old->inject_calls = NULL;
 		memset(&old->call, 0, sizeof(old->call));
 		task_free(t, former_tid);
 	}
@@ -357,12 +800,21 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 	struct tracer *t = utrace_engine__ctx(e);
 	pid_t tid = utrace_thread__tid(th), pid = utrace_thread__pid(th);
 	struct task *tk = task_get(t, tid, pid, false);
-	struct output *o = &t->out;
+	struct output *o = task_out(t, tk);
 
-	if (tk && tk->in_syscall && !t->opts->summary)
+	if (tk && tk->in_syscall && t->events)
 		print_call(t, tk, false, 0); /* killed inside a syscall */
-	if (tid == pid && !t->opts->summary && o->format == CLI_FMT_TEXT) {
+	if ((tid == pid || (tk && tk->out)) && t->events)
+		output_json_exit(o, now_realtime_ns(), pid, tid, status);
+	/* -ff: every thread's file ends so, as strace's */
+	if ((tid == pid || (tk && tk->out)) && t->events && o->format == CLI_FMT_TEXT &&
+	    (!t->want || t->want(pid))) {
 		output_prefix(o, t->opts->timestamps ? now_realtime_ns() : 0, tid, show_pid(t));
+		if (t->opts->syscall_numbers)
+			fprintf(o->f, "[%4ld] ", tk ? tk->last_nr : 0L);
+		if (t->opts->call_site) /* no instruction pointer after the end, as strace */
+			fputs("[????????????????] ", o->f);
+		output_color(o, OC_SIGNAL);
 		if (WIFSIGNALED(status))
 			fprintf(o->f, "+++ killed by %s%s +++\n",
 				sysdec_signal_name(WTERMSIG(status)) ?
@@ -371,6 +823,7 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 				WCOREDUMP(status) ? " (core dumped)" : "");
 		else
 			fprintf(o->f, "+++ exited with %d +++\n", WEXITSTATUS(status));
+		output_color_end(o);
 	}
 	task_free(t, tid);
 	return UTRACE_RESUME;
@@ -379,13 +832,36 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *si)
 {
 	struct tracer *t = utrace_engine__ctx(e);
-	struct output *o = &t->out;
+	struct output *o = task_out(t, task_get(t, utrace_thread__tid(th), 0, false));
 	const char *name = sysdec_signal_name(si->si_signo);
 
-	if (t->opts->summary || o->format != CLI_FMT_TEXT)
+	if (t->want && !t->want(utrace_thread__pid(th)))
+		return UTRACE_RESUME; /* followed by the session only (no -F) */
+	if (!t->events || o->format == CLI_FMT_CHROME)
 		return UTRACE_RESUME;
+	if (si->si_signo < 1 || si->si_signo > 64 || !(t->signals >> (si->si_signo - 1) & 1))
+		return UTRACE_RESUME; /* -e signal=SET: delivered, just not shown */
+	if (o->format == CLI_FMT_JSON) {
+		output_json_signal(o, now_realtime_ns(), utrace_thread__pid(th),
+				   utrace_thread__tid(th), si);
+		return UTRACE_RESUME;
+	}
 	output_prefix(o, t->opts->timestamps ? now_realtime_ns() : 0, utrace_thread__tid(th),
 		      show_pid(t));
+	if (t->opts->syscall_numbers) {
+		struct task *tk = task_get(t, utrace_thread__tid(th), 0, false);
+
+		fprintf(o->f, "[%4ld] ", tk ? tk->last_nr : 0L);
+	}
+	if (t->opts->call_site) { /* strace's -i: where the signal interrupted the thread */
+		struct user_regs_struct regs;
+
+		if (utrace_thread__get_regs(th, &regs) == 0)
+			fprintf(o->f, "[%016llx] ", (unsigned long long)regs.rip);
+		else
+			fputs("[????????????????] ", o->f);
+	}
+	output_color(o, OC_SIGNAL);
 	if (!name)
 		name = "?";
 	if (si->si_code == SI_USER || si->si_code == SI_TKILL)
@@ -418,6 +894,7 @@ static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=SI_KERNEL} ---\n", name, name);
 	else
 		fprintf(o->f, "--- %s {si_signo=%s, si_code=%d} ---\n", name, name, si->si_code);
+	output_color_end(o);
 	return UTRACE_RESUME;
 }
 
@@ -538,13 +1015,15 @@ static void print_summary(struct tracer *t)
 			const struct sc_stats *st = &t->stats[order[i]];
 			const char *name = sysdec_name(order[i]);
 
+			fputc('{', f);
+			json_ts(f, ts);
 			fprintf(f,
-				"{\"ts_ns\": %llu, \"pid\": %d, \"tid\": %d, \"type\": \"summary\", "
+				", \"pid\": %d, \"tid\": %d, \"type\": \"summary\", "
 				"\"probe\": \"syscall:%s\", \"name\": \"%s\", \"calls\": %llu, "
 				"\"errors\": %llu, \"total_ns\": %llu, \"min_ns\": %llu, "
 				"\"max_ns\": %llu}\n",
-				(unsigned long long)ts, (int)t->main_pid, (int)t->main_pid, name,
-				name, (unsigned long long)st->calls, (unsigned long long)st->errors,
+				(int)t->main_pid, (int)t->main_pid, name, name,
+				(unsigned long long)st->calls, (unsigned long long)st->errors,
 				(unsigned long long)st->total_ns, (unsigned long long)st->min_ns,
 				(unsigned long long)st->max_ns);
 		}
@@ -577,9 +1056,10 @@ static void print_summary(struct tracer *t)
 }
 
 /*
- * The event loop: utrace_session__run() with no timeout takes the library's
- * fast path (SIGCHLD blocked in this thread and taken with sigtimedwait(),
- * no handler, no pipe: see run_fast() in lib/session.c). SIGINT, SIGTERM,
+ * The event loop: utrace_session__run() takes the library's fast path
+ * (SIGCHLD blocked in this thread and taken with sigtimedwait(), no
+ * handler, no pipe: see run_fast() in lib/session.c), bounded by
+ * OUTPUT_LIVE_MS so that pending lines go out while events keep coming. SIGINT, SIGTERM,
  * SIGHUP and the -d timer (SIGALRM) are not blocked: their handler calls
  * utrace_session__interrupt(), which wakes run() even while it sleeps and
  * is reported even when events never stop coming.
@@ -589,15 +1069,17 @@ static void print_summary(struct tracer *t)
 static int event_loop(struct tracer *t, bool *interrupted)
 {
 	for (;;) {
-		int r = utrace_session__run(t->s, -1);
+		int r = utrace_session__run(t->s, output_live_wait(&t->out, -1));
 
+		output_live(&t->out);
+		live_task_outputs(t);
 		switch (r) {
 		case UTRACE_RUN_BREAK:
+		case UTRACE_RUN_TIMEOUT: /* the live-output bound: -d interrupts */
 			break;
 		case UTRACE_RUN_DONE:
 			return 0;
 		case UTRACE_RUN_INTERRUPTED:
-		case UTRACE_RUN_TIMEOUT:
 			*interrupted = true;
 			return 0;
 		default:
@@ -667,6 +1149,532 @@ static int parse_injects(struct tracer *t)
 	return 0;
 }
 
+/* an errno name (ENOENT) or number in 1..4095, as strace's error=; 0 if neither */
+static int parse_errno(const char *val)
+{
+	char *end;
+	long v;
+	int e;
+
+	for (e = 1; e < 4096; e++) {
+		const char *n = sysdec_errno_name(e);
+
+		if (n && !strcmp(n, val))
+			return e;
+	}
+	errno = 0;
+	v = strtol(val, &end, 10);
+	return errno || end == val || *end || v < 1 || v > 4095 ? 0 : (int)v;
+}
+
+/* an unsigned decimal number in [lo, hi] ending at one of @stops (or the end); 0 if not */
+static uint32_t when_number(const char *s, const char **endp, uint32_t lo, uint32_t hi)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	*endp = end;
+	return errno || v < lo || v > hi ? 0 : (uint32_t)v;
+}
+
+/*
+ * strace's when=first[..last][+[step]] (man strace: first and step in
+ * 1..65535, last in first..65534): "first" alone is that call only,
+ * "first..last" every call from first to last, "+" every call from first
+ * on, "+step" every step-th. Return: 0, or -EINVAL.
+ */
+static int parse_when(const char *val, struct sc_rule *r)
+{
+	const char *p;
+
+	r->first = when_number(val, &p, 1, 65535);
+	if (!r->first)
+		return -EINVAL;
+	r->last = 0;
+	r->step = 0;
+	if (p[0] == '.' && p[1] == '.') {
+		r->last = when_number(p + 2, &p, r->first, 65534);
+		if (!r->last)
+			return -EINVAL;
+		r->step = 1;
+	}
+	if (*p == '+') {
+		p++;
+		r->step = 1;
+		if (*p) {
+			r->step = when_number(p, &p, 1, 65535);
+			if (!r->step)
+				return -EINVAL;
+		}
+	}
+	return *p ? -EINVAL : 0;
+}
+
+/*
+ * strace's -e inject=SET:error=E|retval=N[:when=EXPR] and -e fault=SET
+ * [:error=E][:when=EXPR] (error=ENOSYS by default), SET as in -e trace=.
+ * A later expression overrides an earlier one for the syscalls both name.
+ * strace's signal=, syscall=, delay_*= and poke_*= are refused in one line.
+ */
+static int parse_sc_injects(struct tracer *t)
+{
+	int i;
+
+	for (i = 0; i < t->opts->nr_sc_injects; i++) {
+		const struct cli_sc_inject *ci = &t->opts->sc_injects[i];
+		const char *q = ci->fault ? "fault" : "inject";
+		struct sc_rule *r = &t->rules[t->nr_rules];
+		struct sysdec_set set;
+		char buf[1024], errbuf[256], *tok, *save = NULL, *cut;
+		bool have_err = false, have_ret = false;
+		long nr;
+
+		if (t->nr_rules == (int)(sizeof(t->rules) / sizeof(t->rules[0]))) {
+			cli_error("too many -e inject= expressions (at most %d)", t->nr_rules);
+			return -E2BIG;
+		}
+		if (snprintf(buf, sizeof(buf), "%s", ci->expr) >= (int)sizeof(buf)) {
+			cli_error("bad -e %s=: the expression is too long", q);
+			return -EINVAL;
+		}
+		*r = (struct sc_rule){ .first = 1, .step = 1 };
+		tok = strtok_r(buf, ":", &save);
+		if (!tok || buf[0] == ':') {
+			cli_error("bad -e %s='%s': expected SET:error=ERRNO or SET:retval=N", q,
+				  ci->expr);
+			return -EINVAL;
+		}
+		if (sysdec_parse_set(tok, &set, errbuf, sizeof(errbuf))) {
+			cut = strstr(errbuf, " in -s '");
+			if (cut)
+				*cut = '\0';
+			cli_error("bad -e %s='%s': %s", q, ci->expr, errbuf);
+			return -EINVAL;
+		}
+		while ((tok = strtok_r(NULL, ":", &save))) {
+			char *val = strchr(tok, '=');
+			int e;
+
+			if (val)
+				*val++ = '\0';
+			if (val && !strcmp(tok, "error")) {
+				e = parse_errno(val);
+				if (!e || have_err || have_ret) {
+					cli_error("bad -e %s='%s': %s", q, ci->expr,
+						  !e ? "error= wants an errno name (ENOENT) or a "
+						       "number in 1..4095" :
+						       "one error= or retval= only");
+					return -EINVAL;
+				}
+				r->ret = -e;
+				have_err = true;
+			} else if (val && !strcmp(tok, "retval") && !ci->fault) {
+				char *end;
+
+				errno = 0;
+				r->ret = strtol(val, &end, 0);
+				if (errno == ERANGE && val[0] != '-') {
+					errno = 0;
+					r->ret = (long)strtoul(val, &end, 0);
+				}
+				if (errno || end == val || *end || have_err || have_ret) {
+					cli_error("bad -e %s='%s': %s", q, ci->expr,
+						  have_err || have_ret ?
+							  "one error= or retval= only" :
+							  "retval= wants a number");
+					return -EINVAL;
+				}
+				if (r->ret >= -4095 && r->ret < 0)
+					cli_error(
+						"warning: retval=%s is also error %ld to the program "
+						"(libc sets errno)",
+						val, -r->ret);
+				r->retval = true;
+				have_ret = true;
+			} else if (val && !strcmp(tok, "when")) {
+				if (parse_when(val, r)) {
+					cli_error(
+						"bad -e %s='%s': when= wants first[..last][+[step]] "
+						"(first, step in 1..65535, last in first..65534)",
+						q, ci->expr);
+					return -EINVAL;
+				}
+			} else if (val &&
+				   (!strcmp(tok, "signal") || !strcmp(tok, "syscall") ||
+				    !strcmp(tok, "delay_enter") || !strcmp(tok, "delay_exit") ||
+				    !strcmp(tok, "poke_enter") || !strcmp(tok, "poke_exit"))) {
+				cli_error("-e %s= with %s= is not supported yet (utrace injects "
+					  "error= and retval=)",
+					  q, tok);
+				return -EINVAL;
+			} else {
+				cli_error(
+					"bad -e %s='%s': unknown '%s%s' (expected error=, %swhen=)",
+					q, ci->expr, tok, val ? "=" : "",
+					ci->fault ? "" : "retval=, ");
+				return -EINVAL;
+			}
+		}
+		if (!have_err && !have_ret) {
+			if (!ci->fault) {
+				cli_error("bad -e inject='%s': give error=ERRNO or retval=N",
+					  ci->expr);
+				return -EINVAL;
+			}
+			r->ret = -ENOSYS;
+		}
+		t->nr_rules++;
+		for (nr = 0; nr < SYSDEC_NR_MAX; nr++) {
+			if (!sysdec_set_has(&set, nr))
+				continue;
+			t->rule_of[nr] = (uint8_t)t->nr_rules;
+		}
+	}
+	return 0;
+}
+
+/* -b kernel: nothing of the process is read (no stop): pointers print as addresses */
+static ssize_t read_nothing(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+	(void)ctx;
+	(void)addr;
+	(void)buf;
+	(void)len;
+	return -EFAULT;
+}
+
+/*
+ * -b kernel -s: one syscall's record from BPF at its return, written by
+ * the ptrace path's decoders and writer from its number, arguments and
+ * return value alone.
+ */
+static int on_kernel_record(const struct utrace_record *r, void *data)
+{
+	struct tracer *t = data;
+	struct task tk;
+
+	if (r->type == UTRACE_REC_LOST) {
+		cli_error("%llu syscall records were lost (ring buffer full)",
+			  (unsigned long long)r->lost);
+		return 0;
+	}
+	if ((r->type != UTRACE_REC_SYSCALL_EXIT && r->type != UTRACE_REC_SYSCALL_ENTER) ||
+	    !sysdec_set_has(&t->set, r->sysno))
+		return 0;
+	memset(&tk, 0, sizeof(tk));
+	tk.tid = r->tid;
+	tk.pid = r->pid;
+	tk.entry_real_ns = r->ts_ns + (uint64_t)t->mono_to_real;
+	tk.call.nr = r->sysno;
+	memcpy(tk.call.args, r->args, sizeof(tk.call.args));
+	tk.call.read = read_nothing;
+	tk.call.strsize = t->opts->strsize;
+	tk.call.tid = t->opts->decode_fds ? r->tid : 0; /* -y: its /proc/TID/fd, if still there */
+	sysdec_decode_entry(&tk.call);
+	if (r->type == UTRACE_REC_SYSCALL_EXIT)
+		sysdec_decode_exit(&tk.call, (long)r->retval);
+	print_call(t, &tk, r->type == UTRACE_REC_SYSCALL_EXIT, r->dur_ns); /* exit: " = ?" */
+	sysdec_call_clear(&tk.call);
+	return 0;
+}
+
+static struct utrace_uprobes *kernel_up; /* for on_kernel_exit() */
+
+/* -b kernel -s: a process's end, after the records before it, as the ptrace path says it */
+static int on_kernel_exit(struct utrace_engine *e, struct utrace_thread *th, int status)
+{
+	struct tracer *t = utrace_engine__ctx(e);
+	pid_t tid = utrace_thread__tid(th), pid = utrace_thread__pid(th);
+
+	if (!t->events || tid != pid)
+		return UTRACE_RESUME;
+	if (kernel_up)
+		utrace_uprobes__poll(kernel_up, on_kernel_record, t, 0);
+	output_prefix(&t->out, t->opts->timestamps ? now_realtime_ns() : 0, tid, show_pid(t));
+	if (WIFSIGNALED(status))
+		fprintf(t->out.f, "+++ killed by %s%s +++\n",
+			sysdec_signal_name(WTERMSIG(status)) ?
+				sysdec_signal_name(WTERMSIG(status)) :
+				"?",
+			WCOREDUMP(status) ? " (core dumped)" : "");
+	else
+		fprintf(t->out.f, "+++ exited with %d +++\n", WEXITSTATUS(status));
+	return UTRACE_RESUME;
+}
+
+/*
+ * -b kernel -c -s: the syscalls of the command (with -F, of its children
+ * too) counted in BPF at the raw_syscalls tracepoints
+ * (utrace_uprobes__count_syscalls(), lib/backend-kernel.c): no process
+ * ever stops for a syscall; the session sees only the exec, the forks it
+ * follows and the exits. The table is the ptrace path's (print_summary()),
+ * for the numbers in -s SET; times are wall clock from entry to return.
+ * Event lines need the decoders to read the tracee at a stop: not yet.
+ * Return: the exit status.
+ */
+static int kernel_summary(struct tracer *t, bool launched)
+{
+	struct cli_opts *o = t->opts;
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_KERNEL);
+	struct utrace_session_opts sopts = { .sz = sizeof(sopts), .follow_forks = o->follow_forks };
+	struct utrace_launch_opts lopts = { .sz = sizeof(lopts), .kill_if_tracer_dies = true };
+	struct sigaction sa = { .sa_handler = on_interrupt };
+	unsigned int flags = o->follow_forks ? UTRACE_SC_FOLLOW : 0;
+	struct utrace_uprobes *up = NULL;
+	bool interrupted = false;
+	uint64_t deadline = 0;
+	int ret = EXIT_TRACE, err = 0, i, r;
+	long nr;
+
+	if (t->events && (o->format == CLI_FMT_JSON || t->per_thread)) {
+		cli_error("-s with -b kernel writes text lines only yet (use -b ptrace for %s)",
+			  t->per_thread ? "-ff" : "--format json");
+		return EXIT_TRACE;
+	}
+	if (t->events)
+		flags |= UTRACE_SC_RECORD;
+	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
+	t->nr_tasks = o->follow_forks ? 2 : 1; /* [pid] on the lines of several processes */
+	if (t->nr_injects || t->nr_rules || t->nr_paths || t->status_mask != CLI_STATUS_ALL) {
+		cli_error("%s is not supported with -b kernel -s yet (use -b ptrace)",
+			  t->nr_injects || t->nr_rules ? "syscall injection" :
+			  t->nr_paths		       ? "-P" :
+							 "-z/-Z/-e status=");
+		return EXIT_TRACE;
+	}
+	t->s = utrace_session__new(&sopts);
+	if (!t->s) {
+		cli_lib_error("cannot create a tracing session", -errno);
+		return EXIT_TRACE;
+	}
+	the_tracer = t;
+	up = utrace_uprobes__new(t->s, &uo);
+	if (!up) {
+		if (errno == EOPNOTSUPP)
+			cli_error(
+				"the kernel backend is not built in (libbpf, bpftool or clang were "
+				"missing at build time)");
+		else if (errno == EPERM)
+			cli_error("the kernel backend needs root, or CAP_BPF and CAP_PERFMON");
+		else
+			cli_lib_error("cannot set up the kernel backend", -errno);
+		goto out;
+	}
+	kernel_up = up;
+	{
+		UTRACE_OPTS(utrace_engine_ops, eops, .exit = on_kernel_exit);
+
+		if (!utrace_engine__attach(t->s, &eops, UTRACE_EV_EXIT, t)) {
+			cli_lib_error("cannot set up the tracing engine", -errno);
+			goto out;
+		}
+	}
+	if (o->verbose > 0)
+		cli_error("backend: kernel (asked for): syscalls counted in BPF at the "
+			  "raw_syscalls tracepoints, no stop%s",
+			  o->follow_forks ? "; children added at sched_process_fork" : "");
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	if (launched) {
+		pid_t pid = utrace_session__launch(t->s, o->argv, &lopts);
+
+		if (pid < 0) {
+			if (pid == -ENOENT || pid == -EACCES)
+				cli_error("cannot run '%s': %s", o->argv[0], strerror(-pid));
+			else
+				cli_lib_error("cannot launch the command", pid);
+			ret = pid == -ENOENT ? 127 : pid == -EACCES ? 126 : EXIT_TRACE;
+			goto out;
+		}
+		t->main_pid = pid;
+		/* it waits in the session until the first run: nothing of it is missed */
+		err = utrace_uprobes__count_syscalls(up, pid, flags | UTRACE_SC_AT_EXEC);
+	} else {
+		if (cli_attach_pids(t->s, o->pids, o->nr_pids))
+			goto out;
+		t->main_pid = o->pids[0];
+		for (i = 0; i < o->nr_pids && !err; i++)
+			err = utrace_uprobes__count_syscalls(up, o->pids[i], flags);
+	}
+	if (err) {
+		cli_lib_error("cannot count system calls in the kernel", err);
+		goto out;
+	}
+	if (o->duration > 0)
+		deadline = now_mono_ns() + (uint64_t)(o->duration * 1e9);
+	for (;;) {
+		int64_t left = deadline ? (int64_t)(deadline - now_mono_ns()) / 1000000 : -1;
+
+		if (deadline && left <= 0) {
+			interrupted = true;
+			break;
+		}
+		r = utrace_session__run(t->s, t->events ? 20 : deadline ? (int)left + 1 : -1);
+		if (t->events)
+			utrace_uprobes__poll(up, on_kernel_record, t, 0);
+		if (r == UTRACE_RUN_TIMEOUT)
+			continue;
+		if (r == UTRACE_RUN_DONE)
+			break;
+		if (r == UTRACE_RUN_INTERRUPTED) {
+			interrupted = true;
+			break;
+		}
+		if (r < 0) {
+			cli_lib_error("tracing failed", r);
+			goto out;
+		}
+	}
+	/* what the ring still holds */
+	while (t->events && utrace_uprobes__poll(up, on_kernel_record, t, 0) > 0)
+		;
+	for (nr = 0; nr < SYSDEC_NR_MAX; nr++) {
+		struct utrace_syscall_counts c;
+
+		if (!sysdec_set_has(&t->set, nr) || utrace_uprobes__syscall_counts(up, nr, &c))
+			continue;
+		t->stats[nr].calls = c.calls;
+		t->stats[nr].errors = c.errors;
+		t->stats[nr].total_ns = c.total_ns;
+		t->stats[nr].min_ns = c.min_ns;
+		t->stats[nr].max_ns = c.max_ns;
+	}
+	utrace_uprobes__free(up);
+	up = NULL;
+	if (interrupted) {
+		err = utrace_session__detach(t->s);
+		if (err && err != -ESRCH)
+			cli_lib_error("detach failed", err);
+	}
+	if (o->summary)
+		print_summary(t);
+	output_flush(&t->out);
+	if (launched && !interrupted) {
+		ret = utrace_session__exit_status(t->s);
+		if (ret < 0)
+			ret = EXIT_TRACE;
+	} else if (launched) {
+		int st;
+
+		ret = 0;
+		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
+			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+	} else {
+		ret = 0;
+	}
+out:
+	kernel_up = NULL;
+	utrace_uprobes__free(up);
+	utrace_session__close(t->s);
+	t->s = NULL;
+	the_tracer = NULL;
+	output_close(&t->out);
+	return ret;
+}
+
+/*
+ * The options of -s, checked before anything runs: sets, injections,
+ * signals, paths. Return: 0, or the exit status after one line.
+ */
+static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
+{
+	char errbuf[256];
+
+	t->opts = opts;
+	/* not ignored silently: said before anything runs (embedded: the functions') */
+	if ((opts->stack || opts->hist) && !embedded) {
+		cli_error("%s is not available with -s yet: %s", opts->stack ? "-k" : "-H",
+			  opts->stack ? "trace the functions around the call with -f -k" :
+					"-c gives the calls, errors and times of each syscall");
+		return EXIT_USAGE;
+	}
+	if (opts->format == CLI_FMT_CHROME) {
+		cli_error("--format chrome is not supported with -s yet; use text or json");
+		return EXIT_USAGE;
+	}
+	if (sysdec_parse_set(opts->syscalls ? opts->syscall_set : "none", &t->set, errbuf,
+			     sizeof(errbuf))) {
+		cli_error("%s", errbuf);
+		return EXIT_USAGE;
+	}
+	t->filter_set = t->set;
+	if (parse_injects(t) || parse_sc_injects(t))
+		return EXIT_USAGE;
+	t->status_mask = opts->status_mask ? opts->status_mask : CLI_STATUS_ALL;
+	if (parse_signals(t, opts->signal_set) || parse_paths(t))
+		return EXIT_USAGE;
+	sysdec_set_xlat_style(opts->xlat_style);
+	sysdec_set_decode_fds(opts->decode_fds);
+	t->per_thread = opts->per_thread_files && opts->output;
+	t->events = !opts->summary || opts->summary_events;
+	return 0;
+}
+
+/*
+ * -s with -f/-u/-r (ltrace -S): this engine in the function tracer's
+ * session (cmd-trace.c, ptrace backend), writing into its output: both
+ * engines see the stops in the order they happen, so the lines are in time
+ * order. PTRACE_SYSCALL stops (no seccomp filter: the session is the
+ * function tracer's, and -d must leave the command running). Each line has
+ * the function lines' "[tid] " prefix. Return: 0, or an exit status after
+ * one line.
+ */
+int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct output *out,
+		   bool (*want)(pid_t pid))
+{
+	static struct tracer tr;
+	struct tracer *t = &tr;
+	struct utrace_engine_ops ops = {
+		.sz = sizeof(ops),
+		.syscall_entry = on_syscall_entry,
+		.syscall_exit = on_syscall_exit,
+		.attach = on_attach,
+		.exec = on_task_exec,
+		.exit = on_task_exit,
+		.signal = on_signal,
+	};
+	int ret = sc_prepare(t, opts, true);
+
+	if (ret)
+		return ret;
+	if (t->per_thread) {
+		cli_error("-ff -o FILE is not supported with -s and -f/-u/-r yet");
+		return EXIT_USAGE;
+	}
+	t->embedded = true;
+	t->want = want;
+	t->out = *out;
+	t->out.own = false;
+	t->s = s;
+	t->exec_seen = !opts->argc; /* attached: the program runs already */
+	if (!utrace_engine__attach(s, &ops,
+				   UTRACE_EV_SYSCALL | UTRACE_EV_ATTACH | UTRACE_EV_EXEC |
+					   UTRACE_EV_EXIT | UTRACE_EV_SIGNAL,
+				   t)) {
+		cli_lib_error("cannot set up the syscall engine", -errno);
+		return EXIT_TRACE;
+	}
+	the_embedded = t;
+	return 0;
+}
+
+/* The end of an embedded trace: -c's syscall table, after the function one. */
+void syscalls_embed_end(void)
+{
+	struct tracer *t = the_embedded;
+
+	if (!t)
+		return;
+	if (t->opts->summary)
+		print_summary(t);
+	the_embedded = NULL;
+}
+
 int cmd_syscalls(struct cli_opts *opts)
 {
 	static struct tracer tr; /* large (stats, hash); one per process */
@@ -684,28 +1692,27 @@ int cmd_syscalls(struct cli_opts *opts)
 	struct utrace_launch_opts lopts = { .sz = sizeof(lopts) };
 	struct filter *filter = NULL;
 	struct sigaction sa = { .sa_handler = on_interrupt };
-	char errbuf[256];
 	bool launched = opts->argc > 0, interrupted = false;
-	int ret = EXIT_TRACE, err, r;
+	int ret, err, r;
 
-	t->opts = opts;
-	if (opts->format == CLI_FMT_CHROME) {
-		cli_error("--format chrome is not supported with -s yet; use text or json");
-		return EXIT_USAGE;
+	ret = sc_prepare(t, opts, false);
+	if (ret)
+		return ret;
+	ret = EXIT_TRACE;
+	{
+		/* -ff -o FILE: FILE itself is not written (the -c table goes to stderr) */
+		struct cli_opts o = *opts;
+
+		if (t->per_thread)
+			o.output = NULL;
+		err = output_open(&t->out, &o);
 	}
-	if (sysdec_parse_set(opts->syscalls ? opts->syscall_set : "none", &t->set, errbuf,
-			     sizeof(errbuf))) {
-		cli_error("%s", errbuf);
-		return EXIT_USAGE;
-	}
-	t->filter_set = t->set;
-	if (parse_injects(t))
-		return EXIT_USAGE;
-	err = output_open(&t->out, opts);
 	if (err) {
 		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
 		return EXIT_USAGE;
 	}
+	if (opts->backend == CLI_BACKEND_KERNEL)
+		return kernel_summary(t, launched); /* never the ptrace engine behind -b kernel */
 
 	/*
 	 * seccomp only where it can never leave a filtered process untraced
@@ -822,7 +1829,12 @@ out:
 	utrace_session__close(t->s); /* seccomp + interrupted: kills the command */
 	t->s = NULL;
 	the_tracer = NULL;
+	for (r = 0; r < TASK_HASH; r++) /* -ff: threads still traced at the end (-d, -p) */
+		for (struct task *tk = t->tasks[r]; tk; tk = tk->next)
+			task_close_output(tk);
 	output_close(&t->out);
 	free(filter);
+	while (t->nr_paths)
+		free(t->paths[--t->nr_paths]);
 	return ret;
 }

@@ -105,6 +105,8 @@ struct apoint {
 	uint64_t inj_value, inj_every;
 	const char *inj_spec;
 	bool gone; /* its object was unloaded, or replaced by an exec */
+	const char *spec; /* the -f/-u/... SPEC it came from (t->probes) */
+	bool taken_said; /* the agent gave the site to a kernel uprobe: said once */
 };
 
 struct atracer {
@@ -112,6 +114,7 @@ struct atracer {
 	struct ahost h;
 	struct output out;
 	bool quiet;
+	uint64_t taken_seen; /* hdr->taken at the last say_taken() */
 	struct apoint *pts; /* by probe id */
 	int nr_pts;
 	int64_t mono_to_real;
@@ -128,10 +131,22 @@ struct atracer {
 	struct utrace_image *img; /* borrowed: the image at start */
 	struct utrace_image *img2; /* owned: re-read once for code loaded since */
 	struct utrace_maps *maps2;
-	struct utrace_abi_event held; /* an ENTRY/INJECT waiting for its STACK records */
+	struct utrace_abi_event held; /* an event waiting for its STR and STACK records */
 	uint64_t pcs[UTRACE_ABI_STACK_MAX];
 	unsigned int npcs, want;
 	bool holding;
+	/*
+	 * The strings the agent copied at the hit of @held (STR records), by
+	 * value index (UTRACE_STR_RET: the return value): pid_read() serves
+	 * them while the event is formatted, not the memory as it is now.
+	 */
+	struct held_str {
+		bool set, end, fault;
+		uint16_t len;
+		uint64_t addr;
+		char bytes[UTRACE_ABI_STR_MAX];
+	} strs[UTRACE_STR_RET + 1];
+	bool strs_on;
 	/* -F: fork children with arenas of their own (kid_add()) */
 	struct atracer **kids;
 	size_t nr_kids;
@@ -266,11 +281,46 @@ static uint64_t real_ns(struct atracer *t, uint64_t mono_ns)
  * exited (the last ones, or all of a short run) can still show what lies in
  * read-only file mappings (string literals), read from the file itself.
  */
+/*
+ * From the strings copied at the hit (t->strs): -1 if @addr is in none of
+ * them; else the bytes there (the NUL included when the copy found it),
+ * or -EFAULT where the copy found the memory unreadable.
+ */
+static ssize_t held_read(struct atracer *t, uint64_t addr, void *buf, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; t->strs_on && i <= UTRACE_STR_RET; i++) {
+		const struct held_str *h = &t->strs[i];
+		size_t avail = h->len + (h->end ? 1 : 0);
+
+		if (!h->set || addr < h->addr || addr - h->addr > h->len)
+			continue;
+		avail -= addr - h->addr;
+		if (!avail)
+			return h->fault ? -EFAULT : -1;
+		if (len > avail)
+			len = avail;
+		if (h->end && addr - h->addr + len == (size_t)h->len + 1) {
+			memcpy(buf, h->bytes + (addr - h->addr), len - 1);
+			((char *)buf)[len - 1] = 0;
+		} else {
+			memcpy(buf, h->bytes + (addr - h->addr), len);
+		}
+		return (ssize_t)len;
+	}
+	return -1;
+}
+
 static ssize_t pid_read(void *c, uint64_t addr, void *buf, size_t len)
 {
 	struct atracer *t = c;
-	ssize_t n = -ESRCH;
+	ssize_t n = held_read(t, addr, buf, len);
 	size_t i;
+
+	if (n != -1)
+		return n;
+	n = -ESRCH;
 
 	if (!t->exited)
 		n = utrace_mem__read(t->pid, addr, buf, len);
@@ -463,6 +513,27 @@ static const struct proto *point_proto(const struct apoint *p)
 	if (!w->proto)
 		w->proto = proto_unknown();
 	return w->proto;
+}
+
+/*
+ * Which values of @p's records the agent copies as strings at the hit: the
+ * prototype's string arguments (and printf formats) at entry, a returned
+ * string at return, -S + 1 bytes each (what proto_format_args() reads).
+ */
+static void agent_strings(struct atracer *t, const struct apoint *p, struct utrace_abi_probe *ab)
+{
+	const struct proto *pr;
+	unsigned int i, mask = 0;
+
+	if (!(ab->flags & (UTRACE_PF_RECORD_ENTRY | UTRACE_PF_RECORD_RETURN)) || !p->at_entry)
+		return;
+	pr = point_proto(p);
+	for (i = 0; i < pr->nargs && i < UTRACE_ABI_ARGS; i++)
+		if (pr->args[i] == PK_STR || pr->args[i] == PK_FMT)
+			mask |= 1U << i;
+	ab->str_args = (ab->flags & UTRACE_PF_RECORD_ENTRY) ? (uint8_t)mask : 0;
+	ab->str_ret = (ab->flags & UTRACE_PF_RECORD_RETURN) && pr->ret == PK_STR;
+	ab->str_max = (uint16_t)MIN((unsigned int)MAX(t->opts->strsize, 0) + 1, UTRACE_ABI_STR_MAX);
 }
 
 static void show_return(struct atracer *t, const struct apoint *p,
@@ -705,9 +776,31 @@ static void agent_modules_count(struct atracer *t)
 		agent_modules_count(t->kids[k]);
 }
 
+/* A STR record of the held event: append its bytes to the value's string. */
+static void held_str_add(struct atracer *t, const struct utrace_abi_event *ev)
+{
+	unsigned int idx = UTRACE_STR_INDEX(ev->ext), n = UTRACE_STR_LEN(ev->ext);
+	struct held_str *h = &t->strs[idx]; /* idx <= UTRACE_STR_RET: record_ok() */
+
+	if (!h->set) {
+		h->set = true;
+		h->end = h->fault = false;
+		h->len = 0;
+		h->addr = t->held.args[idx == UTRACE_STR_RET ? 0 : idx];
+	}
+	if (h->end || h->fault)
+		return; /* a record past the end: a target's scribble, not the agent */
+	if (n > sizeof(h->bytes) - h->len)
+		n = (unsigned int)(sizeof(h->bytes) - h->len);
+	memcpy(h->bytes + h->len, ev->args, n);
+	h->len = (uint16_t)(h->len + n);
+	h->end = ev->ext & UTRACE_STR_END;
+	h->fault = ev->ext & UTRACE_STR_FAULT;
+}
+
 /*
- * A ring record. An ENTRY or INJECT record with ext > 0 is followed by its
- * ext STACK records in the same ring; the agent publishes a group at once
+ * A ring record. An ENTRY, INJECT or RETURN record with ext > 0 is
+ * followed by its ext STR and STACK records in the same ring; the agent publishes a group at once
  * and ahost_drain() hands a ring's records over in order, so the group is
  * complete in this pass: hold the event until its last STACK record.
  */
@@ -722,21 +815,30 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 		module_event(t, ev);
 		return;
 	}
-	if (ev->kind == UTRACE_EV_STACK) {
+	if (ev->kind == UTRACE_EV_STACK || ev->kind == UTRACE_EV_STR) {
 		if (!t->holding || ev->tid != t->held.tid)
 			return;
-		for (i = 0; i < ev->ext && i < UTRACE_ABI_ARGS && t->npcs < UTRACE_ABI_STACK_MAX;
+		if (ev->kind == UTRACE_EV_STR)
+			held_str_add(t, ev);
+		for (i = 0; ev->kind == UTRACE_EV_STACK && i < ev->ext && i < UTRACE_ABI_ARGS &&
+			    t->npcs < UTRACE_ABI_STACK_MAX;
 		     i++)
 			t->pcs[t->npcs++] = ev->args[i];
 		if (--t->want)
 			return;
 		t->holding = false;
+		t->strs_on = true;
 		show_event(t, &t->held);
+		t->strs_on = false;
 		return;
 	}
 	t->holding = false; /* a group cut short cannot happen; never hold stale state */
 	t->npcs = 0;
-	if ((ev->kind == UTRACE_EV_ENTRY || ev->kind == UTRACE_EV_INJECT) && ev->ext) {
+	for (i = 0; i <= UTRACE_STR_RET; i++)
+		t->strs[i].set = false;
+	if ((ev->kind == UTRACE_EV_ENTRY || ev->kind == UTRACE_EV_INJECT ||
+	     ev->kind == UTRACE_EV_RETURN) &&
+	    ev->ext) {
 		t->held = *ev;
 		t->want = ev->ext;
 		t->holding = true;
@@ -745,12 +847,53 @@ static void on_event(const struct utrace_abi_event *ev, void *data)
 	show_event(t, ev);
 }
 
-/* Drain the rings; report drops seen since the last call. */
+/*
+ * The agent gave jmp sites back to a kernel uprobe that was put on them
+ * (agent/patch.c, patch_check_taken()): one line each, once. Those points
+ * get no more hits; the agent leaves their bytes alone at detach (the
+ * kernel restores its int3's byte when its uprobe goes).
+ */
+static void say_taken(struct atracer *t)
+{
+	uint64_t taken = __atomic_load_n(&t->h.hdr->taken, __ATOMIC_ACQUIRE);
+	int i;
+
+	if (taken == t->taken_seen)
+		return;
+	t->taken_seen = taken;
+	for (i = 0; i < t->nr_pts; i++) {
+		struct apoint *p = &t->pts[i];
+		struct utrace_abi_probe *ab = ahost_abi(&t->h, p->id);
+		const char *spec = p->spec ? p->spec : p->name;
+		/* a glob's point names itself */
+		const char *name = strpbrk(spec, "*?[") ? p->name : spec;
+
+		if (p->taken_said || p->gone ||
+		    __atomic_load_n(&ab->state, __ATOMIC_ACQUIRE) != UTRACE_PS_TAKEN)
+			continue;
+		p->taken_said = true;
+		if (ab->err == -EEXIST)
+			cli_error(
+				"probe '%s'%s%s%s: a kernel uprobe was placed on it; utrace's probe "
+				"there is off",
+				spec, name != spec ? " (" : "", name != spec ? name : "",
+				name != spec ? ")" : "");
+		else
+			cli_error(
+				"probe '%s'%s%s%s: its code was changed by someone else; utrace's "
+				"probe there is off",
+				spec, name != spec ? " (" : "", name != spec ? name : "",
+				name != spec ? ")" : "");
+	}
+}
+
+/* Drain the rings; report drops seen since the last call; let pending lines out. */
 static void drain(struct atracer *t)
 {
 	uint64_t drops;
 
 	ahost_drain(&t->h, t->quiet ? NULL : on_event, t);
+	say_taken(t);
 	if (t->h.corrupt) {
 		if (!t->corrupt_said)
 			cli_error("the agent's arena in pid %d is corrupt (%s): detaching",
@@ -762,6 +905,7 @@ static void drain(struct atracer *t)
 	drops = ahost_drops(&t->h);
 	if (drops > t->lost)
 		emit_lost(t, drops - t->lost);
+	output_live(&t->out); /* drained once a millisecond: lines go out every OUTPUT_LIVE_MS */
 }
 
 static bool known_site(struct atracer *t, uint64_t addr)
@@ -959,6 +1103,7 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		else
 			snprintf(buf, sizeof(buf), "%s:0x%" PRIx64, base, m[k].file_addr);
 		p->name = strdup(buf);
+		p->spec = cp->spec;
 		p->proto = NULL; /* point_proto(), at its first record */
 		if (cp->kind == CLI_PROBE_INJECT) {
 			flags = UTRACE_PF_COUNT; /* inject_set() adds the rest */
@@ -1025,6 +1170,9 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 			inject_set(t, p, id, cp);
 		if (cp->kind == CLI_PROBE_MODULE)
 			agent_module_bind(t, cp, id);
+		if (t->counting && (ahost_abi(&t->h, id)->flags & UTRACE_PF_HIST))
+			ahost_abi(&t->h, id)->err_kind = (uint8_t)proto_err_kind(point_proto(p));
+		agent_strings(t, p, ahost_abi(&t->h, id));
 		t->nr_pts++;
 		added++;
 		ahost_set_want(&t->h, id,
@@ -1044,8 +1192,14 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 	t->pending |= pending;
 	if (added || t->rescan)
 		return added;
+	/*
+	 * Every match refused (a site under someone else's int3 or jmp, a
+	 * planner refusal): warned above; the other SPECs are traced, and the
+	 * callers exit 1 only when no point at all could be armed (the rule of
+	 * both backends, docs/cli.md).
+	 */
 	if (nr)
-		return -EXIT_TRACE; /* warned above */
+		return 0;
 	if (pending && t->opts->nr_pids > 1) {
 		/* trace_agent_pids() does not watch image changes (yet) */
 		if (t->opts->verbose >= 0)
@@ -1069,6 +1223,17 @@ static int add_points(struct atracer *t, struct utrace_image *img, const struct 
 		  "what a SPEC matches)",
 		  cp->spec, t->opts->argv[0]);
 	return -EXIT_USAGE;
+}
+
+/* After a SYNC: true if some point is armed (or given back to a kernel uprobe since). */
+static bool any_point_armed(struct atracer *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_pts; i++)
+		if (ahost_abi(&t->h, t->pts[i].id)->state != UTRACE_PS_FAILED)
+			return true;
+	return false;
 }
 
 /*
@@ -1216,13 +1381,14 @@ static int arm_unwind_guards(struct atracer *t, struct utrace_image *img)
 	return 0;
 }
 
-/* Upper edge of agent bucket @b: [0]=0, [b]=[2^(b-1), 2^b). */
-static void agent_bucket(unsigned int b, uint64_t *lo, uint64_t *hi)
-{
-	*lo = b ? 1ULL << (b - 1) : 0;
-	*hi = b ? (b >= 64 ? UINT64_MAX : 1ULL << b) : 1;
-}
+/* Edges of agent bucket @b: [0]=0, [b]=[2^(b-1), 2^b). */
 
+/*
+ * -c and -H from the probe table: calls from the counters; the total,
+ * min, max and errors the agent measured at each return (account() in
+ * agent/dispatch.c: exact, as -b ptrace measures them); the log2 buckets
+ * for -H only.
+ */
 static void aggregate(struct atracer *t, struct aggr *a)
 {
 	int i;
@@ -1230,46 +1396,48 @@ static void aggregate(struct atracer *t, struct aggr *a)
 	for (i = 0; i < t->nr_pts; i++) {
 		struct apoint *p = &t->pts[i];
 		struct utrace_abi_probe *ab = ahost_abi(&t->h, p->id);
-		/* -m: a module's point reports through the module */
-		struct aggr_stat *st =
-			p->kind == CLI_PROBE_MODULE ? NULL : aggr_get(a, p->name, fn_name(p));
+		struct aggr_stat *st; /* -m: a module's point reports through the module */
 		bool timed = p->kind != CLI_PROBE_ENTRY && p->at_entry;
+		uint64_t n_timed = 0, min_ns, max_ns;
 		unsigned int b;
 
+		uint64_t calls = p->kind == CLI_PROBE_RET ?
+					 __atomic_load_n(&ab->returns, __ATOMIC_RELAXED) :
+				 p->kind == CLI_PROBE_INJECT ? 0 :
+							       ahost_hits(&t->h, p->id);
+
+		if (p->inject && (p->kind == CLI_PROBE_RET || p->kind == CLI_PROBE_INJECT))
+			calls += __atomic_load_n(&ab->inject_calls, __ATOMIC_RELAXED) /
+				 p->inj_every; /* the injected calls (never returned) */
+		/* a row per function called, as -b ptrace (and strace -c) print */
+		st = calls && p->kind != CLI_PROBE_MODULE ? aggr_get(a, p->name, fn_name(p)) : NULL;
 		if (!st)
 			continue;
-		st->calls += p->kind == CLI_PROBE_RET ?
-				     __atomic_load_n(&ab->returns, __ATOMIC_RELAXED) :
-			     p->kind == CLI_PROBE_INJECT ? 0 :
-							   ahost_hits(&t->h, p->id);
-		if (p->inject && (p->kind == CLI_PROBE_RET || p->kind == CLI_PROBE_INJECT))
-			st->calls += __atomic_load_n(&ab->inject_calls, __ATOMIC_RELAXED) /
-				     p->inj_every; /* the injected calls (never returned) */
+		st->calls += calls;
 		if (!timed)
 			continue;
 		for (b = 0; b < UTRACE_ABI_HIST_BUCKETS; b++) {
-			uint64_t n = __atomic_load_n(&ab->hist[b], __ATOMIC_RELAXED), lo, hi;
+			uint64_t n = __atomic_load_n(&ab->hist[b], __ATOMIC_RELAXED);
 
 			if (!n)
 				continue;
-			agent_bucket(b, &lo, &hi);
-			st->hist[aggr_bucket(lo)] += n;
-			if (!st->timed || lo < st->min_ns)
-				st->min_ns = lo;
-			if (hi - 1 > st->max_ns)
-				st->max_ns = hi - 1;
-			st->timed += n;
-			st->total_ns += n * (lo + (hi - lo) / 2);
+			st->hist[b] += n; /* the same buckets (abi.h utrace_abi_hist_bucket()) */
+			n_timed += n;
 		}
-		/*
-		 * Bucket edges, not exact times: one slow call in a wide bucket
-		 * could show a max above the total of midpoints. Keep the
-		 * summary consistent (min <= max <= total).
-		 */
-		if (st->max_ns > st->total_ns)
-			st->max_ns = st->total_ns;
-		if (st->min_ns > st->max_ns)
-			st->min_ns = st->max_ns;
+		st->errors += __atomic_load_n(&ab->errors, __ATOMIC_RELAXED);
+		if (!n_timed)
+			continue;
+		/* the target wrote these: a hostile one only lies about itself */
+		min_ns = ~__atomic_load_n(&ab->min_inv, __ATOMIC_RELAXED);
+		max_ns = __atomic_load_n(&ab->max_ns, __ATOMIC_RELAXED);
+		if (min_ns == UINT64_MAX) /* read while a call was being accounted */
+			min_ns = max_ns;
+		if (!st->timed || min_ns < st->min_ns)
+			st->min_ns = min_ns;
+		if (max_ns > st->max_ns)
+			st->max_ns = max_ns;
+		st->timed += n_timed;
+		st->total_ns += __atomic_load_n(&ab->sum_ns, __ATOMIC_RELAXED);
 	}
 }
 
@@ -1324,6 +1492,9 @@ static char proc_state(pid_t pid)
 	return p && p[1] == ' ' && p[2] ? p[2] : '?';
 }
 
+static bool proc_gone(pid_t pid);
+static int proc_exit_status(pid_t pid);
+
 /*
  * Attach mode: load the agent into @pid (seize, dlopen, init with the
  * arena's fd, detach: lib/inject.c) and wait until it is ready. The arena
@@ -1377,6 +1548,7 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 	}
 	t->h.pid = pid;
 	t->h.stdin_fd = t->h.stdout_fd = -1;
+	ahost_watch_exit(pid); /* its wait status, even once its parent reaped it */
 	for (i = 0; i < 1000; i++) { /* 10 s */
 		uint32_t st = __atomic_load_n(&t->h.hdr->agent_state, __ATOMIC_ACQUIRE);
 
@@ -1386,6 +1558,24 @@ static int agent_attach(struct atracer *t, const struct ahost_opts *o, pid_t pid
 		}
 		if (st != UTRACE_AGENT_NONE)
 			break;
+		if (proc_gone(pid)) {
+			/*
+			 * Died between the injection and READY: say how, at once
+			 * (not 10 s later as "did not start").
+			 */
+			int es = proc_exit_status(pid);
+
+			if (es > 0 && WIFSIGNALED(es))
+				attach_error(
+					"pid %d was killed by %s while the agent started (after "
+					"its injection, before any probe was armed)",
+					pid, strsignal(WTERMSIG(es)));
+			else
+				attach_error("pid %d exited while the agent started (status %#x)",
+					     pid, es);
+			t->h.pid = 0;
+			return -ESRCH;
+		}
 		syscall(SYS_futex, &t->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL,
 			0);
 	}
@@ -1682,6 +1872,21 @@ static void agent_image_events(struct atracer *t)
 /* -F: fork children that the agent kept probed, each with its own arena     */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * An attached process killed by SIGTRAP: a thread reached an int3 of ours
+ * while it blocked SIGTRAP (the kernel forces the signal, with SIG_DFL).
+ * Our failure, not the program's: said, and utrace exits 1.
+ */
+static bool killed_by_trap(pid_t pid, int st)
+{
+	if (st <= 0 || !WIFSIGNALED(st) || WTERMSIG(st) != SIGTRAP)
+		return false;
+	cli_error("pid %d was killed by SIGTRAP: one of its threads reached a probe's breakpoint "
+		  "while it blocked SIGTRAP",
+		  (int)pid);
+	return true;
+}
+
 /* Has @pid exited (gone, or a zombie nobody reaped yet)? */
 static bool proc_gone(pid_t pid)
 {
@@ -1717,11 +1922,11 @@ static int proc_exit_status(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -1;
+		return ahost_exit_status(pid);
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return -1;
+		return ahost_exit_status(pid);
 	buf[n] = '\0';
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || p[2] != 'Z')
@@ -2150,8 +2355,10 @@ static int trace_agent_pids(struct cli_opts *opts, const struct cli_probe *probe
 				drain(&ts[i]); /* its last records, then the line strace -p prints */
 				if (!ts[i].quiet)
 					output_killed(&ts[i].out, ts[i].pid, st);
+				bad |= killed_by_trap(ts[i].pid, st);
 			} else if (kill(ts[i].pid, 0) && errno == ESRCH) {
 				ts[i].exited = true; /* its last records are drained below */
+				bad |= killed_by_trap(ts[i].pid, proc_exit_status(ts[i].pid));
 			} else {
 				alive++;
 			}
@@ -2408,8 +2615,11 @@ armed:
 		}
 	}
 	if (!t->nr_pts && !t->pending) {
-		cli_error("no probe point to arm in %s (every match was refused, see above)",
-			  attached ? "the process" : opts->argv[0]);
+		/* one SPEC: its line said why, and is the error */
+		if (nr_probes > 1)
+			cli_error("no probe point to arm in %s (every match was refused, see "
+				  "above)",
+				  attached ? "the process" : opts->argv[0]);
 		goto out;
 	}
 	if (attached && arm_unwind_guards(t, img))
@@ -2420,6 +2630,13 @@ armed:
 		goto out;
 	}
 	say_unarmed(t, 0, "");
+	if (!t->pending && !any_point_armed(t)) {
+		/* each one failed at the SYNC (say_unarmed() said why): the same rule */
+		if (nr_probes > 1)
+			cli_error("no probe point could be armed in %s",
+				  attached ? "the process" : opts->argv[0]);
+		goto out;
+	}
 	err = output_open(&t->out, opts);
 	if (err) {
 		cli_error("cannot open output file '%s': %s", opts->output, strerror(-err));
@@ -2486,7 +2703,9 @@ armed:
 			detached = true;
 			drain(t);
 			kids_detach(t);
-			if (waitpid(t->h.pid, &st, 0) != t->h.pid)
+			if (t->h.reaped)
+				st = t->h.status; /* it ended during the DETACH, reaped there */
+			else if (waitpid(t->h.pid, &st, 0) != t->h.pid)
 				st = 0;
 			break;
 		}
@@ -2500,6 +2719,8 @@ armed:
 		ret = EXIT_TRACE; /* drain() said why */
 	if (exit_st > 0 && !t->quiet)
 		output_killed(&t->out, t->pid, exit_st); /* as strace -p; still exit 0 */
+	if (attached && killed_by_trap(t->pid, exit_st))
+		ret = EXIT_TRACE; /* ... unless we killed it */
 	if (kids_wait(t, deadline) && attached)
 		ret = EXIT_TRACE; /* -F: said which child */
 	if (t->chrome_on)

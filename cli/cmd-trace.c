@@ -56,6 +56,7 @@
 #include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
+#include "hitregs.h"
 #include "launch.h"
 #include "modload.h"
 #include "output.h"
@@ -95,6 +96,13 @@ struct symcache {
 	pid_t pid;
 	struct utrace_maps *maps;
 	struct utrace_image *img;
+	/* objects the image did not list yet (read at the exec): by path */
+	struct symfile {
+		struct symfile *next;
+		char *path;
+		struct utrace_elf *elf; /* NULL: could not be opened */
+	} * files;
+	struct hit_errno_cache errno_cache;
 };
 
 /* Threads seen (Chrome track names). */
@@ -111,6 +119,7 @@ struct tracer {
 	struct output out;
 	struct chrome chrome;
 	bool chrome_on;
+	bool syscalls_on; /* -s: cmd-syscalls.c's engine in this session (syscalls_embed()) */
 	bool quiet_events; /* -c / -H: no per-event lines */
 	struct aggr aggr;
 	struct tprobe *probes;
@@ -128,6 +137,8 @@ struct tracer {
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
 	bool nomatch; /* a SPEC matched nothing after exec */
+	bool noarm; /* launch mode: no point of any SPEC could be armed at the exec */
+	bool armed_checked; /* launch mode: the main exec's check_armed() ran */
 	bool pending; /* a SPEC waits for a library (the agent arms it for one process) */
 	/*
 	 * The session always follows forks (see cmd_trace()); without -F,
@@ -136,6 +147,27 @@ struct tracer {
 	 */
 	int roots_left;
 	bool roots_done;
+	/* -a: the executable whose image the SPECs resolve against (the library's all_exec) */
+	char all_exec[PATH_MAX];
+	/*
+	 * The agent through the library (lib/backend-agent.c): the probes run
+	 * built-in actions in the target; its records come through
+	 * utrace_uprobes__poll() and go through the same writers as the
+	 * ptrace handlers' hits (rec_to_ctx()), its -c/-H figures from
+	 * utrace_probe__point_counts() at the end.
+	 */
+	bool lib;
+	const struct utrace_record *cur; /* the record being written */
+	/*
+	 * library path, --inject without a -f of its SPEC: the entry record of
+	 * the last call of an inject probe, shown only if its injected return
+	 * follows (the agent records every call of the point)
+	 */
+	struct utrace_record inj_entry;
+	char *inj_str[6], *inj_name, *inj_symbol, *inj_object; /* its copies */
+	uint64_t inj_stack[UTRACE_REC_MAX_STACK];
+	bool inj_pending;
+	uint64_t lost; /* records the agent's rings dropped */
 };
 
 static struct tracer *the_tracer;
@@ -157,15 +189,46 @@ static uint64_t real_ns(struct tracer *t, uint64_t mono_ns)
 	return (uint64_t)((int64_t)mono_ns + t->mono_to_real);
 }
 
+/*
+ * A record's strings were copied at the hit: a read at an argument that
+ * was recorded as a string (or at the returned string) is served from the
+ * copy; anything else cannot be read any more (-EFAULT: shown as a
+ * pointer), the target has moved on.
+ */
+static ssize_t rec_read(const struct utrace_record *r, uint64_t addr, void *buf, size_t len)
+{
+	unsigned int i;
+
+	for (i = 0; i < 7; i++) {
+		const char *str = i < 6 ? r->str[i] : r->ret_str;
+		size_t n = i < 6 ? r->str_len[i] : r->ret_str_len;
+		uint64_t base = i < 6 ? r->args[i] : r->retval;
+
+		if (!str || addr < base || addr > base + n)
+			continue;
+		n = n + 1 - (size_t)(addr - base); /* with the NUL */
+		if (n > len)
+			n = len;
+		memcpy(buf, str + (addr - base), n);
+		return (ssize_t)n;
+	}
+	return -EFAULT;
+}
+
 static ssize_t ctx_read(void *c, uint64_t addr, void *buf, size_t len)
 {
-	return utrace_probe_ctx__read(c, addr, buf, len);
+	struct utrace_probe_ctx *ctx = c;
+
+	if (the_tracer && the_tracer->cur)
+		return rec_read(the_tracer->cur, addr, buf, len);
+	return utrace_probe_ctx__read(ctx, addr, buf, len);
 }
 
 static void ctx_regs(struct utrace_probe_ctx *ctx, struct proto_regs *r)
 {
 	unsigned int i;
 
+	memset(r, 0, sizeof(*r)); /* no xmm registers until ctx_xmm() */
 	for (i = 0; i < 6; i++)
 		r->args[i] = utrace_probe_ctx__arg(ctx, i);
 	r->sp = ctx->regs ? ctx->regs->rsp : 0;
@@ -173,10 +236,30 @@ static void ctx_regs(struct utrace_probe_ctx *ctx, struct proto_regs *r)
 	r->ctx = ctx;
 }
 
-/* display name: the bare function name, else the point's name */
-static const char *fn_name(const struct utrace_probe_ctx *ctx)
+/*
+ * Floating-point arguments and returns are in xmm registers, which the
+ * probe context does not carry: with ptrace the handler runs while the
+ * thread is stopped at the hit, and this (tracing) thread is its tracer,
+ * so they are read here, only for prototypes that have such values. The
+ * agent's and the kernel's records carry none ('?' then).
+ */
+static void ctx_xmm(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *p,
+		    struct proto_regs *r)
+{
+	if (!t->lib && !t->cur && proto_has_float(p))
+		r->have_xmm = hit_xmm(ctx->tid, r->xmm);
+}
+
+/* the symbol: the bare function name, else the point's name */
+static const char *fn_sym(const struct utrace_probe_ctx *ctx)
 {
 	return ctx->point->symbol ? ctx->point->symbol : ctx->point->name;
+}
+
+/* display name: fn_sym(), demangled with -C (output_name()) */
+static const char *fn_name(const struct utrace_probe_ctx *ctx)
+{
+	return the_tracer ? output_name(&the_tracer->out, fn_sym(ctx)) : fn_sym(ctx);
 }
 
 /*
@@ -269,10 +352,20 @@ static struct symcache *symcache_get(struct tracer *t, pid_t pid, bool refresh)
 		refresh = true;
 	}
 	if (refresh) {
-		utrace_maps__free(c->maps);
-		utrace_image__close(c->img);
-		c->maps = utrace_maps__read(pid);
-		c->img = utrace_image__open_pid(pid);
+		struct utrace_maps *m = utrace_maps__read(pid);
+		struct utrace_image *img = m ? utrace_image__open_pid(pid) : NULL;
+
+		/* a process gone keeps the image it was last seen with */
+		if (m && img) {
+			utrace_maps__free(c->maps);
+			utrace_image__close(c->img);
+			c->maps = m;
+			c->img = img;
+			memset(&c->errno_cache, 0,
+			       sizeof(c->errno_cache)); /* an exec: another libc */
+		} else {
+			utrace_maps__free(m);
+		}
 	}
 	return c;
 }
@@ -283,10 +376,28 @@ static void symcache_clear(struct tracer *t)
 		struct symcache *c = t->syms;
 
 		t->syms = c->next;
+		while (c->files) {
+			struct symfile *f = c->files;
+
+			c->files = f->next;
+			utrace_elf__close(f->elf);
+			free(f->path);
+			free(f);
+		}
 		utrace_maps__free(c->maps);
 		utrace_image__close(c->img);
 		free(c);
 	}
+}
+
+/* Has @pid mapped more since @c was read (a dlopen)? Compares the mapping count. */
+static bool maps_grew(pid_t pid, const struct symcache *c)
+{
+	struct utrace_maps *m = utrace_maps__read(pid);
+	bool grew = m && c->maps && m->nr != c->maps->nr;
+
+	utrace_maps__free(m);
+	return grew;
 }
 
 static bool is_code(struct symcache *c, uint64_t addr)
@@ -294,6 +405,43 @@ static bool is_code(struct symcache *c, uint64_t addr)
 	const struct utrace_map *m = c->maps ? utrace_maps__find(c->maps, addr) : NULL;
 
 	return m && (m->prot & UTRACE_MAP_EXEC);
+}
+
+/*
+ * @addr in a mapping of a file the image does not list (an image read at
+ * the exec, before the loader ran, and a process gone before it was read
+ * again): the file's own symbols, with the bias of a segment whose file
+ * offset is its address (every PT_LOAD of a PIE or a DSO from a current
+ * linker); checked against the segment table, else left unnamed.
+ */
+static void symbolise_file(struct symcache *c, const struct utrace_map *m, uint64_t addr, char *sym,
+			   size_t symlen)
+{
+	struct symfile *f;
+	const struct utrace_sym *s;
+	uint64_t bias, off;
+
+	for (f = c->files; f && strcmp(f->path, m->path); f = f->next)
+		;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f || !(f->path = strdup(m->path))) {
+			free(f);
+			return;
+		}
+		f->elf = m->deleted ? NULL : utrace_elf__open(m->path);
+		f->next = c->files;
+		c->files = f;
+	}
+	if (!f->elf)
+		return;
+	bias = utrace_elf__is_dyn(f->elf) ? m->start - m->offset : 0;
+	if (utrace_elf__file_offset(f->elf, addr - bias, &off) ||
+	    off != addr - m->start + m->offset)
+		return;
+	s = utrace_elf__find_sym(f->elf, addr - bias);
+	if (s)
+		snprintf(sym, symlen, "%s+0x%" PRIx64, s->name, addr - bias - s->addr);
 }
 
 /* "main+0x1c" and "s-trace" for @addr; false if no object maps it. */
@@ -319,8 +467,11 @@ static bool symbolise(struct symcache *c, uint64_t addr, char *sym, size_t symle
 		*ret_obj = base ? base + 1 : o->path;
 		elf = utrace_image__elf(c->img, i);
 		s = elf ? utrace_elf__find_sym(elf, addr - o->bias) : NULL;
-		if (s)
-			snprintf(sym, symlen, "%s+0x%" PRIx64, s->name, addr - o->bias - s->addr);
+		if (!s)
+			break; /* (an object listed at the exec, before its bias was known) */
+		snprintf(sym, symlen, "%s+0x%" PRIx64,
+			 the_tracer ? output_name(&the_tracer->out, s->name) : s->name,
+			 addr - o->bias - s->addr);
 		return true;
 	}
 	{
@@ -328,6 +479,7 @@ static bool symbolise(struct symcache *c, uint64_t addr, char *sym, size_t symle
 
 		*ret_obj = base ? base + 1 : m->path;
 	}
+	symbolise_file(c, m, addr, sym, symlen);
 	return true;
 }
 
@@ -343,6 +495,38 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, uint64_t *
 	uint64_t sp = ctx->regs->rsp, fp = ctx->regs->rbp, ret;
 	int n = 0;
 
+	if (t->cur) {
+		/*
+		 * Walked at the hit (ACT_STACK): keep what lands in code, as
+		 * below; a process gone since (its records came after its
+		 * exit) cannot be symbolised: the addresses as they are.
+		 */
+		unsigned int i;
+
+		if (c && !c->maps)
+			c = NULL;
+		for (i = 0; i < t->cur->nr_stack && n < STACK_MAX; i++) {
+			if (!c) {
+				pcs[n++] = t->cur->stack[i];
+				continue;
+			}
+			if (!is_code(c, t->cur->stack[i])) {
+				/* a gone process keeps the image it was last seen with */
+				if (kill(ctx->pid, 0) == 0)
+					c = symcache_get(t, ctx->pid, true);
+				if (c && !c->maps)
+					c = NULL;
+				if (!c) { /* gone: what is left, unnamed */
+					pcs[n++] = t->cur->stack[i];
+					continue;
+				}
+				if (!is_code(c, t->cur->stack[i]))
+					break;
+			}
+			pcs[n++] = t->cur->stack[i];
+		}
+		return n;
+	}
 	if (!c)
 		return 0;
 	if (ctx->point->offset == 0 &&
@@ -377,11 +561,18 @@ static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool jso
 
 	if (json)
 		fputs(", \"stack\": [", f);
-	for (i = 0; i < n && c; i++) {
+	if (c && !c->maps)
+		c = NULL;
+	if (t->opts->stack_max && n > t->opts->stack_max)
+		n = t->opts->stack_max; /* ltrace's -w N */
+	for (i = 0; i < n; i++) {
 		char sym[256], buf[320];
-		const char *obj;
+		const char *obj = NULL;
 
-		symbolise(c, pcs[i], sym, sizeof(sym), &obj);
+		if (c)
+			symbolise(c, pcs[i], sym, sizeof(sym), &obj);
+		else
+			snprintf(sym, sizeof(sym), "0x%" PRIx64, pcs[i]);
 		if (json) {
 			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
 			fputs(i ? ", " : "", f);
@@ -394,6 +585,25 @@ static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool jso
 		fputc(']', f);
 }
 
+/*
+ * The errno of a call that returned @rax, when its prototype says it
+ * failed and set errno (-1, MAP_FAILED): read in the stopped thread (the
+ * handlers of ptrace), 0 when not known (the agent's records carry none).
+ */
+static int call_errno(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *p,
+		      uint64_t rax)
+{
+	struct symcache *c;
+
+	if ((p->err != PE_NEG && p->err != PE_MAPFAIL) || !proto_is_error(p, rax) ||
+	    (p->err == PE_NEG &&
+	     (p->ret == PK_LONG || p->ret == PK_ULONG ? (int64_t)rax != -1 : (int32_t)rax != -1)) ||
+	    t->lib || t->cur)
+		return 0;
+	c = symcache_get(t, ctx->pid, false);
+	return c ? hit_errno(ctx, c->img, &c->errno_cache) : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Events                                                                    */
 /* ------------------------------------------------------------------------ */
@@ -402,12 +612,84 @@ static void json_head(struct tracer *t, const struct utrace_probe_ctx *ctx, cons
 {
 	FILE *f = t->out.f;
 
-	fprintf(f,
-		"{\"ts_ns\": %" PRIu64 ", \"pid\": %d, \"tid\": %d, \"type\": \"%s\", \"probe\": ",
-		real_ns(t, ctx->now_ns), (int)ctx->pid, (int)ctx->tid, type);
+	fputc('{', f);
+	json_ts(f, real_ns(t, ctx->now_ns));
+	fprintf(f, ", \"pid\": %d, \"tid\": %d, \"type\": \"%s\", \"probe\": ", (int)ctx->pid,
+		(int)ctx->tid, type);
 	json_str(f, ctx->point->name, strlen(ctx->point->name));
 	fputs(", \"name\": ", f);
 	json_str(f, fn_name(ctx), strlen(fn_name(ctx)));
+	if (fn_name(ctx) != fn_sym(ctx)) { /* -C: the symbol as the object has it */
+		fputs(", \"symbol\": ", f);
+		json_str(f, fn_sym(ctx), strlen(fn_sym(ctx)));
+	}
+	if (t->opts->all && t->cur && t->cur->comm) {
+		fputs(", \"comm\": ", f);
+		json_str(f, t->cur->comm, strlen(t->cur->comm));
+	}
+}
+
+/* -a: after the "[TID] " prefix, whose process it is: "COMM[PID] " (any process counts) */
+static void all_who(struct tracer *t, const struct utrace_probe_ctx *ctx)
+{
+	if (t->opts->all)
+		fprintf(t->out.f, "%s[%d] ", t->cur && t->cur->comm ? t->cur->comm : "?",
+			(int)ctx->pid);
+}
+
+/* "truncated": [i, ...]: the string arguments cut at -S bytes (docs/json.md) */
+static void json_truncated(FILE *f, const struct proto_vals *vals)
+{
+	int i, n = 0;
+
+	for (i = 0; i < vals->nr; i++) {
+		if (vals->v[i].kind != PV_STR || !vals->v[i].truncated)
+			continue;
+		fprintf(f, "%s%d", n++ ? ", " : ", \"truncated\": [", i);
+	}
+	if (n)
+		fputc(']', f);
+}
+
+/*
+ * ltrace's -i: where the call was made from, the return address (at the
+ * entry: [rsp]; the agent copied it as the first frame of ACT_STACK).
+ */
+static uint64_t call_site(struct tracer *t, struct utrace_probe_ctx *ctx)
+{
+	uint64_t ret = 0;
+
+	if (t->cur)
+		return t->cur->nr_stack ? t->cur->stack[0] : 0;
+	if (ctx->point->offset || !ctx->regs ||
+	    utrace_probe_ctx__read(ctx, ctx->regs->rsp, &ret, sizeof(ret)) != sizeof(ret))
+		return 0;
+	return ret;
+}
+
+/*
+ * The start of a text line: timestamps and [tid], ltrace's -i call site
+ * (entry lines), -n indentation by call depth, the function's name.
+ */
+static void text_head(struct tracer *t, struct utrace_probe_ctx *ctx, bool entry)
+{
+	FILE *f = t->out.f;
+
+	output_prefix(&t->out, real_ns(t, ctx->now_ns), ctx->tid, true);
+	all_who(t, ctx);
+	if (t->opts->call_site && entry) {
+		uint64_t ip = call_site(t, ctx);
+
+		if (ip)
+			fprintf(f, "[0x%" PRIx64 "] ", ip);
+		else
+			fputs("[?] ", f);
+	}
+	if (t->opts->indent)
+		fprintf(f, "%*s", (int)(ctx->depth * (unsigned int)t->opts->indent), "");
+	output_color(&t->out, OC_NAME);
+	fputs(fn_name(ctx), f);
+	output_color_end(&t->out);
 }
 
 static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *proto,
@@ -419,6 +701,7 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 	int i;
 
 	ctx_regs(ctx, &r);
+	ctx_xmm(t, ctx, proto, &r);
 	if (injected)
 		r.sp -= 8; /* set_return popped the return address */
 	proto_format_args(proto, &r, t->opts->strsize, &vals);
@@ -436,12 +719,13 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 			proto_val_print_json(f, &vals.v[i]);
 		}
 		fputc(']', f);
+		json_truncated(f, &vals);
 		if (t->opts->stack)
 			print_stack(t, ctx, true);
 		fputs("}\n", f);
 	} else {
-		output_prefix(&t->out, real_ns(t, ctx->now_ns), ctx->tid, true);
-		fprintf(f, "%s(", fn_name(ctx));
+		text_head(t, ctx, true);
+		fputc('(', f);
 		for (i = 0; i < vals.nr; i++) {
 			fputs(i ? ", " : "", f);
 			proto_val_print_text(f, &vals.v[i]);
@@ -460,8 +744,11 @@ static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const st
 	struct proto_val v;
 	FILE *f = t->out.f;
 	bool is_void;
+	int err = injected ? 0 : call_errno(t, ctx, proto, rax);
 
 	ctx_regs(ctx, &r);
+	if (!injected) /* an injected return sets rax only */
+		ctx_xmm(t, ctx, proto, &r);
 	proto_format_ret(proto, rax, &r, t->opts->strsize, &v);
 	is_void = proto->ret == PK_VOID;
 	if (t->chrome_on) {
@@ -477,15 +764,27 @@ static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const st
 			fputs("null", f);
 		else
 			proto_val_print_json(f, &v);
+		if (v.kind == PV_STR && v.truncated)
+			fputs(", \"ret_truncated\": true", f);
+		if (err)
+			fprintf(f, ", \"errno\": \"%s\"", strerrorname_np(err));
 		fprintf(f, ", \"dur_ns\": %" PRIu64 "%s}\n", dur_ns,
 			injected ? ", \"injected\": true" : "");
 	} else {
-		output_prefix(&t->out, real_ns(t, ctx->now_ns), ctx->tid, true);
-		fprintf(f, "%s() = ", fn_name(ctx));
+		bool is_err = !is_void && proto_is_error(proto, rax), errno_shown = err != 0;
+
+		text_head(t, ctx, false);
+		fputs("() = ", f);
+		if (is_err)
+			output_color(&t->out, OC_ERROR);
 		if (is_void)
 			fputs("<void>", f);
 		else
 			proto_val_print_text(f, &v);
+		if (errno_shown) /* as strace: "-1 ENOENT (No such file or directory)" */
+			fprintf(f, " %s (%s)", strerrorname_np(err), strerror(err));
+		if (is_err)
+			output_color_end(&t->out);
 		if (injected)
 			fputs(" (injected)", f);
 		output_duration(&t->out, dur_ns);
@@ -507,6 +806,7 @@ static void emit_probe(struct tracer *t, struct utrace_probe_ctx *ctx)
 		fputs("}\n", t->out.f);
 	} else {
 		output_prefix(&t->out, real_ns(t, ctx->now_ns), ctx->tid, true);
+		all_who(t, ctx);
 		fprintf(t->out.f, "%s\n", ctx->point->name);
 		if (t->opts->stack)
 			print_stack(t, ctx, false);
@@ -524,7 +824,7 @@ static bool wanted_ctx(struct tracer *t, const struct utrace_probe_ctx *ctx)
 {
 	struct utrace_thread *th;
 
-	if (t->opts->follow_forks)
+	if (t->opts->follow_forks || t->opts->all)
 		return true;
 	th = utrace_session__find_thread(t->s, ctx->tid);
 	return wanted(t, th ? utrace_thread__pid(th) : ctx->pid);
@@ -534,7 +834,7 @@ static bool wanted(struct tracer *t, pid_t pid)
 {
 	int i;
 
-	if (t->opts->follow_forks || pid == t->main_pid)
+	if (t->opts->follow_forks || t->opts->all || pid == t->main_pid)
 		return true;
 	for (i = 0; i < t->opts->nr_pids; i++)
 		if (t->opts->pids[i] == pid)
@@ -557,6 +857,8 @@ static int on_entry(struct utrace_probe_ctx *ctx, void *data)
 	struct aggr_stat *st = point_stat(t, ctx, &proto);
 	bool injected = injected_here(t, ctx), at_entry = ctx->point->offset == 0;
 
+	if (t->lib)
+		st = NULL; /* counted in the target: utrace_probe__point_counts() at the end */
 	if (!wanted_ctx(t, ctx))
 		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
@@ -588,6 +890,8 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 	uint64_t dur =
 		ctx->entry_ns && ctx->now_ns > ctx->entry_ns ? ctx->now_ns - ctx->entry_ns : 0;
 
+	if (t->lib)
+		st = NULL; /* counted in the target */
 	if (!wanted_ctx(t, ctx))
 		return UTRACE_PROBE_OK;
 	thread_seen(t, ctx->pid, ctx->tid);
@@ -597,7 +901,7 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 		aggr_add(st, ctx->entry_ns != 0, dur, proto_is_error(proto, rax));
 	if (t->quiet_events && !t->chrome_on)
 		return UTRACE_PROBE_OK;
-	emit_return(t, ctx, proto, rax, dur, false);
+	emit_return(t, ctx, proto, rax, dur, injected_here(t, ctx)); /* (library path) */
 	return UTRACE_PROBE_OK;
 }
 
@@ -643,6 +947,269 @@ static int on_inject(struct utrace_probe_ctx *ctx, void *data)
 		}
 	}
 	return UTRACE_PROBE_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The agent through the library: records and figures                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A record of the agent is written as a hit of the ptrace handlers: the
+ * same context, built from what was copied at the hit (registers: the six
+ * arguments, rax; strings: rec_read(); the stack: walk_stack()).
+ */
+/* A record as the ptrace path's handlers see a hit: @tp's on_entry() or on_return(). */
+static void lib_dispatch(struct tracer *t, const struct utrace_record *r, struct tprobe *tp)
+{
+	struct utrace_probe_point_info info = { 0 };
+	struct user_regs_struct regs = { 0 };
+	struct utrace_probe_ctx ctx = { 0 };
+
+	info.addr = r->addr;
+	info.name = r->name ? r->name : "?";
+	info.symbol = r->symbol;
+	info.object = r->object;
+	info.offset = r->offset;
+	regs.rdi = r->args[0];
+	regs.rsi = r->args[1];
+	regs.rdx = r->args[2];
+	regs.rcx = r->args[3];
+	regs.r8 = r->args[4];
+	regs.r9 = r->args[5];
+	regs.rax = r->retval;
+	ctx.probe = r->probe;
+	ctx.point = &info;
+	ctx.pid = r->pid;
+	ctx.tid = r->tid;
+	ctx.regs = &regs;
+	ctx.now_ns = r->ts_ns;
+	ctx.depth = r->depth;
+	t->cur = r;
+	if (r->type == UTRACE_REC_ENTRY) {
+		ctx.is_return = false;
+		on_entry(&ctx, tp);
+	} else {
+		ctx.is_return = true;
+		ctx.entry_ns = r->dur_ns && r->ts_ns > r->dur_ns ? r->ts_ns - r->dur_ns : 0;
+		on_return(&ctx, tp);
+	}
+	t->cur = NULL;
+}
+
+static void inj_clear(struct tracer *t)
+{
+	unsigned int i;
+
+	for (i = 0; i < 6; i++) {
+		free(t->inj_str[i]);
+		t->inj_str[i] = NULL;
+	}
+	free(t->inj_name);
+	free(t->inj_symbol);
+	free(t->inj_object);
+	t->inj_name = t->inj_symbol = t->inj_object = NULL;
+	t->inj_pending = false;
+}
+
+/*
+ * The records of an inject probe (no -f shows its SPEC): an entry waits for
+ * the injected return of the same thread, which comes next if the call was
+ * one of the Nth; then both lines, as the ptrace path's on_inject() shows.
+ */
+static int lib_inject_record(struct tracer *t, const struct utrace_record *r)
+{
+	struct inject *in = NULL;
+	int i;
+
+	for (i = 0; i < t->nr_injects; i++)
+		if (t->injects[i].p == r->probe)
+			in = &t->injects[i];
+	if (!in)
+		return 0;
+	if (r->type == UTRACE_REC_ENTRY) {
+		inj_clear(t);
+		t->inj_entry = *r;
+		/* (a record may be a queued copy, freed after this call) */
+		t->inj_entry.name = t->inj_name = r->name ? strdup(r->name) : NULL;
+		t->inj_entry.symbol = t->inj_symbol = r->symbol ? strdup(r->symbol) : NULL;
+		t->inj_entry.object = t->inj_object = r->object ? strdup(r->object) : NULL;
+		for (i = 0; i < 6; i++) {
+			if (!r->str[i])
+				continue;
+			t->inj_str[i] = malloc(r->str_len[i] + 1);
+			if (t->inj_str[i]) {
+				memcpy(t->inj_str[i], r->str[i], r->str_len[i]);
+				t->inj_str[i][r->str_len[i]] = 0;
+			}
+			t->inj_entry.str[i] = t->inj_str[i];
+		}
+		t->inj_entry.nr_stack =
+			r->nr_stack < UTRACE_REC_MAX_STACK ? r->nr_stack : UTRACE_REC_MAX_STACK;
+		if (r->nr_stack)
+			memcpy(t->inj_stack, r->stack, t->inj_entry.nr_stack * sizeof(uint64_t));
+		t->inj_entry.stack = t->inj_stack;
+		t->inj_pending = true;
+		return 0;
+	}
+	if ((r->flags & UTRACE_REC_F_INJECTED) && t->inj_pending && t->inj_entry.tid == r->tid &&
+	    t->inj_entry.addr == r->addr) {
+		struct tprobe tp = { .kind = CLI_PROBE_FUNC, .spec = in->spec, .t = t };
+		struct utrace_record e = t->inj_entry;
+
+		e.flags = 0;
+		t->inj_tid = e.tid;
+		t->inj_addr = e.addr;
+		t->inj_ns = e.ts_ns;
+		t->inj_value = r->retval;
+		lib_dispatch(t, &e, &tp);
+	}
+	inj_clear(t);
+	return 0;
+}
+
+static int on_record(const struct utrace_record *r, void *data)
+{
+	struct tracer *t = data;
+	int i;
+
+	if (r->type == UTRACE_REC_LOST) {
+		/* where they were lost, in the stream, and a count at the end */
+		if (t->out.format == CLI_FMT_JSON) {
+			fputc('{', t->out.f);
+			json_ts(t->out.f, (uint64_t)((int64_t)r->ts_ns + t->mono_to_real));
+			fprintf(t->out.f,
+				", \"pid\": %d, \"tid\": %d, \"type\": \"lost\", \"probe\": \"\", "
+				"\"name\": \"\", \"count\": %" PRIu64 "}\n",
+				(int)r->pid, (int)(r->tid ? r->tid : r->pid), r->lost);
+		} else if (!t->quiet_events && !t->chrome_on) {
+			fprintf(t->out.f,
+				"utrace: %" PRIu64 " events lost (a ring buffer was full)\n",
+				r->lost);
+		}
+		t->lost += r->lost;
+		return 0;
+	}
+	if ((r->type != UTRACE_REC_ENTRY && r->type != UTRACE_REC_RETURN) || !r->probe)
+		return 0;
+	for (i = 0; i < t->nr_probes && t->probes[i].p != r->probe; i++)
+		;
+	if (i == t->nr_probes)
+		return lib_inject_record(t, r);
+	if (r->flags & UTRACE_REC_F_INJECTED) {
+		/* a -f of an injected SPEC: its return line says so (injected_here()) */
+		t->inj_tid = r->tid;
+		t->inj_addr = r->addr;
+		t->inj_ns = r->ts_ns;
+		t->inj_value = r->retval;
+	}
+	lib_dispatch(t, r, &t->probes[i]);
+	return 0;
+}
+
+/* Each function a SPEC matches: its prototype's strings and error rule. */
+static void lib_point_opts(struct utrace_probe *p, const struct utrace_probe_point_info *pt,
+			   struct utrace_point_opts *po, void *data)
+{
+	const struct proto *proto = pt->symbol ? proto_dwarf(pt->object, pt->symbol) : NULL;
+	unsigned int i;
+
+	(void)p;
+	(void)data;
+	if (!proto && pt->symbol)
+		proto = proto_find(pt->symbol);
+	if (!proto)
+		proto = proto_unknown();
+	po->nargs = 6;
+	po->str_args = 0;
+	for (i = 0; i < (unsigned int)proto->nargs && i < 6; i++)
+		if (proto->args[i] == PK_STR)
+			po->str_args |= 1U << i;
+	if (proto->ret == PK_STR)
+		po->str_args |= 1U << 6;
+	po->err_kind = (int)proto_err_kind(proto);
+}
+
+/* The -c/-H rows from the target's figures, function by function. */
+static int lib_row(const char *name, const char *symbol, const char *object,
+		   const struct utrace_probe_counts *c, void *data)
+{
+	struct tracer *t = data;
+	struct aggr_stat *st;
+	unsigned int b;
+
+	(void)object;
+	if (!c->calls && !c->returns && !c->injected)
+		return 0; /* a row per function called, as -b ptrace (and strace -c) print */
+	st = aggr_get(&t->aggr, name, output_name(&t->out, symbol ? symbol : name));
+	if (!st)
+		return 0;
+	st->calls += c->calls ? c->calls : c->returns;
+	st->errors += c->errors;
+	if (!c->timed)
+		return 0;
+	for (b = 0; b < AGGR_BUCKETS && b < UTRACE_HIST_BUCKETS; b++)
+		st->hist[b] += c->hist[b]; /* the same buckets (abi.h) */
+	if (!st->timed || c->min_ns < st->min_ns)
+		st->min_ns = c->min_ns;
+	if (c->max_ns > st->max_ns)
+		st->max_ns = c->max_ns;
+	st->timed += c->timed;
+	st->total_ns += c->sum_ns;
+	return 0;
+}
+
+static void lib_figures(struct tracer *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_probes; i++)
+		if (t->probes[i].p)
+			utrace_probe__point_counts(t->probes[i].p, lib_row, t);
+	/* --inject: calls seen and injected, counted in the target (-v) */
+	for (i = 0; i < t->nr_injects; i++) {
+		struct utrace_probe_counts c;
+
+		if (t->injects[i].p && !utrace_probe__counts(t->injects[i].p, &c)) {
+			t->injects[i].hits = c.calls;
+			t->injects[i].done = c.injected;
+		}
+	}
+}
+
+/*
+ * Which runs go through the library's agent (while this path grows, on
+ * request: UTRACE_CLI_LIBAGENT=1): what it does as cmd-trace-agent.c does
+ * it. Not yet: -F, -m, several pids, Chrome output.
+ */
+/* What -b kernel cannot do, in one line (NULL: nothing). */
+static int lib_kernel_refuses(const struct tracer *t, const struct cli_opts *o)
+{
+	const char *what = o->syscalls		       ? "-s" :
+			   o->nr_modules	       ? "-m" :
+			   o->format == CLI_FMT_CHROME ? "--format chrome" :
+							 NULL;
+
+	if (t->nr_injects || o->nr_injects) {
+		cli_error("--inject is not possible with -b kernel: a uprobe's BPF program cannot "
+			  "change a user function's return (use -b agent or -b ptrace)");
+		return EXIT_TRACE;
+	}
+	if (what) {
+		cli_error("%s is not supported with -b kernel yet (use -b ptrace or -b agent)",
+			  what);
+		return EXIT_TRACE;
+	}
+	return 0;
+}
+
+static bool lib_agent_wanted(const struct tracer *t, const struct cli_opts *o)
+{
+	const char *e = getenv("UTRACE_CLI_LIBAGENT");
+
+	(void)trace_agent_path(); /* sets what trace_agent_unsafe() says */
+	return e && *e == '1' && !trace_agent_unsafe()[0] &&
+	       (o->backend == CLI_BACKEND_AGENT || o->backend == CLI_BACKEND_AUTO) &&
+	       !o->nr_modules && !o->follow_forks && !o->syscalls;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -848,7 +1415,12 @@ static int check_specs(struct tracer *t)
 	imgs = calloc(o->nr_pids + 1, sizeof(*imgs));
 	if (!imgs)
 		return EXIT_TRACE;
-	if (o->argc > 0) {
+	if (o->all) {
+		/* -a: the files' own image (all_exec_of()), whatever command runs */
+		snprintf(path, sizeof(path), "%s", t->all_exec);
+		imgs[0] = utrace_image__open_exec(path);
+		nr_imgs = imgs[0] ? 1 : 0;
+	} else if (o->argc > 0) {
 		if (!find_command(o->argv[0], path, sizeof(path))) {
 			cli_error("cannot run '%s': no such executable (check the name and PATH)",
 				  o->argv[0]);
@@ -893,6 +1465,16 @@ static int check_specs(struct tracer *t)
 			err = utrace_image__resolve(imgs[k], &spec, &m, &nr, &pending);
 			if (!err)
 				warn_ifunc(o, text, m, nr);
+			/* --inject: VALUE is what a function returns, so at its entry only */
+			for (j = 0; !err && i >= t->nr_probes && j < nr; j++) {
+				if (!m[j].offset)
+					continue;
+				cli_error("--inject '%s': %s+0x%" PRIx64 " is not a function entry "
+					  "(VALUE is what a function returns)",
+					  text, m[j].symbol ? m[j].symbol : "?", m[j].offset);
+				ret = EXIT_USAGE;
+				err = -ECANCELED; /* said */
+			}
 			for (j = 0; !err && returns && j < nr; j++) {
 				const char *r = utrace_plan__ret_refused(imgs[k], &m[j]);
 
@@ -903,7 +1485,9 @@ static int check_specs(struct tracer *t)
 			total += nr;
 			any_pending |= pending;
 		}
-		if (err == -ENOENT) {
+		if (err == -ECANCELED) {
+			/* said above */
+		} else if (err == -ENOENT) {
 			cli_error("probe '%s': no such file '%s'", text, spec.object);
 			ret = EXIT_USAGE;
 		} else if (err == -ERANGE) {
@@ -1012,13 +1596,58 @@ static const char *unmatched_spec(struct tracer *t)
 	return NULL;
 }
 
-/* launch mode, script: once the command has exec'ed, its specs must resolve */
+/*
+ * The rule of both backends for points that cannot be armed (a site under
+ * someone else's int3, such as a kernel uprobe's; a planner refusal):
+ * each is one warning (the library's, proc_arm_spec()), the rest is
+ * traced, and utrace exits 1 only when no point at all could be armed
+ * (nor waits for a library). Return: true if some SPEC has a point or is
+ * pending.
+ */
+static bool any_armed(struct tracer *t)
+{
+	int i;
+
+	for (i = 0; i < t->nr_probes + t->nr_injects; i++) {
+		struct utrace_probe *p =
+			i < t->nr_probes ? t->probes[i].p : t->injects[i - t->nr_probes].p;
+		struct utrace_probe_stats st;
+
+		if (p && !utrace_probe__stats(p, &st) && (st.points || st.pending))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Launch mode: once the command has exec'ed (its probes armed, before its
+ * first instruction), its specs must resolve (a script), and some point
+ * must be armed.
+ */
 static int on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former_tid)
 {
 	struct tracer *t = utrace_engine__ctx(e);
 	const char *bad;
 
-	if (!t->check_after_exec || utrace_thread__pid(th) != t->main_pid)
+	if (utrace_thread__pid(th) != t->main_pid || !t->up)
+		return UTRACE_RESUME; /* (an exec met by the detach after the layer went) */
+	/* -k on the library path: the new image while it can be read (the program's own frames) */
+	if (t->lib && t->opts->stack)
+		symcache_get(t, t->main_pid, true);
+	if (!t->check_after_exec && !t->armed_checked && t->opts->argc > 0 &&
+	    t->nr_probes + t->nr_injects > 0) {
+		t->armed_checked = true;
+		if (any_armed(t))
+			return UTRACE_RESUME;
+		/* one SPEC: its line said why, and is the error */
+		if (t->nr_probes + t->nr_injects > 1)
+			cli_error("no probe point to arm in %s (every match was refused, see "
+				  "above)",
+				  t->opts->argv[0]);
+		t->nomatch = t->noarm = true;
+		return UTRACE_STOP | UTRACE_BREAK;
+	}
+	if (!t->check_after_exec)
 		return UTRACE_RESUME;
 	t->check_after_exec = false;
 	bad = unmatched_spec(t);
@@ -1045,9 +1674,32 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 
 	if (t->chrome_on)
 		chrome_thread_exit(&t->chrome, tid, now_mono_ns());
+	/*
+	 * -k on the library path: the leader's exit stop is the last moment
+	 * its whole image can be read (its records may still be in the rings,
+	 * and a short program maps its libraries and exits within one round
+	 * of the main loop)
+	 */
+	if (t->lib && t->opts->stack && tid == pid)
+		symcache_get(t, pid, true);
+	/*
+	 * the library's agent keeps one thread of the process traced, its
+	 * control thread (backend-agent.c, ANCHOR): its exit is the process's
+	 * (its status the group's: exit_group() code or the fatal signal)
+	 */
+	if (t->lib && tid != pid && utrace_session__threads(t->s, pid, NULL, 0) <= 1)
+		tid = pid;
+	/* its events before its end: what its rings held (flushed by the layer's engine) */
+	if (t->lib && tid == pid && t->up)
+		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
+			;
 	/* attach mode: the exit status cannot say it (launch mode: it does) */
-	if (tid == pid && t->opts->nr_pids && wanted(t, pid) && !t->quiet_events)
+	if (tid == pid && t->opts->nr_pids && wanted(t, pid) && !t->quiet_events &&
+	    !t->syscalls_on) /* (-s: its engine says "+++ exited with N +++") */
 		output_killed(&t->out, pid, status);
+	/* JSON: every shown process's end, in launch mode too */
+	if (tid == pid && wanted(t, pid) && !t->quiet_events)
+		output_json_exit(&t->out, now_realtime_ns(), pid, tid, status);
 	if (tid != pid || !wanted(t, pid) || t->opts->follow_forks)
 		return UTRACE_RESUME;
 	if (--t->roots_left > 0)
@@ -1059,9 +1711,41 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 	return UTRACE_RESUME;
 }
 
+/* The built-in actions of a -f/-u/-r SPEC on the library's agent. */
+static void lib_probe_opts(struct tracer *t, const struct tprobe *tp, struct utrace_probe_opts *po)
+{
+	unsigned int counts = (t->opts->summary || t->opts->hist) ? UTRACE_ACT_COUNT : 0;
+	unsigned int rec = t->quiet_events ? 0 : UTRACE_ACT_RECORD;
+
+	po->handler = NULL;
+	po->ret_handler = NULL;
+	po->point_opts = lib_point_opts;
+	po->str_max = t->opts->strsize > 0 ? (unsigned int)t->opts->strsize + 1 : 1;
+	if (po->str_max > 1024)
+		po->str_max = 1024;
+	switch (tp->kind) {
+	case CLI_PROBE_FUNC:
+		po->actions = rec | counts | UTRACE_ACT_HIST;
+		break;
+	case CLI_PROBE_ENTRY:
+		po->actions = rec | counts | UTRACE_ACT_NORET;
+		break;
+	case CLI_PROBE_RET:
+		po->retprobe = true;
+		po->actions = rec | counts;
+		break;
+	default:
+		break;
+	}
+	if ((t->opts->stack || t->opts->call_site) && rec)
+		po->actions |= UTRACE_ACT_STACK; /* -i: the call site is its first frame */
+	if (!po->actions)
+		po->actions = UTRACE_ACT_COUNT | UTRACE_ACT_NORET;
+}
+
 static int register_probes(struct tracer *t)
 {
-	int i;
+	int i, refused = 0, n = t->nr_injects + t->nr_probes;
 
 	/* injections first: their handlers run before the tracing ones */
 	for (i = 0; i < t->nr_injects + t->nr_probes; i++) {
@@ -1076,11 +1760,31 @@ static int register_probes(struct tracer *t)
 			spec = in->spec;
 			po.handler = on_inject;
 			po.data = in;
+			if (t->lib) {
+				/* decided in the target: every Nth call, exact across threads */
+				po.handler = NULL;
+				po.point_opts = lib_point_opts;
+				po.str_max = t->opts->strsize > 0 ?
+						     (unsigned int)t->opts->strsize + 1 :
+						     1;
+				if (po.str_max > 1024)
+					po.str_max = 1024;
+				po.actions =
+					UTRACE_ACT_INJECT | UTRACE_ACT_COUNT | UTRACE_ACT_NORET;
+				if (!in->shown && !t->quiet_events)
+					po.actions |= UTRACE_ACT_RECORD; /* lib_inject_record() */
+				po.inject_value = in->value;
+				po.inject_every = in->every;
+			}
 		} else {
 			struct tprobe *tp = &t->probes[i - t->nr_injects];
 
 			spec = tp->spec;
 			po.data = tp;
+			if (t->lib) {
+				lib_probe_opts(t, tp, &po);
+				goto reg;
+			}
 			switch (tp->kind) {
 			case CLI_PROBE_FUNC:
 				po.handler = on_entry;
@@ -1100,7 +1804,15 @@ static int register_probes(struct tracer *t)
 				break;
 			}
 		}
+reg:
 		p = utrace_probe__register_spec(t->up, spec, &po);
+		if (!p && t->opts->nr_pids &&
+		    (errno == EEXIST || errno == EBUSY || errno == UTRACE_ERRNO__NOT_PATCHABLE ||
+		     errno == UTRACE_ERRNO__RELOC)) {
+			/* every point refused, one warning each (proc_arm_spec()): any_armed() */
+			refused++;
+			continue;
+		}
 		if (!p) {
 			int err = errno;
 
@@ -1131,6 +1843,13 @@ static int register_probes(struct tracer *t)
 					"when it is loaded",
 					spec);
 		}
+	}
+	if (refused && !any_armed(t)) {
+		if (n > 1)
+			cli_error("no probe point to arm in pid %d (every match was refused, see "
+				  "above)",
+				  t->main_pid);
+		return EXIT_TRACE;
 	}
 	return 0;
 }
@@ -1168,30 +1887,58 @@ static void print_at_exit(struct tracer *t)
 	modules_print_counters(f, json, ts, t->main_pid);
 }
 
-static void report_missed(struct tracer *t)
+static void report_missed(struct tracer *t, bool detached)
 {
 	struct utrace_uprobes_stats st;
+	uint64_t hits, rets;
+	int i;
 
 	if (!t->up || utrace_uprobes__stats(t->up, &st))
 		return;
+	hits = st.hits;
+	rets = st.returns;
+	if (t->lib) {
+		/* hits that never stop the tracer: the backend's own counters */
+		hits = rets = 0;
+		st.missed_returns = 0;
+		for (i = 0; i < t->nr_probes; i++) {
+			struct utrace_probe_counts c;
+
+			if (t->probes[i].p && !utrace_probe__counts(t->probes[i].p, &c)) {
+				hits += c.calls;
+				rets += c.returns;
+				st.missed_returns += c.missed_returns;
+			}
+		}
+	}
 	if (st.missed_returns && t->opts->verbose >= 0)
 		cli_error("note: %" PRIu64 " returns were not seen (frames unwound by longjmp or "
 			  "exceptions, or nesting deeper than 64 calls)",
 			  st.missed_returns);
+	/* one shape for every backend (test-agent-behaviour.c reads it) */
 	if (t->opts->verbose > 0)
 		cli_error("%" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
-			  " probe points armed at the end",
-			  st.hits, st.returns, st.points);
+			  " returns missed, %" PRIu64 " probe points%s",
+			  hits, rets, st.missed_returns, st.points, detached ? " (detached)" : "");
+}
+
+/* The layer and its probes go; what the session still reports finds none. */
+static void layer_free(struct tracer *t)
+{
+	int i;
+
+	utrace_uprobes__free(t->up);
+	t->up = NULL;
+	for (i = 0; i < t->nr_probes; i++)
+		t->probes[i].p = NULL;
+	for (i = 0; i < t->nr_injects; i++)
+		t->injects[i].p = NULL;
 }
 
 static int setup(struct tracer *t, struct cli_opts *opts)
 {
 	int i, j, err;
 
-	if (opts->backend == CLI_BACKEND_KERNEL) {
-		cli_error("backend 'kernel' is not available yet (use -b agent or -b ptrace)");
-		return EXIT_TRACE;
-	}
 	if (opts->backend == CLI_BACKEND_AGENT && trace_agent_unsupported(opts)) {
 		cli_error("%s is not available with the agent backend yet (use -b ptrace)",
 			  trace_agent_unsupported(opts));
@@ -1240,12 +1987,127 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 			    !strcmp(t->probes[j].spec, in->spec))
 				in->shown = true;
 	}
-	if (opts->syscalls) {
-		cli_error("-s cannot be combined with -f/-u/-r/--inject yet: run the syscall "
-			  "trace as a separate utrace -s");
-		return EXIT_TRACE;
+	if (opts->syscalls && opts->format == CLI_FMT_CHROME) {
+		cli_error("--format chrome is not supported with -s yet; use text or json");
+		return EXIT_USAGE;
 	}
 	return 0;
+}
+
+/*
+ * Attach mode on the library's agent: the layer takes each process
+ * (utrace_uprobes__attach(): the agent injected, only its control thread
+ * traced). Return: 0, or -1 after one line.
+ */
+static int lib_agent_attach(struct tracer *t, bool fallback_ok, char *fb_why, size_t fb_len)
+{
+	int i, err;
+
+	for (i = 0; i < t->opts->nr_pids; i++) {
+		pid_t pid = t->opts->pids[i];
+		const char *why;
+
+		cli_hold_warnings();
+		err = utrace_uprobes__attach(t->up, pid);
+		cli_release_warnings(!err);
+		if (!err)
+			continue;
+		why = utrace_uprobes__attach_why(t->up);
+		if (err == -EAGAIN) { /* "pid N is stopped (state T): continue it ..." */
+			cli_error("%s", why);
+			return -1;
+		}
+		/* "process N: cannot load the agent: WHY": WHY */
+		if (strstr(why, "cannot load the agent: "))
+			why = strstr(why, "cannot load the agent: ") +
+			      strlen("cannot load the agent: ");
+		else if (!strncmp(why, "process ", 8) && strstr(why, ": "))
+			why = strstr(why, ": ") + 2;
+		if (!strncmp(why, "pid ", 4) && strstr(why, ": ")) /* (lib/inject.c's shape) */
+			why = strstr(why, ": ") + 2;
+		if (err == -ESRCH) {
+			cli_error("cannot attach to pid %d: no such process (it has exited?)", pid);
+		} else if (fallback_ok && i == 0) {
+			/* -b auto: ptrace takes the processes instead, -v says why */
+			snprintf(fb_why, fb_len, "pid %d: %s", pid, why);
+			return 1;
+		} else {
+			cli_error("cannot load the agent into pid %d: %s", pid, why);
+		}
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * -a: the executable whose image the SPECs resolve against: the first
+ * SPEC's object given as a path (that file with its DT_NEEDED closure),
+ * else the command's. Return: 0, or the exit status after one line.
+ */
+static int all_exec_of(struct tracer *t)
+{
+	struct cli_opts *o = t->opts;
+	char errbuf[256];
+	int i;
+
+	for (i = 0; i < t->nr_probes && !t->all_exec[0]; i++) {
+		struct utrace_spec spec;
+
+		if (utrace_spec__parse(t->probes[i].spec, &spec, errbuf, sizeof(errbuf)))
+			continue; /* (check_specs() says what is wrong) */
+		if (spec.object && strchr(spec.object, '/') &&
+		    !realpath(spec.object, t->all_exec)) {
+			cli_error("-a: '%s': %s", spec.object, strerror(errno));
+			utrace_spec__clear(&spec);
+			return EXIT_USAGE;
+		}
+		utrace_spec__clear(&spec);
+	}
+	if (!t->all_exec[0] && o->argc > 0 &&
+	    !find_command(o->argv[0], t->all_exec, sizeof(t->all_exec)))
+		t->all_exec[0] = 0;
+	if (!t->all_exec[0]) {
+		cli_error("-a: no SPEC names a file (give one as PATH:FUNC, e.g. "
+			  "/usr/bin/gawk:main, or a command after --, whose libraries "
+			  "'libc:malloc' then names)");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* -s: the syscall engine shows what the function lines show */
+static bool embed_wanted(pid_t pid)
+{
+	return the_tracer && wanted(the_tracer, pid);
+}
+
+/*
+ * What only this file's writers do (shared by ptrace, the kernel and the
+ * library's agent), not cmd-trace-agent.c's: NULL, or the option.
+ */
+static const char *old_agent_lacks(const struct cli_opts *o)
+{
+	return o->flag_C		    ? "-C (demangled names)" :
+	       o->call_site		    ? "-i" :
+	       o->indent		    ? "-n N" :
+	       o->stack_max		    ? "-w N" :
+	       o->color == CLI_COLOR_ALWAYS ? "--color always" :
+					      NULL;
+}
+
+/*
+ * -a without a command: nothing of the session runs; the kernel's hits
+ * come until -d or a signal, drained every 20 ms (the ring holds 8 MiB).
+ */
+static void all_wait(struct tracer *t, uint64_t deadline)
+{
+	struct timespec ts = { 0, 20 * 1000000 };
+
+	while (!last_signal && (!deadline || now_mono_ns() < deadline)) {
+		utrace_uprobes__poll(t->up, on_record, t, 0);
+		output_live(&t->out);
+		nanosleep(&ts, NULL);
+	}
 }
 
 int cmd_trace(struct cli_opts *opts)
@@ -1272,6 +2134,8 @@ int cmd_trace(struct cli_opts *opts)
 	t->opts = opts;
 	aggr_init(&t->aggr);
 	ret = setup(t, opts);
+	if (!ret && opts->all)
+		ret = all_exec_of(t);
 	if (ret)
 		goto out_free;
 	ret = check_specs(t);
@@ -1291,10 +2155,41 @@ int cmd_trace(struct cli_opts *opts)
 	 * checked before anything runs; a SPEC waiting for a library is armed
 	 * by the agent in one process, not (yet) with several pids.
 	 */
-	if (opts->backend == CLI_BACKEND_AGENT ||
-	    (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !no_agent &&
-	     !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
-	     !modules_simd_why() && trace_agent_path())) {
+	if (opts->backend == CLI_BACKEND_KERNEL) {
+		ret = lib_kernel_refuses(t, opts);
+		if (ret)
+			goto out_free;
+		t->lib = true; /* BPF programs: the library path, as the agent's */
+		uopts.backend = UTRACE_BACKEND_KERNEL;
+		/*
+		 * Children only with -F: the kernel's uprobes follow a vfork
+		 * child by themselves, and a fork child the session does not
+		 * trace loses its copies at its first hit (the links filter by
+		 * process); a followed one is armed as a process of its own.
+		 */
+		sopts.follow_forks = opts->follow_forks || opts->all;
+		uopts.all_exec = opts->all ? t->all_exec : NULL;
+		auto_why = " (asked for)"; /* then how it links: utrace_uprobes__backend_how() */
+	} else if (lib_agent_wanted(t, opts) && !no_agent && !t->check_after_exec) {
+		t->lib = true; /* the library's agent: below, with the ptrace path's writers */
+		uopts.backend = UTRACE_BACKEND_AGENT;
+		uopts.agent_path = trace_agent_path();
+		/* the program's waits never see a stop of ours once it is armed */
+		uopts.agent_untraced = true;
+		auto_why = opts->backend == CLI_BACKEND_AUTO ?
+				   " (auto: the agent could be loaded, handlers run in the probed "
+				   "threads)" :
+				   "";
+	} else if (opts->backend == CLI_BACKEND_AGENT && old_agent_lacks(opts)) {
+		cli_error("%s is not available with the agent backend yet (use -b ptrace, or "
+			  "UTRACE_CLI_LIBAGENT=1)",
+			  old_agent_lacks(opts));
+		ret = EXIT_TRACE;
+		goto out_free;
+	} else if (opts->backend == CLI_BACKEND_AGENT ||
+		   (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !no_agent &&
+		    !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
+		    !old_agent_lacks(opts) && !modules_simd_why() && trace_agent_path())) {
 		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
 
 		if (!cp) {
@@ -1338,10 +2233,11 @@ int cmd_trace(struct cli_opts *opts)
 				"process only, yet)";
 		else if (modules_simd_why())
 			snprintf(why, sizeof(why), " (auto: %s)", modules_simd_why());
-		else if (trace_agent_unsupported(opts))
+		else if (trace_agent_unsupported(opts) || old_agent_lacks(opts))
 			snprintf(why, sizeof(why),
 				 " (auto: %s is not available with the agent yet)",
-				 trace_agent_unsupported(opts));
+				 trace_agent_unsupported(opts) ? trace_agent_unsupported(opts) :
+								 old_agent_lacks(opts));
 		else if (trace_agent_unsafe()[0])
 			snprintf(why, sizeof(why), " (auto: %s)", trace_agent_unsafe());
 		else
@@ -1374,13 +2270,41 @@ int cmd_trace(struct cli_opts *opts)
 	}
 	the_tracer = t;
 	t->up = utrace_uprobes__new(t->s, &uopts);
-	if (!t->up) {
-		cli_lib_error("cannot set up the ptrace backend", -errno);
+	if (!t->up && uopts.backend == UTRACE_BACKEND_KERNEL) {
+		if (errno == EOPNOTSUPP)
+			cli_error(
+				"the kernel backend is not built in (libbpf, bpftool or clang were "
+				"missing at build time)");
+		else if (errno == EPERM)
+			cli_error("the kernel backend needs root, or CAP_BPF and CAP_PERFMON");
+		else
+			cli_lib_error("cannot set up the kernel backend", -errno);
 		goto out;
 	}
-	if (opts->verbose > 0)
-		cli_error("backend: %s%s", utrace_backend_str(utrace_uprobes__backend(t->up)),
-			  auto_why);
+	if (!t->up) {
+		cli_lib_error(t->lib ? "cannot set up the agent backend" :
+				       "cannot set up the ptrace backend",
+			      -errno);
+		goto out;
+	}
+	/* attach mode on the library's agent: said once the agent is in (or ptrace is) */
+	if (opts->verbose > 0 && (launched || uopts.backend != UTRACE_BACKEND_AGENT))
+		cli_error("backend: %s%s%s%s%s", utrace_backend_str(utrace_uprobes__backend(t->up)),
+			  auto_why, *utrace_uprobes__backend_how(t->up) ? "; " : "",
+			  utrace_uprobes__backend_how(t->up),
+			  opts->all ? "; -a: every process that maps the probed files" : "");
+	/*
+	 * -s (ltrace -S): the syscall engine in this session, after the
+	 * layer's engine (a breakpoint's SIGTRAP, suppressed there, is no
+	 * signal of the program's to show)
+	 */
+	if (opts->syscalls) {
+		ret = syscalls_embed(opts, t->s, &t->out, embed_wanted);
+		if (ret)
+			goto out;
+		t->syscalls_on = true;
+		ret = EXIT_TRACE;
+	}
 	t->roots_left = launched ? 1 : opts->nr_pids;
 	if (!utrace_engine__attach(t->s, &ops, UTRACE_EV_EXEC | UTRACE_EV_EXIT, t)) {
 		cli_lib_error("cannot set up the tracing engine", -errno);
@@ -1416,9 +2340,42 @@ int cmd_trace(struct cli_opts *opts)
 			goto out;
 		}
 		t->main_pid = pid;
+	} else if (opts->all) {
+		ret = register_probes(t); /* armed for every process at once */
+		if (ret)
+			goto out;
+		ret = EXIT_TRACE;
 	} else {
 		t->main_pid = opts->pids[0];
-		if (cli_attach_pids(t->s, opts->pids, opts->nr_pids))
+		r = 0;
+		if (uopts.backend == UTRACE_BACKEND_AGENT) {
+			r = lib_agent_attach(t, opts->backend == CLI_BACKEND_AUTO, agent_why,
+					     sizeof(agent_why));
+			if (r < 0)
+				goto out;
+			if (r > 0) {
+				/* auto: the agent could not be loaded; ptrace, in this session */
+				layer_free(t);
+				t->lib = false;
+				uopts.backend = UTRACE_BACKEND_PTRACE;
+				uopts.agent_untraced = false;
+				t->up = utrace_uprobes__new(t->s, &uopts);
+				if (!t->up) {
+					cli_lib_error("cannot set up the ptrace backend", -errno);
+					goto out;
+				}
+				snprintf(why, sizeof(why),
+					 " (auto: the agent could not be loaded: %.500s)",
+					 agent_why);
+				auto_why = why;
+			}
+			if (opts->verbose > 0)
+				cli_error("backend: %s%s",
+					  utrace_backend_str(utrace_uprobes__backend(t->up)),
+					  auto_why);
+		}
+		if ((uopts.backend != UTRACE_BACKEND_AGENT || r > 0) &&
+		    cli_attach_pids(t->s, opts->pids, opts->nr_pids))
 			goto out;
 		ret = register_probes(t);
 		if (ret)
@@ -1427,9 +2384,28 @@ int cmd_trace(struct cli_opts *opts)
 	}
 	if (opts->duration > 0)
 		deadline = now_mono_ns() + (uint64_t)(opts->duration * 1e9);
+	if (opts->all && !launched) {
+		all_wait(t, deadline);
+		goto all_done;
+	}
 
 	for (;;) {
-		r = utrace_session__run(t->s, timeout_left(deadline));
+		r = utrace_session__run(t->s, output_live_wait(&t->out, timeout_left(deadline)));
+		if (t->lib && t->opts->stack && t->main_pid && kill(t->main_pid, 0) == 0) {
+			/*
+			 * -k: the image while it can be read (records may come
+			 * after the exit); re-read when its maps change
+			 */
+			struct symcache *c = symcache_get(t, t->main_pid, false);
+
+			if (c && (!c->maps || maps_grew(t->main_pid, c)))
+				symcache_get(t, t->main_pid, true);
+		}
+		if (t->lib)
+			utrace_uprobes__poll(t->up, on_record, t, 0); /* the rings, never waits */
+		output_live(&t->out);
+		if (r == UTRACE_RUN_TIMEOUT && (!deadline || now_mono_ns() < deadline))
+			continue; /* the live-output bound, not -d */
 		if (r == UTRACE_RUN_BREAK) {
 			if (t->nomatch)
 				break;
@@ -1447,14 +2423,20 @@ int cmd_trace(struct cli_opts *opts)
 	if (t->nomatch) {
 		/* the command has not run a single instruction of its own yet */
 		kill(t->main_pid, SIGKILL);
-		ret = EXIT_USAGE;
+		ret = t->noarm ? EXIT_TRACE : EXIT_USAGE;
 		goto out;
 	}
 
+all_done:
 	/* every breakpoint out first: the processes run on untouched */
-	report_missed(t);
-	utrace_uprobes__free(t->up);
-	t->up = NULL;
+	report_missed(t, detach);
+	if (t->lib) {
+		/* what the rings still hold, then the target's figures */
+		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
+			;
+		lib_figures(t);
+	}
+	layer_free(t);
 	if (detach) {
 		err = utrace_session__detach(t->s);
 		if (err && err != -ESRCH)
@@ -1463,7 +2445,11 @@ int cmd_trace(struct cli_opts *opts)
 	if (t->chrome_on)
 		chrome_close(&t->chrome);
 	print_at_exit(t);
+	if (t->syscalls_on)
+		syscalls_embed_end();
 	output_flush(&t->out);
+	if (t->lost && opts->verbose >= 0)
+		cli_error("%" PRIu64 " events were lost (ring buffers full)", t->lost);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)
@@ -1486,11 +2472,11 @@ int cmd_trace(struct cli_opts *opts)
 		if (opts->verbose > 0)
 			cli_error("--inject '%s': %" PRIu64 " of %" PRIu64 " calls injected",
 				  t->injects[i].spec, t->injects[i].done, t->injects[i].hits);
+	inj_clear(t);
 out:
 	if (t->up) {
-		report_missed(t);
-		utrace_uprobes__free(t->up);
-		t->up = NULL;
+		report_missed(t, false);
+		layer_free(t);
 	}
 	utrace_session__close(t->s);
 	t->s = NULL;
@@ -1503,6 +2489,7 @@ out_free:
 	seen_clear(t);
 	proto_dwarf_clear();
 	aggr_clear(&t->aggr);
+	output_names_clear();
 	for (i = 0; i < t->nr_injects; i++)
 		free(t->injects[i].spec);
 	for (i = 0; i < t->nr_probes; i++)

@@ -6,9 +6,11 @@
  * process; not thread-safe.
  *
  * Types map onto the display kinds: char pointers are strings, other
- * pointers hex, integers by size and signedness, enums as int, bool as
- * unsigned; floating-point arguments travel in xmm registers (shown as '?',
- * and they take no integer register); structs and unions passed by value
+ * pointers hex, integers by size and signedness, enums as int shown by
+ * their enumerators' names, bool as unsigned; float and double arguments
+ * travel in xmm registers (shown when the writer could read them, else
+ * '?'; they take no integer register), long double and complex ones are
+ * not shown (nor float ones after them); structs and unions passed by value
  * show as {...} and take the registers the SysV ABI gives them (one or two
  * up to 16 bytes, none above: they are copied to the stack). Variadic
  * functions show their fixed arguments.
@@ -33,9 +35,59 @@
 struct dw_func {
 	struct dw_func *next;
 	char *name;
-	struct proto proto;
+	struct proto proto; /* its enums are malloc'ed, names in the DWARF */
 	bool found;
 };
+
+/*
+ * The enumerators of @type if it is (a typedef of) an enum, malloc'ed;
+ * their names point into the DWARF, open until proto_dwarf_clear().
+ */
+static const struct proto_enum *enum_of(Dwarf_Die *type_die)
+{
+	struct proto_enum *e;
+	Dwarf_Die t, child;
+	unsigned int n = 0;
+
+	if (dwarf_peel_type(type_die, &t) != 0 || dwarf_tag(&t) != DW_TAG_enumeration_type ||
+	    dwarf_child(&t, &child) != 0)
+		return NULL;
+	do
+		n += dwarf_tag(&child) == DW_TAG_enumerator;
+	while (dwarf_siblingof(&child, &child) == 0);
+	e = calloc(1, sizeof(*e) + n * sizeof(e->v[0]));
+	if (!e || dwarf_child(&t, &child) != 0) {
+		free(e);
+		return NULL;
+	}
+	do {
+		Dwarf_Attribute attr;
+		Dwarf_Sword sv;
+		Dwarf_Word uv;
+
+		if (dwarf_tag(&child) != DW_TAG_enumerator || !dwarf_diename(&child) ||
+		    !dwarf_attr(&child, DW_AT_const_value, &attr))
+			continue;
+		/* DW_FORM_data4 of -1 reads as 0xffffffff unsigned: signed where it can */
+		if (dwarf_formsdata(&attr, &sv) == 0)
+			e->v[e->nr].value = sv;
+		else if (dwarf_formudata(&attr, &uv) == 0)
+			e->v[e->nr].value = (int64_t)uv;
+		else
+			continue;
+		e->v[e->nr++].name = dwarf_diename(&child);
+	} while (dwarf_siblingof(&child, &child) == 0 && e->nr < n);
+	return e;
+}
+
+static void proto_enums_free(struct proto *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < PROTO_MAX_ARGS; i++)
+		free((void *)p->enums[i]);
+	free((void *)p->ret_enum);
+}
 
 /* name -> DIE offset of its first definition; names point into the DWARF */
 struct dw_index_ent {
@@ -123,8 +175,9 @@ static int type_kind(Dwarf_Die *type_die, bool is_ret)
 		size = (Dwarf_Word)dwarf_bytesize(&t);
 		switch (enc) {
 		case DW_ATE_float:
+			return size == 4 ? PK_FLOAT32 : size == 8 ? PK_FLOAT : PK_FLOATX;
 		case DW_ATE_complex_float:
-			return PK_FLOAT;
+			return PK_FLOATX;
 		case DW_ATE_boolean:
 			return PK_UINT;
 		case DW_ATE_signed_char:
@@ -185,8 +238,10 @@ static bool build_proto(Dwarf_Die *fn, struct proto *p)
 	    dwarf_formref_die(dwarf_attr(fn, DW_AT_abstract_origin, &attr), &origin))
 		fn = &origin;
 	p->ret = PK_VOID;
-	if (dwarf_formref_die(dwarf_attr_integrate(fn, DW_AT_type, &attr), &type))
+	if (dwarf_formref_die(dwarf_attr_integrate(fn, DW_AT_type, &attr), &type)) {
 		p->ret = (unsigned char)type_kind(&type, true);
+		p->ret_enum = enum_of(&type);
+	}
 	p->err = PE_NONE;
 	p->nargs = 0;
 	if (dwarf_child(fn, &child) != 0)
@@ -196,9 +251,10 @@ static bool build_proto(Dwarf_Die *fn, struct proto *p)
 			continue;
 		if (p->nargs == PROTO_MAX_ARGS)
 			break;
-		if (dwarf_formref_die(dwarf_attr_integrate(&child, DW_AT_type, &attr), &type))
+		if (dwarf_formref_die(dwarf_attr_integrate(&child, DW_AT_type, &attr), &type)) {
+			p->enums[p->nargs] = enum_of(&type);
 			p->args[p->nargs++] = (unsigned char)type_kind(&type, false);
-		else
+		} else
 			p->args[p->nargs++] = PK_HEX;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return true;
@@ -385,6 +441,7 @@ void proto_dwarf_clear(void)
 			struct dw_func *fn = f->funcs;
 
 			f->funcs = fn->next;
+			proto_enums_free(&fn->proto);
 			free(fn->name);
 			free(fn);
 		}

@@ -457,10 +457,11 @@ void module_print_record(struct output *out, int64_t mono_to_real, pid_t pid, pi
 	m = &cli_modules[mi];
 	mp = &m->desc->probes[pi];
 	if (out->format == CLI_FMT_JSON) {
+		fputc('{', f);
+		json_ts(f, ts);
 		fprintf(f,
-			"{\"ts_ns\": %" PRIu64 ", \"pid\": %d, \"tid\": %d, \"type\": \"module\", "
-			"\"module\": ",
-			ts, (int)pid, (int)tid);
+			", \"pid\": %d, \"tid\": %d, \"type\": \"module\", \"module\": ", (int)pid,
+			(int)tid);
 		json_str(f, m->name, strlen(m->name));
 		fputs(", \"probe\": ", f);
 		json_str(f, mp->spec, strlen(mp->spec));
@@ -492,11 +493,10 @@ void modules_print_counters(FILE *f, bool json, uint64_t ts_real, pid_t pid)
 		if (!m->nr_counters)
 			continue;
 		if (json) {
-			fprintf(f,
-				"{\"ts_ns\": %" PRIu64
-				", \"pid\": %d, \"type\": \"module_counters\", "
-				"\"module\": ",
-				ts_real, (int)pid);
+			fputc('{', f);
+			json_ts(f, ts_real);
+			fprintf(f, ", \"pid\": %d, \"type\": \"module_counters\", \"module\": ",
+				(int)pid);
 			json_str(f, m->name, strlen(m->name));
 			fputs(", \"counters\": {", f);
 		} else {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <sys/types.h>
 
 #include "cli.h"
@@ -21,7 +22,27 @@ struct output {
 	enum cli_format format;
 	int timestamps; /* 0, 1 (-t), 2 (-tt), 3 (-ttt) */
 	bool durations; /* -T */
+	bool color; /* --color, resolved: SGR sequences in text lines */
+	bool demangle; /* -C with -f: C++ names demangled (output_name()) */
+	uint64_t flushed_ns; /* CLOCK_MONOTONIC of the last flush (output_live()) */
 };
+
+/*
+ * Live output: a line reaches the terminal, pipe or -o FILE within
+ * OUTPUT_LIVE_MS of its event. Event loops wait at most OUTPUT_LIVE_MS
+ * (output_live_wait()) and call output_live() each round: the buffer goes
+ * out in one write(2) per round at most, never one per event.
+ */
+#define OUTPUT_LIVE_MS 50
+
+/* output_live - flush if something is pending and the last flush is OUTPUT_LIVE_MS old. */
+void output_live(struct output *o);
+
+/*
+ * output_live_wait - how long (ms) an event loop may wait before its next
+ * output_live(), bounded by @timeout_ms (-1: no bound of the caller's own).
+ */
+int output_live_wait(const struct output *o, int timeout_ms);
 
 /*
  * output_open - open -o @path (NULL: stderr) for events of @opts.
@@ -56,11 +77,69 @@ void output_prefix(struct output *o, uint64_t ts_ns, pid_t tid, bool show_pid);
  */
 void output_killed(struct output *o, pid_t pid, int status);
 
+/*
+ * output_json_exit - the "exit" record of @tid (of process @pid), whose
+ * wait status is @status: "exit_code": N, or "signal": "SIGSEGV" and
+ * "core_dumped": true|false (docs/json.md). JSON output only.
+ */
+void output_json_exit(struct output *o, uint64_t ts_ns, pid_t pid, pid_t tid, int status);
+
+/*
+ * output_json_signal - the "signal" record of a signal @si delivered to
+ * @tid: "signal": "SIGCHLD", "si_code", and the sender (si_pid, si_uid)
+ * or the child's si_status where the code has them. JSON output only.
+ */
+void output_json_signal(struct output *o, uint64_t ts_ns, pid_t pid, pid_t tid,
+			const siginfo_t *si);
+
 /* output_duration - " <0.000009>" when -T. */
 void output_duration(struct output *o, uint64_t dur_ns);
 
-/* json_str - @len bytes of @s as a JSON string literal (quotes included). */
+/*
+ * json_str - @len bytes of @s as a JSON string literal (quotes included).
+ * Valid UTF-8 is passed through as it is; a byte that is not part of a
+ * valid sequence is written as \u00XX (its value as a code point), so that
+ * the output is always valid JSON (docs/json.md).
+ */
 void json_str(FILE *f, const char *s, size_t len);
+
+/*
+ * json_ts - the timestamp fields of a JSON record: "ts_ns": N (exact for
+ * parsers with 64-bit integers), "ts": "SEC.NNNNNNNNN" (a string: jq 1.6
+ * reads numbers as doubles, which round N beyond 2^53), "ts_sec": SEC and
+ * "ts_nsec": NS (numbers every parser keeps exact). Preceded by "{".
+ */
+void json_ts(FILE *f, uint64_t ts_ns);
+
+/*
+ * Colours of the text output (--color; docs/cli.md). Each output_color()
+ * is closed by output_color_end(); both write nothing unless @o->color.
+ */
+enum output_color {
+	OC_NAME, /* function or syscall name: bold */
+	OC_ERROR, /* an error return, errno: red */
+	OC_DURATION, /* -T's <0.000012>: yellow */
+	OC_SIGNAL, /* --- SIGCHLD ... ---, +++ killed by +++: magenta */
+};
+void output_color(struct output *o, enum output_color c);
+void output_color_end(struct output *o);
+
+/*
+ * output_color_wanted - --color @mode for @f: always, never, or auto (a
+ * terminal, NO_COLOR unset or empty, TERM not "dumb").
+ */
+bool output_color_wanted(enum cli_color mode, FILE *f);
+
+/*
+ * output_name - @name as it is shown: demangled when @o->demangle and it
+ * is a C++ name (libstdc++'s __cxa_demangle, when the program links it);
+ * the string lives until output_names_clear().
+ */
+const char *output_name(struct output *o, const char *name);
+void output_names_clear(void);
+
+/* output_demangle - @name demangled (malloc'ed), or NULL if it is no C++ name. */
+char *output_demangle(const char *name);
 
 /* now_realtime_ns, now_mono_ns - clock readings in nanoseconds. */
 uint64_t now_realtime_ns(void);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "output.h"
+#include "abi.h"
 #include "protos.h"
 
 #define A(...)                                      \
@@ -457,7 +458,9 @@ static void format_one(struct proto_val *v, int kind, uint64_t val, const struct
 		set_num(v, (uint32_t)val & 07777, false, buf);
 		break;
 	case PK_FLOAT:
-		set_text(v, "?");
+	case PK_FLOAT32:
+	case PK_FLOATX:
+		set_text(v, "?"); /* format_float() when the register is known */
 		break;
 	case PK_AGGR8:
 	case PK_AGGR16:
@@ -476,12 +479,16 @@ static void format_one(struct proto_val *v, int kind, uint64_t val, const struct
  * strings read from the target; floating point ones take an xmm register
  * we do not see, so they show as '?' and consume nothing here.
  */
+static void format_float(struct proto_val *v, int kind, uint64_t bits);
+
 static void format_varargs(const char *fmt, size_t len, unsigned int next,
 			   const struct proto_regs *r, int strsize, struct proto_vals *out)
 {
 	size_t i = 0;
+	unsigned int xmm = 0;
 
 	while (i < len && out->nr < (int)(sizeof(out->v) / sizeof(out->v[0]))) {
+		bool ldbl = false;
 		int lng = 0, kind;
 		uint64_t val;
 		char conv;
@@ -505,6 +512,7 @@ static void format_varargs(const char *fmt, size_t len, unsigned int next,
 			if (fmt[i] == 'l' || fmt[i] == 'q' || fmt[i] == 'j' || fmt[i] == 'z' ||
 			    fmt[i] == 't')
 				lng++;
+			ldbl |= fmt[i] == 'L';
 			i++;
 		}
 		if (i >= len)
@@ -543,8 +551,15 @@ static void format_varargs(const char *fmt, size_t len, unsigned int next,
 		case 'G':
 		case 'a':
 		case 'A':
+			/* doubles in xmm0.. (the fixed arguments have none); long double: x87 */
 			memset(&out->v[out->nr], 0, sizeof(out->v[0]));
-			set_text(&out->v[out->nr++], "?");
+			if (r->have_xmm && xmm < 8 && !ldbl) {
+				format_float(&out->v[out->nr++], PK_FLOAT, r->xmm[xmm++]);
+			} else {
+				set_text(&out->v[out->nr++], "?");
+				xmm = ldbl ? 8 :
+					     xmm + 1; /* a long double: on the stack, not known */
+			}
 			continue;
 		default:
 			return; /* unknown conversion: stop rather than misalign */
@@ -556,10 +571,62 @@ static void format_varargs(const char *fmt, size_t len, unsigned int next,
 	}
 }
 
+static bool is_float(int kind)
+{
+	return kind == PK_FLOAT || kind == PK_FLOAT32 || kind == PK_FLOATX;
+}
+
+bool proto_has_float(const struct proto *p)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->nargs; i++)
+		if (is_float(p->args[i]) || p->args[i] == PK_FMT) /* printf's %f */
+			return true;
+	return is_float(p->ret);
+}
+
+/* @bits of an xmm register as @kind: "1.5" (JSON: a number) */
+static void format_float(struct proto_val *v, int kind, uint64_t bits)
+{
+	double d;
+	float f;
+	uint32_t lo = (uint32_t)bits;
+
+	if (kind == PK_FLOAT32) {
+		memcpy(&f, &lo, sizeof(f));
+		d = f;
+	} else {
+		memcpy(&d, &bits, sizeof(d));
+	}
+	memset(v, 0, sizeof(*v));
+	v->kind = PV_FLOAT;
+	snprintf(v->text, sizeof(v->text), "%g", d);
+	/* "5.0", not "5": a floating-point value reads as one (JSON too) */
+	if (!strpbrk(v->text, ".eEin"))
+		strncat(v->text, ".0", sizeof(v->text) - strlen(v->text) - 1);
+}
+
+/* an enum's value by its enumerator's name, when it has one */
+static void format_enum(struct proto_val *v, const struct proto_enum *e)
+{
+	int64_t val = (int64_t)v->num; /* set_num() sign-extended a signed enum */
+	unsigned int i;
+
+	if (v->kind != PV_NUM)
+		return;
+	for (i = 0; i < e->nr; i++) {
+		if (e->v[i].value == val) {
+			set_text(v, e->v[i].name);
+			return;
+		}
+	}
+}
+
 int proto_format_args(const struct proto *p, const struct proto_regs *regs, int strsize,
 		      struct proto_vals *ret)
 {
-	unsigned int i, n = p->nargs, reg = 0;
+	unsigned int i, n = p->nargs, reg = 0, xmm = 0;
 
 	ret->nr = 0;
 	if ((p->flags & PF_OPEN_MODE) && n >= 2) {
@@ -573,12 +640,21 @@ int proto_format_args(const struct proto *p, const struct proto_regs *regs, int 
 		int kind = p->args[i];
 
 		/* only integer-class arguments take the next integer register */
-		format_one(v, kind, kind == PK_FLOAT || kind == PK_AGGRMEM ? 0 : get_arg(regs, reg),
+		format_one(v, kind, is_float(kind) || kind == PK_AGGRMEM ? 0 : get_arg(regs, reg),
 			   regs, strsize);
 		if (kind == PK_AGGR16)
 			reg += 2;
-		else if (kind != PK_FLOAT && kind != PK_AGGRMEM)
+		else if (!is_float(kind) && kind != PK_AGGRMEM)
 			reg++;
+		/* SysV: float and double take xmm0..xmm7 in order, integers aside */
+		if (kind == PK_FLOATX)
+			xmm = 8; /* x87 or two registers: what follows is not known */
+		else if (is_float(kind) && xmm < 8 && regs->have_xmm)
+			format_float(v, kind, regs->xmm[xmm++]);
+		else if (is_float(kind))
+			xmm++;
+		if (i < PROTO_MAX_ARGS && p->enums[i])
+			format_enum(v, p->enums[i]);
 		if (kind == PK_FMT && v->kind == PV_STR && !v->truncated)
 			format_varargs(v->raw, v->raw_len, reg, regs, strsize, ret);
 	}
@@ -589,30 +665,37 @@ void proto_format_ret(const struct proto *p, uint64_t rax, const struct proto_re
 		      int strsize, struct proto_val *ret)
 {
 	format_one(ret, p->ret, rax, regs, strsize);
+	if ((p->ret == PK_FLOAT || p->ret == PK_FLOAT32) && regs->have_xmm)
+		format_float(ret, p->ret, regs->xmm[0]);
+	if (p->ret_enum)
+		format_enum(ret, p->ret_enum);
 	if (p->ret == PK_PTR && p->err == PE_MAPFAIL && rax == UINT64_MAX)
 		set_text(ret, p->name[0] == 's' ? "SIG_ERR" : "MAP_FAILED");
 }
 
-bool proto_is_error(const struct proto *p, uint64_t rax)
+unsigned int proto_err_kind(const struct proto *p)
 {
-	int32_t i = (int32_t)rax;
-
 	switch (p->err) {
 	case PE_NEG:
-		if (p->ret == PK_LONG || p->ret == PK_ULONG)
-			return (int64_t)rax < 0;
-		return i < 0;
+		return p->ret == PK_LONG || p->ret == PK_ULONG ? UTRACE_ERR_NEG64 :
+								 UTRACE_ERR_NEG32;
 	case PE_NULL:
-		return rax == 0;
+		return UTRACE_ERR_NULL;
 	case PE_NONZERO:
-		return i != 0;
+		return UTRACE_ERR_NONZERO;
 	case PE_SQLITE:
-		return i != 0 && i != 100 && i != 101;
+		return UTRACE_ERR_SQLITE;
 	case PE_MAPFAIL:
-		return rax == UINT64_MAX;
+		return UTRACE_ERR_MAPFAIL;
 	default:
-		return false;
+		return UTRACE_ERR_NONE;
 	}
+}
+
+bool proto_is_error(const struct proto *p, uint64_t rax)
+{
+	/* the agent applies the same rule in the target (common/abi.h) */
+	return utrace_abi_is_error(proto_err_kind(p), rax);
 }
 
 void proto_val_clear(struct proto_val *v)
@@ -681,6 +764,13 @@ void proto_val_print_json(FILE *f, const struct proto_val *v)
 		break;
 	case PV_STR:
 		json_str(f, v->raw, v->raw_len);
+		break;
+	case PV_FLOAT:
+		/* "inf", "nan" are no JSON numbers */
+		if (strpbrk(v->text, "in"))
+			json_str(f, v->text, strlen(v->text));
+		else
+			fputs(v->text, f);
 		break;
 	default:
 		if (!strcmp(v->text, "NULL"))

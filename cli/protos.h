@@ -39,7 +39,9 @@ enum proto_kind {
 	PK_DIRFD, /* AT_FDCWD or a file descriptor */
 	PK_OFLAGS, /* open(2) flags: O_RDONLY|O_CLOEXEC */
 	PK_MODE, /* mode_t, octal */
-	PK_FLOAT, /* float / double: in an xmm register we do not show: '?' */
+	PK_FLOAT, /* double: the next xmm register (proto_regs.have_xmm), else '?' */
+	PK_FLOAT32, /* float: the low 32 bits of the next xmm register, else '?' */
+	PK_FLOATX, /* long double, complex: not shown ('?'); later xmm ones neither */
 	PK_AGGR8, /* struct or union in one register: {...} */
 	PK_AGGR16, /* struct or union in two registers: {...} */
 	PK_AGGRMEM, /* struct or union passed in memory (> 16 bytes): {...} */
@@ -61,7 +63,20 @@ enum proto_flags {
 	PF_NORETURN = 1U << 1, /* never returns (exit, abort) */
 };
 
-/* struct proto - one prototype. @args has @nargs kinds; PK_FMT ends it. */
+/* An enum type's enumerators (DWARF), for values shown by name. */
+struct proto_enum {
+	unsigned int nr;
+	struct {
+		int64_t value;
+		const char *name;
+	} v[];
+};
+
+/*
+ * struct proto - one prototype. @args has @nargs kinds; PK_FMT ends it.
+ * @enums[i] (@ret_enum): argument i (the return value) is of an enum type
+ * and shown by its enumerator's name when it has one (DWARF prototypes).
+ */
 struct proto {
 	const char *name;
 	unsigned char ret; /* enum proto_kind */
@@ -69,6 +84,8 @@ struct proto {
 	unsigned char flags; /* enum proto_flags */
 	unsigned char nargs;
 	unsigned char args[PROTO_MAX_ARGS];
+	const struct proto_enum *enums[PROTO_MAX_ARGS];
+	const struct proto_enum *ret_enum;
 };
 
 /*
@@ -106,6 +123,13 @@ typedef ssize_t (*proto_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len
 struct proto_regs {
 	uint64_t args[6];
 	uint64_t sp;
+	/*
+	 * The low 64 bits of xmm0..xmm7 (floating-point arguments; xmm0 the
+	 * return value at a return), when the writer could read them at the
+	 * hit (@have_xmm); else such values show as '?'.
+	 */
+	bool have_xmm;
+	uint64_t xmm[8];
 	proto_read_fn read;
 	void *ctx;
 };
@@ -115,6 +139,7 @@ enum proto_vkind {
 	PV_NUM, /* JSON number: @num (signed if @is_signed) */
 	PV_STR, /* JSON string of @raw (@raw_len bytes) */
 	PV_TEXT, /* JSON string of @text (flags, NULL, characters ...) */
+	PV_FLOAT, /* JSON number of @text (a finite double, "%g"), else a string */
 };
 
 #define PROTO_TEXT_LEN 96
@@ -152,8 +177,17 @@ int proto_format_args(const struct proto *p, const struct proto_regs *regs, int 
 void proto_format_ret(const struct proto *p, uint64_t rax, const struct proto_regs *regs,
 		      int strsize, struct proto_val *ret);
 
+/* proto_has_float - whether @p has floating-point arguments or return (xmm). */
+bool proto_has_float(const struct proto *p);
+
 /* proto_is_error - whether @rax is an error return of @p (enum proto_err). */
 bool proto_is_error(const struct proto *p, uint64_t rax);
+
+/*
+ * proto_err_kind - @p's rule for error returns as the agent applies it in
+ * the target (enum utrace_abi_err, common/abi.h utrace_abi_is_error()).
+ */
+unsigned int proto_err_kind(const struct proto *p);
 
 /* proto_val_clear, proto_vals_clear - free what formatting allocated. */
 void proto_val_clear(struct proto_val *v);

@@ -47,12 +47,12 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 8
+#define UTRACE_ABI_VERSION 10
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
 #define UTRACE_ABI_MAX_INSNS 8 /* displaced instructions per site */
-#define UTRACE_ABI_HIST_BUCKETS 64 /* log2 buckets of ns: [0]=0, [i]=[2^(i-1), 2^i) */
+#define UTRACE_ABI_HIST_BUCKETS 64 /* utrace_abi_hist_bucket(): [0] = 0 ns, then 2^k per unit */
 #define UTRACE_ABI_ARGS 6
 #define UTRACE_ABI_STACK_MAX 32 /* caller frames recorded with an entry (-k) */
 #define UTRACE_ABI_FORKS 16 /* fork children announced and not yet seen by the host */
@@ -155,6 +155,16 @@ enum utrace_probe_state {
 	 * hold another object by now); its state becomes DISARMED.
 	 */
 	UTRACE_PS_GONE,
+	/*
+	 * @state only (ABI 9): someone else's int3 appeared on the jmp's first
+	 * byte (a kernel uprobe: bpftrace, perf probe). The agent gave the
+	 * site back in the state the kernel expects (agent/patch.c,
+	 * patch_check_taken(): the file's bytes under that int3, @err
+	 * -EEXIST; -EILSEQ when the byte is not an int3 and was left as it
+	 * is). The probe sees no more hits; the site is never written again,
+	 * not even at detach.
+	 */
+	UTRACE_PS_TAKEN,
 };
 
 enum utrace_event_kind {
@@ -169,7 +179,24 @@ enum utrace_event_kind {
 	 * number of values.
 	 */
 	UTRACE_EV_MODULE = 6,
+	/*
+	 * ABI 9: follows an ENTRY/INJECT (argument strings) or a RETURN (the
+	 * returned string): bytes of a string copied in the probed thread at
+	 * the hit, args[] as UTRACE_ABI_STR_CHUNK bytes; ext: UTRACE_STR_*.
+	 * One string is one or more consecutive STR records of the same index.
+	 */
+	UTRACE_EV_STR = 7,
 };
+
+/* ext of a STR record: bytes in this record, which value, how the copy ended. */
+#define UTRACE_ABI_STR_CHUNK 48 /* bytes of string per record: sizeof(args) */
+#define UTRACE_ABI_STR_MAX 1024 /* most bytes copied of one string */
+#define UTRACE_ABI_STR_RECS ((UTRACE_ABI_STR_MAX + UTRACE_ABI_STR_CHUNK - 1) / UTRACE_ABI_STR_CHUNK)
+#define UTRACE_STR_LEN(ext) ((ext)&0xff) /* bytes here, <= UTRACE_ABI_STR_CHUNK */
+#define UTRACE_STR_INDEX(ext) (((ext) >> 8) & 0xf) /* argument 0..5; 6: the return value */
+#define UTRACE_STR_END (1U << 12) /* last record: the NUL was found (not counted in LEN) */
+#define UTRACE_STR_FAULT (1U << 13) /* last record: memory ended before a NUL */
+#define UTRACE_STR_RET 6
 
 /** struct utrace_abi_event - one fixed-size ring record. */
 struct utrace_abi_event {
@@ -212,7 +239,12 @@ struct utrace_abi_probe {
 	 */
 	uint8_t pre_len;
 	uint8_t undo;
-	uint16_t __pad;
+	/*
+	 * Host-written (ABI 9), before the first SYNC: which return values
+	 * count as errors in -c (enum utrace_abi_err, from the prototype).
+	 */
+	uint8_t err_kind;
+	uint8_t __pad;
 	uint64_t hits_shared; /* hits of threads without a slot (atomic adds) */
 	uint64_t nested; /* hits inside the agent (guard held): displaced code ran, no handler */
 	uint64_t missed_ret; /* return probes skipped: depth limit, foreign stack */
@@ -222,9 +254,27 @@ struct utrace_abi_probe {
 	uint64_t inject_every; /* ... every Nth call (0 is taken as 1) */
 	uint64_t
 		inject_calls; /* agent: calls seen by the injection (atomic); injected = calls / every */
-	uint64_t __reserved[1];
+	/*
+	 * Agent-written with HIST (ABI 9; atomic): the exact figures of the
+	 * timed calls that @hist only buckets, so that -c shows measured
+	 * times on every backend (the host never derives them from buckets).
+	 */
+	uint64_t sum_ns; /* total duration */
+	uint64_t min_inv; /* ~(shortest duration): 0 until the first timed call */
+	uint64_t max_ns; /* longest duration */
+	uint64_t errors; /* returns (and injected values) that @err_kind calls errors */
+	/*
+	 * Host-written (ABI 9), before the first SYNC, with RECORD_ENTRY /
+	 * RECORD_RETURN: copy these values as strings at the hit (STR
+	 * records), up to @str_max bytes each (<= UTRACE_ABI_STR_MAX): by the
+	 * time the host drains the ring, the memory may hold something else.
+	 */
+	uint8_t str_args; /* bit i: argument i (0..5) is a string */
+	uint8_t str_ret; /* 1: the return value is a string */
+	uint16_t str_max;
+	uint32_t __pad2;
 };
-_Static_assert(sizeof(struct utrace_abi_probe) == 368 + UTRACE_ABI_HIST_BUCKETS * 8, "probe size");
+_Static_assert(sizeof(struct utrace_abi_probe) == 400 + UTRACE_ABI_HIST_BUCKETS * 8, "probe size");
 _Static_assert(offsetof(struct utrace_abi_probe, code) == 64, "probe code offset");
 
 /**
@@ -282,7 +332,7 @@ struct utrace_arena_hdr {
 	uint64_t upgrades; /* int3 -> jmp upgrades done */
 	uint64_t upgrade_skipped; /* batches left in int3 (a thread did not answer) */
 	uint64_t transactions;
-	uint64_t __pad1;
+	uint64_t taken; /* jmp sites given back to a kernel uprobe (state TAKEN) */
 	/* Clock: ns = mono0 + ((tsc - tsc0) * mult >> 32), valid when mult != 0. */
 	uint64_t tsc0;
 	uint64_t mono0;
@@ -328,7 +378,13 @@ struct utrace_arena_hdr {
 	 * earlier session may still run in one).
 	 */
 	uint32_t nr_xol_prev;
-	uint32_t __pad4;
+	/*
+	 * The control thread's tid (agent, before READY): the one thread of
+	 * the process a ptrace session keeps (lib/backend-agent.c, "ANCHOR"):
+	 * it only ever waits in futex() and poll(), which a ptrace stop
+	 * restarts, so its stops never change what the program sees.
+	 */
+	uint32_t control_tid;
 	struct utrace_abi_xol {
 		uint64_t vaddr;
 		uint64_t size;
@@ -345,7 +401,45 @@ _Static_assert(offsetof(struct utrace_arena_hdr, cmd_seq) == 96, "mailbox offset
 enum utrace_arena_flags {
 	UTRACE_ARENA_F_FOLLOW_FORK = 1U << 0, /* keep probes in fork children */
 	UTRACE_ARENA_F_WAIT_START = 1U << 1, /* launch: constructor waits for CMD_START */
+	/*
+	 * launch under a ptrace session (lib/backend-agent.c): once READY,
+	 * the constructor executes the int3 at __utrace_agent_hello_site;
+	 * the tracer arms the probes in that stop and suppresses the trap
+	 * (untraced, the agent's SIGTRAP handler steps over it). A dlopen()
+	 * or dlclose() that returned executes the int3 at
+	 * __utrace_agent_dl_site the same way, instead of waiting for
+	 * dl_ack: the tracer re-plans in that stop.
+	 */
+	UTRACE_ARENA_F_HELLO = 1U << 2,
+	/*
+	 * Set by the host, at any time (atomic or): this session is over.
+	 * A launch released before its hello (a -d shorter than the start-up,
+	 * a library user freeing the layer early) would otherwise leave the
+	 * constructor waiting for a START that never comes, up to 60 s while
+	 * the host lives: the agent takes it as the host's death (host_alive()
+	 * is false), goes dormant and lets main() run, unprobed.
+	 */
+	UTRACE_ARENA_F_RELEASED = 1U << 3,
+	/*
+	 * Set by the host with F_HELLO cleared, once the program threads are
+	 * let go and only the control thread stays traced (backend-agent.c
+	 * ANCHOR): a thread that returned from dlopen()/dlclose() bumps
+	 * dl_seq, wakes the control thread (cmd_seq's futex) and waits for
+	 * dl_ack; the control thread executes the int3 at
+	 * __utrace_agent_dl_site, in whose stop the tracer re-plans.
+	 */
+	UTRACE_ARENA_F_ANCHOR = 1U << 4,
+	/*
+	 * utrace record: a hit that finds its thread's ring full waits for
+	 * the host to drain it rather than dropping the record (agent/ring.c
+	 * ring_wait_room()). The wait ends, and the record is dropped and
+	 * counted as before, when the host is gone or the session ends, or
+	 * when the host has not drained for UTRACE_RING_WAIT_STALL_MS: a
+	 * target never waits on a dead or stuck tracer.
+	 */
+	UTRACE_ARENA_F_RING_WAIT = 1U << 5,
 };
+#define UTRACE_RING_WAIT_STALL_MS 2000
 
 static inline uint64_t utrace_abi_align(uint64_t v, uint64_t a)
 {
@@ -402,12 +496,111 @@ static inline struct utrace_abi_event *utrace_abi_ring(void *arena, uint32_t i)
 	       (uint64_t)i * h->ring_records;
 }
 
+/* enum utrace_abi_err - when a return value is an error (the CLI's enum proto_err). */
+enum utrace_abi_err {
+	UTRACE_ERR_NONE = 0,
+	UTRACE_ERR_NEG32, /* a negative int (-1 and errno) */
+	UTRACE_ERR_NEG64, /* a negative long */
+	UTRACE_ERR_NULL, /* a NULL pointer */
+	UTRACE_ERR_NONZERO, /* a nonzero int (pthread_*: the error number) */
+	UTRACE_ERR_SQLITE, /* not SQLITE_OK, SQLITE_ROW or SQLITE_DONE */
+	UTRACE_ERR_MAPFAIL, /* MAP_FAILED */
+};
+
+/* Is @rax an error return for @kind? (agent: probed thread; no calls) */
+static inline int utrace_abi_is_error(unsigned int kind, uint64_t rax)
+{
+	int32_t i = (int32_t)rax;
+
+	switch (kind) {
+	case UTRACE_ERR_NEG32:
+		return i < 0;
+	case UTRACE_ERR_NEG64:
+		return (int64_t)rax < 0;
+	case UTRACE_ERR_NULL:
+		return rax == 0;
+	case UTRACE_ERR_NONZERO:
+		return i != 0;
+	case UTRACE_ERR_SQLITE:
+		return i != 0 && i != 100 && i != 101;
+	case UTRACE_ERR_MAPFAIL:
+		return rax == UINT64_MAX;
+	default:
+		return 0;
+	}
+}
+
 /* bpftrace-style log2 bucket: 0 -> 0, n -> 1 + floor(log2 n), capped. */
 static inline unsigned int utrace_abi_log2_bucket(uint64_t n)
 {
 	unsigned int b = n ? 64 - __builtin_clzll(n) : 0;
 
 	return b < UTRACE_ABI_HIST_BUCKETS ? b : UTRACE_ABI_HIST_BUCKETS - 1;
+}
+
+/*
+ * The latency histogram's buckets (ABI 10), one scheme for the agent, the
+ * tracer-side actions and the CLI's -H, so that every bucket's label is
+ * exact whichever backend counted: bucket 0 is [0, 1ns); then for each
+ * unit u (ns, us, ms) ten buckets [2^k u, 2^(k+1) u), k = 0..9, the last
+ * one ending at the next unit (512ns .. 1us: every edge is a round
+ * number); seconds go on doubling until the last bucket. (ABI 9 had pure
+ * log2 buckets of ns, whose edges 1024ns, 1048576ns ... no unit label can
+ * name: a 1 ms call showed under [512us, 1ms).) No calls, no division by
+ * a variable: runs in the probed thread.
+ */
+#define UTRACE_ABI_UNIT_BUCKETS 10
+
+static inline unsigned int utrace_abi_hist_bucket(uint64_t ns)
+{
+	uint64_t unit = 1, q;
+	unsigned int u = 0, k;
+
+	if (ns == 0)
+		return 0;
+	if (ns >= 1000000000ull) {
+		u = 3;
+		unit = 1000000000ull;
+	} else if (ns >= 1000000ull) {
+		u = 2;
+		unit = 1000000ull;
+	} else if (ns >= 1000ull) {
+		u = 1;
+		unit = 1000ull;
+	}
+	q = ns / unit;
+	k = 63 - (unsigned int)__builtin_clzll(q);
+	if (u < 3 && k >= UTRACE_ABI_UNIT_BUCKETS)
+		k = UTRACE_ABI_UNIT_BUCKETS - 1;
+	if (1 + u * UTRACE_ABI_UNIT_BUCKETS + k >= UTRACE_ABI_HIST_BUCKETS)
+		return UTRACE_ABI_HIST_BUCKETS - 1;
+	return 1 + u * UTRACE_ABI_UNIT_BUCKETS + k;
+}
+
+/* The edges of bucket @b: [*lo_ns, *hi_ns); the last one ends at UINT64_MAX. */
+static inline void utrace_abi_hist_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns)
+{
+	static const uint64_t units[] = { 1, 1000, 1000000, 1000000000 };
+	unsigned int u, k;
+
+	if (b == 0) {
+		*lo_ns = 0;
+		*hi_ns = 1;
+		return;
+	}
+	u = (b - 1) / UTRACE_ABI_UNIT_BUCKETS;
+	k = (b - 1) % UTRACE_ABI_UNIT_BUCKETS;
+	if (u > 3) {
+		k += (u - 3) * UTRACE_ABI_UNIT_BUCKETS;
+		u = 3;
+	}
+	*lo_ns = units[u] << k;
+	if (u < 3 && k == UTRACE_ABI_UNIT_BUCKETS - 1)
+		*hi_ns = units[u + 1];
+	else if (b == UTRACE_ABI_HIST_BUCKETS - 1)
+		*hi_ns = UINT64_MAX;
+	else
+		*hi_ns = units[u] << (k + 1);
 }
 
 #endif /* __UTRACE_ABI_H */

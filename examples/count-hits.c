@@ -9,7 +9,12 @@
  * Attaches to the running process PID, probes the runtime address ADDR
  * (hex), counts for SECONDS (default: until Ctrl-C), then unregisters the
  * probe, detaches (the process runs on, its code as before) and prints
- * "hits=N".
+ * "hits=N" and the backend that counted.
+ *
+ * The count is the built-in COUNT action, so the default backend (AUTO)
+ * takes the agent when it loads: the hits are counted inside the target,
+ * in a few nanoseconds each, and read here without stopping it; without
+ * the agent, the ptrace backend counts at each stop.
  */
 #include <errno.h>
 #include <signal.h>
@@ -22,13 +27,6 @@
 
 static struct utrace_session *session;
 
-static int count_hit(struct utrace_probe_ctx *ctx, void *data)
-{
-	(void)ctx;
-	(*(unsigned long *)data)++;
-	return UTRACE_PROBE_OK;
-}
-
 static void on_sigint(int sig)
 {
 	(void)sig;
@@ -37,8 +35,9 @@ static void on_sigint(int sig)
 
 int main(int argc, char **argv)
 {
-	unsigned long hits = 0;
-	UTRACE_OPTS(utrace_probe_opts, opts, .handler = count_hit, .data = &hits);
+	UTRACE_OPTS(utrace_probe_opts, opts, .actions = UTRACE_ACT_COUNT | UTRACE_ACT_NORET);
+	struct utrace_probe_counts c = { 0 };
+	const char *backend;
 	struct utrace_uprobes *up;
 	struct utrace_probe *p;
 	struct timespec t0, t;
@@ -92,10 +91,12 @@ int main(int argc, char **argv)
 		if (r != UTRACE_RUN_BREAK && r != UTRACE_RUN_TIMEOUT)
 			break;
 	}
+	utrace_probe__counts(p, &c);
+	backend = utrace_backend_str(utrace_uprobes__backend(up));
 	/* "module unload": the probe goes, the process runs on untouched */
 	utrace_probe__unregister(p);
 	utrace_uprobes__free(up);
 	utrace_session__close(session);
-	printf("hits=%lu\n", hits);
+	printf("hits=%llu backend=%s\n", (unsigned long long)c.calls, backend);
 	return 0;
 }

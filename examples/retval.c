@@ -28,6 +28,8 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 int main(int argc, char **argv)
 {
 	UTRACE_OPTS(utrace_probe_opts, opts, .handler = on_return, .retprobe = true);
+	/* the handler runs here, in the tracer: the ptrace backend */
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_PTRACE);
 	struct utrace_session *s;
 	struct utrace_uprobes *up;
 	pid_t pid;
@@ -39,7 +41,7 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	s = utrace_session__new(NULL);
-	up = s ? utrace_uprobes__new(s, NULL) : NULL;
+	up = s ? utrace_uprobes__new(s, &uo) : NULL;
 	if (!up) {
 		perror("utrace");
 		return 1;

@@ -52,15 +52,23 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 	switch (ev->kind) {
 	case UTRACE_EV_ENTRY:
 	case UTRACE_EV_INJECT:
-		must(ev->ext * UTRACE_ABI_ARGS < UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS);
+		/* six argument strings, then the stack */
+		must(ev->ext <= 6 * UTRACE_ABI_STR_RECS + (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS -
+							   1) / UTRACE_ABI_ARGS);
 		break;
 	case UTRACE_EV_STACK:
 		must(ev->ext <= UTRACE_ABI_ARGS);
+		break;
+	case UTRACE_EV_STR:
+		must(UTRACE_STR_LEN(ev->ext) <= UTRACE_ABI_STR_CHUNK);
+		must(UTRACE_STR_INDEX(ev->ext) <= UTRACE_STR_RET);
 		break;
 	case UTRACE_EV_MODULE:
 		must((ev->dur & 0xff) <= UTRACE_ABI_ARGS);
 		break;
 	case UTRACE_EV_RETURN:
+		must(ev->ext <= UTRACE_ABI_STR_RECS);
+		break;
 	case UTRACE_EV_LOST:
 		break;
 	default:

@@ -245,13 +245,22 @@ static bool record_ok(struct ahost *h, const struct utrace_abi_event *ev)
 	switch (ev->kind) {
 	case UTRACE_EV_ENTRY:
 	case UTRACE_EV_INJECT:
-		/* the STACK records that follow: UTRACE_ABI_STACK_MAX addresses at most */
-		return ev->ext <= (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS;
+		/*
+		 * The records that follow: six argument strings at most, then
+		 * UTRACE_ABI_STACK_MAX addresses at most.
+		 */
+		return ev->ext <=
+		       6 * UTRACE_ABI_STR_RECS +
+			       (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS;
+	case UTRACE_EV_RETURN:
+		return ev->ext <= UTRACE_ABI_STR_RECS; /* the returned string's */
 	case UTRACE_EV_STACK:
 		return ev->ext <= UTRACE_ABI_ARGS;
+	case UTRACE_EV_STR:
+		return UTRACE_STR_LEN(ev->ext) <= UTRACE_ABI_STR_CHUNK &&
+		       UTRACE_STR_INDEX(ev->ext) <= UTRACE_STR_RET;
 	case UTRACE_EV_MODULE:
 		return (ev->dur & 0xff) <= UTRACE_ABI_ARGS;
-	case UTRACE_EV_RETURN:
 	case UTRACE_EV_LOST:
 		return true;
 	}

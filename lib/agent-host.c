@@ -11,10 +11,12 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -165,6 +167,8 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	return 0;
 }
 
+static bool watched_dead(pid_t pid, int *st);
+
 int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 {
 	uint32_t seq = ++h->seq;
@@ -177,25 +181,43 @@ int ahost_cmd(struct ahost *h, uint32_t cmd, uint64_t a0, uint64_t a1)
 	h->hdr->cmd_arg[1] = a1;
 	__atomic_store_n(&h->hdr->cmd_seq, seq, __ATOMIC_RELEASE);
 	futex(&h->hdr->cmd_seq, FUTEX_WAKE, INT32_MAX, NULL);
-	for (i = 0; i < 400; i++) { /* 20 s */
+	if (h->pump)
+		ts.tv_nsec = 1000000; /* 1 ms: the stops must not wait long */
+	for (i = 0; i < (h->pump ? 20000 : 400); i++) { /* 20 s */
 		uint32_t a = __atomic_load_n(&h->hdr->ack_seq, __ATOMIC_ACQUIRE);
 
 		int st;
 
 		if (a == seq)
 			return h->hdr->cmd_result;
+		if (h->pump)
+			h->pump(h->pump_ctx);
 		if (__atomic_load_n(&h->hdr->exec_seq, __ATOMIC_ACQUIRE) != exec_seq) {
 			/* the agent that had the command is gone with its image */
 			snprintf(h->why, sizeof(h->why), "command %u: the program ran execve()",
 				 cmd);
 			return -ECANCELED;
 		}
-		if (h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
+		if (h->session_owned && h->pid > 0 && kill(h->pid, 0) < 0 && errno == ESRCH) {
+			snprintf(h->why, sizeof(h->why), "command %u: target died", cmd);
+			return -ESRCH;
+		}
+		if (!h->session_owned && h->pid > 0 && waitpid(h->pid, &st, WNOHANG) == h->pid) {
 			snprintf(h->why, sizeof(h->why), "command %u: target died (status 0x%x)",
 				 cmd, st);
 			h->pid = 0;
 			h->reaped = true;
 			h->status = st;
+			return -ESRCH;
+		}
+		if (h->pid > 0 && (i & 3) == 3 && watched_dead(h->pid, &st)) {
+			/* attach mode: not our child, so not waited for 20 s either */
+			if (st >= 0 && WIFSIGNALED(st))
+				snprintf(h->why, sizeof(h->why),
+					 "command %u: target killed by SIG%s (status 0x%x)", cmd,
+					 sigabbrev_np(WTERMSIG(st)) ?: "?", st);
+			else
+				snprintf(h->why, sizeof(h->why), "command %u: target died", cmd);
 			return -ESRCH;
 		}
 		futex(&h->hdr->ack_seq, FUTEX_WAIT, a, &ts);
@@ -607,8 +629,9 @@ int ahost_probe_match(struct ahost *h, struct utrace_image *img, const struct ut
 	 */
 	if (live_equals_file(h, plan.addr, bytes, plan.len < 16 ? plan.len : 16) == 0) {
 		snprintf(h->why, sizeof(h->why),
-			 "its code is patched already (probed by another utrace session, or a "
-			 "debugger's breakpoint): one session per function");
+			 "its code is patched already (a kernel uprobe such as bpftrace's, a "
+			 "debugger's breakpoint, or another utrace session probing it): one "
+			 "session per function");
 		return -EBUSY;
 	}
 	len = (uint8_t)plan.len;
@@ -701,7 +724,7 @@ int ahost_wait(struct ahost *h)
 void ahost_close(struct ahost *h)
 {
 	ahost_plan_end(h);
-	if (h->pid > 0) {
+	if (h->pid > 0 && !h->session_owned) {
 		kill(h->pid, SIGKILL);
 		waitpid(h->pid, NULL, 0);
 	}
@@ -715,4 +738,87 @@ void ahost_close(struct ahost *h)
 	if (h->fd >= 0)
 		close(h->fd);
 	memset(h, 0, sizeof(*h));
+}
+
+/* ------------------------------------------------------------------------ */
+/* The wait status of a process that is not our child                       */
+/* ------------------------------------------------------------------------ */
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+/* linux/pidfd.h of Linux 6.15 (PIDFD_INFO_SIZE_VER0: 64 bytes) */
+struct ahost_pidfd_info {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+#define AHOST_PIDFD_INFO_EXIT (1ULL << 3)
+#define AHOST_PIDFD_GET_INFO _IOWR(0xFF, 11, struct ahost_pidfd_info)
+
+#define AHOST_WATCH_MAX 64
+static struct {
+	pid_t pid;
+	int fd;
+} watched[AHOST_WATCH_MAX];
+
+void ahost_watch_exit(pid_t pid)
+{
+	int i, fd;
+
+	for (i = 0; i < AHOST_WATCH_MAX; i++)
+		if (watched[i].pid == pid)
+			return;
+	for (i = 0; i < AHOST_WATCH_MAX && watched[i].pid; i++)
+		;
+	if (i == AHOST_WATCH_MAX)
+		return;
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return;
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	watched[i].pid = pid;
+	watched[i].fd = fd;
+}
+
+int ahost_exit_status(pid_t pid)
+{
+	struct ahost_pidfd_info info;
+	int i;
+
+	for (i = 0; i < AHOST_WATCH_MAX; i++) {
+		if (watched[i].pid != pid)
+			continue;
+		memset(&info, 0, sizeof(info));
+		info.mask = AHOST_PIDFD_INFO_EXIT;
+		if (ioctl(watched[i].fd, AHOST_PIDFD_GET_INFO, &info) < 0 ||
+		    !(info.mask & AHOST_PIDFD_INFO_EXIT))
+			return -1;
+		return info.exit_code;
+	}
+	return -1;
+}
+
+/*
+ * Has the watched @pid (ahost_watch_exit()) exited? Its pidfd polls readable
+ * then; *@st is its wait status once known (-1: not yet reaped by its parent,
+ * or an older kernel).
+ */
+static bool watched_dead(pid_t pid, int *st)
+{
+	int i;
+
+	for (i = 0; i < AHOST_WATCH_MAX; i++) {
+		struct pollfd p = { .fd = watched[i].fd, .events = POLLIN };
+
+		if (watched[i].pid != pid)
+			continue;
+		if (poll(&p, 1, 0) != 1)
+			return false;
+		*st = ahost_exit_status(pid);
+		return true;
+	}
+	return false;
 }

@@ -57,6 +57,18 @@ struct ahost {
 		uint64_t base, next, end;
 	} areas[64];
 	unsigned int nr_areas, cur_area;
+	/*
+	 * The target belongs to a ptrace session (lib/backend-agent.c): never
+	 * waitpid() it (that would take the session's stops) nor kill it.
+	 */
+	bool session_owned;
+	/*
+	 * Called while a command waits for its ack: the session's other
+	 * stops are handled meanwhile (the control thread is traced too and
+	 * stops at an int3 of ours like any thread).
+	 */
+	void (*pump)(void *ctx);
+	void *pump_ctx;
 	bool reaped; /* a command found the target dead and reaped it ... */
 	int status; /* ... with this wait status */
 	char why[256]; /* last failure, for test messages */
@@ -165,5 +177,14 @@ int ahost_wait(struct ahost *h); /* exit status of the target */
 uint64_t ahost_sym(struct ahost *h, const char *spec); /* runtime address of a symbol */
 void ahost_close(struct ahost *h);
 const char *ahost_agent_path(void);
+/*
+ * Attach mode: the target is not our child, and its parent may reap it
+ * before we look at /proc. ahost_watch_exit() keeps a pidfd on @pid (a few
+ * at most); ahost_exit_status() then gives its wait status once it is dead
+ * and reaped (PIDFD_INFO_EXIT, Linux >= 6.15), or -1 (alive, not known, or
+ * an older kernel).
+ */
+void ahost_watch_exit(pid_t pid);
+int ahost_exit_status(pid_t pid);
 
 #endif /* __UTRACE_AGENT_HOST_H */

@@ -209,9 +209,11 @@ struct site_input {
 	const struct branch_index *bti; /* module index (same address space); may be NULL */
 	bool live; /* ONLINE scenario: never steal across call/syscall */
 	/*
-	 * The agent's jmp mode: keep a short stack-only first instruction of
-	 * an entry in place (site_plan(): kernel uprobes at the entry stay
-	 * safe). Off for the ptrace backend and -l, which write no jmp.
+	 * The agent's jmp mode: keep a short first instruction of an entry in
+	 * place when it only moves rsp or only writes scratch registers
+	 * (site_plan() rule 5: kernel uprobes at the entry stay safe). On for
+	 * the agent and `utrace -l` (which shows the agent's plans), off for
+	 * the ptrace backend, which writes no jmp.
 	 */
 	bool keep_first;
 };

@@ -108,7 +108,8 @@
 
 #include "utrace/proc.h"
 #include "internal.h"
-#include "uprobes.h"
+#include "backend.h"
+#include "backend-ptrace.h"
 
 #ifndef SI_KERNEL
 #define SI_KERNEL 0x80
@@ -128,18 +129,6 @@ static pid_t points_pid(struct uprobes_proc *pp)
 	return pp->vfork_parent ? pp->vfork_parent : pp->pid;
 }
 
-/* The process whose points and areas @pp uses. */
-static struct uprobes_proc *points_proc(struct uprobes_proc *pp)
-{
-	if (pp->vfork_parent) {
-		struct uprobes_proc *parent = uprobes_proc_find(pp->up, pp->vfork_parent);
-
-		if (parent)
-			return parent;
-	}
-	return pp;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Breakpoints                                                               */
 /* ------------------------------------------------------------------------ */
@@ -151,11 +140,17 @@ static struct uprobes_proc *points_proc(struct uprobes_proc *pp)
  *
  * Return: 0 on success; negative errno otherwise (nothing written).
  */
-int ptrace_backend_arm(struct uprobes_proc *pp, struct probe_point *pt)
+static int ptrace_backend_arm(struct uprobes_proc *pp, struct probe_point *pt)
 {
 	static const uint8_t int3 = 0xcc; /* int3 */
-	ssize_t n = utrace_mem__write(points_pid(pp), pt->addr, &int3, 1);
+	ssize_t n;
 
+	if (!pt->priv) {
+		pt->priv = calloc(1, sizeof(struct ptrace_point));
+		if (!pt->priv)
+			return -ENOMEM;
+	}
+	n = utrace_mem__write(points_pid(pp), pt->addr, &int3, 1);
 	if (n != 1)
 		return n < 0 ? (int)n : -EFAULT;
 	pt->armed = true;
@@ -170,7 +165,7 @@ int ptrace_backend_arm(struct uprobes_proc *pp, struct probe_point *pt)
  *
  * Return: 0 on success; negative errno otherwise.
  */
-int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool alive)
+static int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool alive)
 {
 	ssize_t n = 1;
 
@@ -193,7 +188,7 @@ int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool 
  *
  * Return: 0 on success; negative errno otherwise.
  */
-int ptrace_backend_quiesce(struct uprobes_proc *pp)
+static int ptrace_backend_quiesce(struct uprobes_proc *pp)
 {
 	return utrace_session__quiesce(pp->up->s, pp->pid);
 }
@@ -204,7 +199,7 @@ int ptrace_backend_quiesce(struct uprobes_proc *pp)
  * when its callback returns.
  * @pp: process
  */
-void ptrace_backend_resume(struct uprobes_proc *pp)
+static void ptrace_backend_resume(struct uprobes_proc *pp)
 {
 	struct utrace_thread *ths[256];
 	int n, i;
@@ -223,7 +218,7 @@ void ptrace_backend_resume(struct uprobes_proc *pp)
  * remote syscalls work, or NULL.
  * @pp: process (quiesced)
  */
-struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp)
+static struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp)
 {
 	struct utrace_thread *ths[256];
 	int n, i;
@@ -319,7 +314,7 @@ static int task_restore_returns(struct uprobes_proc *pp, struct utrace_task *tas
  * @pp: process whose points and tasks the thread uses
  * @tid: the hitting thread, stopped at the guard
  */
-void ptrace_backend_unwind_begin(struct uprobes_proc *pp, pid_t tid)
+static void ptrace_backend_unwind_begin(struct uprobes_proc *pp, pid_t tid)
 {
 	struct utrace_task *t = uprobes_task_get(pp, tid, false);
 
@@ -341,7 +336,7 @@ void ptrace_backend_unwind_begin(struct uprobes_proc *pp, pid_t tid)
  * (logged; the target keeps running correctly, at worst with an XOL area
  * left mapped).
  */
-int ptrace_backend_release(struct uprobes_proc *pp)
+static int ptrace_backend_release(struct uprobes_proc *pp)
 {
 	struct utrace_uprobes *up = pp->up;
 	struct utrace_thread *ths[256];
@@ -433,7 +428,7 @@ int ptrace_backend_release(struct uprobes_proc *pp)
 
 		if (utrace_thread__get_regs(ths[t], &regs) < 0 || !xol_contains(pp, regs.rip))
 			continue;
-		pt = uprobes_slot_owner(pp, regs.rip);
+		pt = ptrace_slot_owner(pp, regs.rip);
 		if (pt && xol_rip_fixup(pt, regs.rip, &rip) == 0) {
 			regs.rip = rip;
 			utrace_thread__set_regs(ths[t], &regs);
@@ -643,7 +638,7 @@ static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp, stru
 		} else {
 			if (uprobes_point_wants_return(pt))
 				ri_push(mp, pt, th, ctx.tid, regs, ctx.now_ns);
-			regs->rip = pt->slot;
+			regs->rip = ptrace_point(pt)->slot;
 		}
 		/* an unwinder's entry: after ri_push, so that its own frame is restored too */
 		if (pt->unwind)
@@ -725,9 +720,13 @@ static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
 	return 0;
 }
 
-static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+/*
+ * The session's engine (uprobes.c) got a signal-delivery stop: an int3 of
+ * ours (entry or return trampoline), a late trap, or someone else's.
+ */
+static int ptrace_backend_signal(struct utrace_uprobes *up, struct utrace_thread *th,
+				 siginfo_t *info)
 {
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
 	struct uprobes_proc *pp, *mp;
 	struct user_regs_struct regs;
 	struct utrace_thread *saved_th;
@@ -744,10 +743,10 @@ static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_
 		goto foreign;
 	if (utrace_thread__get_regs(th, &regs) < 0)
 		goto foreign;
-	mp = points_proc(pp);
+	mp = uprobes_points_proc(pp);
 	addr = regs.rip - 1;
 	pt = uprobes_point_find(mp, addr);
-	if (!pt && !(mp->xol && addr == xol_tramp(mp))) {
+	if (!pt && !(ptrace_proc(mp)->xol && addr == xol_tramp(mp))) {
 		/* a late trap: our breakpoint was removed after it fired */
 		for (i = 0; i < MIN(mp->nr_removed, ARRAY_SIZE(mp->removed)); i++) {
 			if (mp->removed[i] == addr && utrace_mem__read(mp->pid, addr, &b, 1) == 1 &&
@@ -789,104 +788,113 @@ foreign:
 	return UTRACE_RESUME;
 }
 
-static int on_thread_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former)
-{
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
+/* ------------------------------------------------------------------------ */
+/* Per-process and per-point state; fork                                    */
+/* ------------------------------------------------------------------------ */
 
-	(void)former;
-	uprobes_proc_exec(up, th);
-	return UTRACE_RESUME;
+static int ptrace_proc_init(struct uprobes_proc *pp)
+{
+	pp->priv = calloc(1, sizeof(struct ptrace_proc));
+	return pp->priv ? 0 : -ENOMEM;
 }
 
-static int on_thread_exit(struct utrace_engine *e, struct utrace_thread *th, int status)
+/* exec, exit, or after the release: the areas are gone or unmapped. */
+static void ptrace_proc_forget(struct uprobes_proc *pp)
 {
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-	pid_t pid = utrace_thread__pid(th);
-	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
-
-	(void)status;
-	if (!pp)
-		return UTRACE_RESUME;
-	if (utrace_session__threads(up->s, pid, NULL, 0) <= 1)
-		uprobes_proc_exit(up, pid); /* the last thread: the process is gone */
-	else
-		uprobes_task_exit(points_proc(pp), utrace_thread__tid(th));
-	return UTRACE_RESUME;
+	if (!pp->priv)
+		return;
+	xol_forget(pp);
+	free(pp->priv);
+	pp->priv = NULL;
 }
 
-static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t child, bool vfork,
-		   bool followed)
+static void ptrace_point_free(struct probe_point *pt)
 {
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-
-	pid_t pid = utrace_thread__pid(th);
-
-	/* clone(CLONE_VM) without CLONE_VFORK shares the memory too */
-	if (!vfork && syscall(SYS_kcmp, pid, child, KCMP_VM, 0, 0) == 0)
-		vfork = true;
-	uprobes_proc_fork(up, pid, child, vfork, followed);
-	return UTRACE_RESUME;
+	free(pt->priv);
+	pt->priv = NULL;
 }
 
-/* PPid of @pid, or 0. */
-static pid_t read_ppid(pid_t pid)
+/**
+ * ptrace_slot_owner - the point whose XOL slot contains @rip, or NULL.
+ * @pp: process
+ * @rip: an address inside an XOL area
+ */
+struct probe_point *ptrace_slot_owner(struct uprobes_proc *pp, uint64_t rip)
 {
-	char buf[32];
+	unsigned int i;
 
-	if (proc_status_field(pid, "PPid", buf, sizeof(buf)) < 0)
-		return 0;
-	return (pid_t)atoi(buf);
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			const struct ptrace_point *bp = ptrace_point(pt);
+
+			if (bp && bp->slot && rip >= bp->slot && rip < bp->slot + 64)
+				return pt;
+		}
+	}
+	return NULL;
 }
 
 /*
- * A followed fork child may report its first stop before its parent's fork
- * event: set it up now, before it runs (uprobes_proc_fork() is idempotent).
+ * Fork: remove our breakpoints and return trampolines from the copy of
+ * @child (not run yet; the session holds it until the parent's fork event).
  */
-static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
+static void ptrace_fork_clean(struct uprobes_proc *parent, pid_t child)
 {
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-	pid_t pid = utrace_thread__pid(th), ppid;
-	bool vfork;
+	uint64_t tramp = xol_tramp(parent);
+	unsigned int i, k;
 
-	if (utrace_thread__tid(th) != pid || uprobes_proc_find(up, pid))
-		return UTRACE_RESUME;
-	ppid = read_ppid(pid);
-	if (ppid <= 0 || !uprobes_proc_find(up, ppid))
-		return UTRACE_RESUME;
-	if (utrace_session__threads(up->s, pid, NULL, 0) != 1)
-		return UTRACE_RESUME; /* not a fresh fork child */
-	vfork = syscall(SYS_kcmp, pid, ppid, KCMP_VM, 0, 0) == 0;
-	uprobes_proc_fork(up, ppid, pid, vfork, true);
-	return UTRACE_RESUME;
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = parent->points[i]; pt; pt = pt->hnext) {
+			uint8_t b;
+
+			if (!pt->armed)
+				continue;
+			if (utrace_mem__read(child, pt->addr, &b, 1) == 1 && b == 0xcc &&
+			    utrace_mem__write(child, pt->addr, pt->orig, 1) != 1)
+				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n",
+					child, (unsigned long long)pt->addr);
+		}
+	}
+	if (!tramp)
+		return;
+	for (i = 0; i < PROC_HASH; i++) {
+		struct utrace_task *t;
+
+		for (t = parent->tasks[i]; t; t = t->hnext) {
+			for (k = 0; k < t->depth; k++) {
+				const struct utrace_return_instance *ri = &t->ri[k];
+				uint64_t v;
+
+				if (ri->chained)
+					continue; /* its slot holds the caller's trampoline */
+				if (utrace_mem__read(child, ri->sp, &v, 8) == 8 && v == tramp)
+					utrace_mem__write(child, ri->sp, &ri->orig_ret, 8);
+			}
+		}
+	}
 }
 
-/**
- * ptrace_backend_init - attach the backend's engine to the session.
- * @up: layer
- *
- * Return: 0 on success; negative errno otherwise.
- */
-int ptrace_backend_init(struct utrace_uprobes *up)
-{
-	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec,
-		    .exit = on_thread_exit, .fork = on_fork, .attach = on_attach);
-
-	up->engine = utrace_engine__attach(up->s, &ops,
-					   UTRACE_EV_SIGNAL | UTRACE_EV_EXEC | UTRACE_EV_EXIT |
-						   UTRACE_EV_FORK | UTRACE_EV_ATTACH,
-					   up);
-	return up->engine ? 0 : -errno;
-}
-
-/**
- * ptrace_backend_fini - detach the engine.
- * @up: layer (no process left)
- */
-void ptrace_backend_fini(struct utrace_uprobes *up)
-{
-	utrace_engine__detach(up->engine);
-	up->engine = NULL;
-}
+const struct uprobes_backend_ops uprobes_ptrace_ops = {
+	.id = UTRACE_BACKEND_PTRACE,
+	.name = "ptrace",
+	.internal_points = true,
+	.tracer_handlers = true,
+	.signal = ptrace_backend_signal,
+	.proc_init = ptrace_proc_init,
+	.proc_forget = ptrace_proc_forget,
+	.quiesce = ptrace_backend_quiesce,
+	.resume = ptrace_backend_resume,
+	.arm = ptrace_backend_arm,
+	.disarm = ptrace_backend_disarm,
+	.point_free = ptrace_point_free,
+	.release = ptrace_backend_release,
+	.fork_clean = ptrace_fork_clean,
+	.fork_inherit = xol_inherit,
+};
 
 /* ------------------------------------------------------------------------ */
 /* Handler context                                                           */

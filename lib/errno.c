@@ -17,8 +17,10 @@ static const char *const utrace_errstr[] = {
 	[UTRACE_ERRNO__TRACED - __UTRACE_ERRNO__START] = "Process is already traced",
 	[UTRACE_ERRNO__NOT_YET - __UTRACE_ERRNO__START] = "Not implemented yet",
 	[UTRACE_ERRNO__REMOTE_FAULT - __UTRACE_ERRNO__START] = "Remote function call crashed",
-	[UTRACE_ERRNO__INJECT - __UTRACE_ERRNO__START] = "Shared object could not be loaded in the target",
-	[UTRACE_ERRNO__UNSAFE_PATH - __UTRACE_ERRNO__START] = "File could be replaced by another user",
+	[UTRACE_ERRNO__INJECT - __UTRACE_ERRNO__START] =
+		"Shared object could not be loaded in the target",
+	[UTRACE_ERRNO__UNSAFE_PATH - __UTRACE_ERRNO__START] =
+		"File could be replaced by another user",
 };
 
 int utrace_strerror(int err, char *buf, size_t size)

@@ -79,6 +79,12 @@ static const char *const default_lib_dirs[] = {
 	"/lib",
 };
 
+void image_set_bias(struct utrace_image *img, size_t i, uint64_t bias)
+{
+	if (img && i < img->nr && !img->pid)
+		img->objs[i].pub.bias = bias;
+}
+
 size_t utrace_image__object_count(const struct utrace_image *img)
 {
 	return img ? img->nr : 0;
@@ -724,6 +730,58 @@ static int match_cmp(const void *a, const void *b)
 	return strcmp(x->symbol, y->symbol);
 }
 
+/*
+ * C++ names: a PATTERN with "::" is matched against the demangled names of
+ * the "_Z" symbols: whole ("Foo::bar(int) const"), without the parameters
+ * ("Foo::bar"), and without a template's return type ("ns::twice<int>"),
+ * so "Foo::bar*" matches _ZNK3Foo3barEi. The demangler is libstdc++'s, taken
+ * where the program using the library has it (the utrace command links
+ * it); without it such a PATTERN matches nothing. Tracer process.
+ */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status)
+	__attribute__((weak));
+
+static bool name_matches(const char *pattern, bool glob, const char *name)
+{
+	return glob ? !fnmatch(pattern, name, 0) : !strcmp(pattern, name);
+}
+
+static bool demangled_matches(const char *pattern, bool glob, const char *name)
+{
+	char *d, *p, *base = NULL;
+	bool hit;
+	int st = -1, depth = 0;
+
+	if (strncmp(name, "_Z", 2) || !__cxa_demangle)
+		return false;
+	d = __cxa_demangle(name, NULL, NULL, &st);
+	if (!d || st) {
+		free(d);
+		return false;
+	}
+	hit = name_matches(pattern, glob, d);
+	/*
+	 * Then without the parameters ("ns::f"), and without a template's
+	 * return type ("int ns::twice<int>"): the name as it is written
+	 */
+	for (p = d; !hit && *p; p++) {
+		if (*p == '<')
+			depth++;
+		else if (*p == '>')
+			depth--;
+		else if (*p == ' ' && !depth)
+			base = p + 1;
+		else if (*p == '(' && !depth && p > d) {
+			*p = '\0';
+			hit = name_matches(pattern, glob, d) ||
+			      (base && name_matches(pattern, glob, base));
+			break;
+		}
+	}
+	free(d);
+	return hit;
+}
+
 /* Matches of @spec in object @idx; *too_short counts names past their size. */
 static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *elf,
 		       const struct utrace_spec *spec, struct match_vec *mv, size_t *too_short)
@@ -732,6 +790,7 @@ static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *
 	size_t i, n = utrace_elf__sym_count(elf);
 	bool want_plt = spec->flags & UTRACE_SPEC_PLT;
 	bool glob = spec->flags & UTRACE_SPEC_GLOB;
+	bool cxx = spec->pattern && strstr(spec->pattern, "::");
 	int err;
 
 	if (spec->flags & UTRACE_SPEC_ADDR) {
@@ -757,7 +816,9 @@ static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *
 
 		if (!!(s->flags & UTRACE_SYM_PLT) != want_plt)
 			continue;
-		if (glob ? fnmatch(spec->pattern, s->name, 0) : strcmp(spec->pattern, s->name))
+		if (cxx	 ? !demangled_matches(spec->pattern, glob, s->name) :
+		    glob ? fnmatch(spec->pattern, s->name, 0) :
+			   strcmp(spec->pattern, s->name))
 			continue;
 		if ((spec->flags & UTRACE_SPEC_OFFSET) && s->size && spec->offset >= s->size) {
 			(*too_short)++;

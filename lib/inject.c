@@ -40,7 +40,10 @@
  *     blocked in futex (waiting for a lock: it may hold another); anything
  *     else, a thread in one of the calls a stop makes fail last. The
  *     chosen thread is stopped (PTRACE_INTERRUPT) and checked: a rip
- *     inside ld.so is never used. Only that thread stops; the others keep
+ *     inside ld.so is never used, nor a thread stopped while running libc
+ *     code or in a memory syscall from libc (inside malloc, it may hold
+ *     the arena lock). The looks repeat for ~1 s (choose_round()) before
+ *     the injection is refused. Only that thread stops; the others keep
  *     running, so a lock held by one of them is released as usual.
  *  4. Remote mmap of a scratch page (remote syscall, remote.c), read and
  *     execute only, written through /proc/PID/mem: the kill-safe return
@@ -639,8 +642,19 @@ static int try_thread(struct inject_ctx *c, struct utrace_thread *th, int rank, 
 		return r == -ESRCH ? 0 : r;
 	}
 	place = rip_place(maps, regs.rip);
-	/* In a syscall (orig_rax >= 0) rip is at the libc wrapper: fine if rank 0. */
-	if (place == 2 || (pass == 0 && place == 1 && rank != 0)) {
+	/*
+	 * In a syscall (orig_rax >= 0) rip is at the libc wrapper: fine if
+	 * rank 0, and in pass 1 for a futex wait too. Never a thread stopped
+	 * while running libc code, nor in a memory syscall made from libc: it
+	 * may be inside malloc, holding the arena lock that dlopen's malloc
+	 * then waits on for ever (xz -T2 hung in tcache_init and in
+	 * _dl_new_object's calloc under the remote dlopen, kubo/injector#5).
+	 */
+	if (place == 2 ||
+	    (place == 1 && ((long long)regs.orig_rax < 0 ||
+			    ((long)regs.orig_rax != SYS_futex &&
+			     syscall_maybe_in_libc_internals((long)regs.orig_rax)))) ||
+	    (pass == 0 && place == 1 && rank != 0)) {
 		pr_debug("pid %d: thread %d not used: rip 0x%llx is in %s\n", c->pid,
 			 utrace_thread__tid(th), regs.rip, place == 2 ? "ld.so" : "libc");
 		release_thread(c);
@@ -649,11 +663,38 @@ static int try_thread(struct inject_ctx *c, struct utrace_thread *th, int rank, 
 	return 1;
 }
 
+/*
+ * The looks of choose_thread() and attach_and_choose(), ~2 ms apart with
+ * the threads running in between (a busy thread is seldom in libc two
+ * looks in a row): CHOOSE_ROUNDS of pass 0 (no rip in libc unless blocked
+ * in a harmless syscall), then pass 1 (a futex wait in libc too) until
+ * CHOOSE_ROUNDS_ALL, ~1 s; then the injection is refused rather than risk
+ * a deadlock. A rank-3 thread (in a call a stop makes fail) is stopped in
+ * one round only, the first of pass 1. Return: false when no round is left.
+ */
+#define CHOOSE_ROUNDS 25
+#define CHOOSE_ROUNDS_ALL 500
+#define NO_THREAD_WHY "each was inside the dynamic loader, or busy or allocating inside libc"
+
+static bool choose_round(int round, int *pass, int *max_rank)
+{
+	if (round >= CHOOSE_ROUNDS_ALL)
+		return false;
+	if (round) {
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	*pass = round < CHOOSE_ROUNDS ? 0 : 1;
+	*max_rank = round == CHOOSE_ROUNDS ? 3 : 2;
+	return true;
+}
+
 static int choose_thread(struct inject_ctx *c)
 {
 	struct utrace_thread **ths = NULL;
 	struct utrace_maps *maps = NULL;
-	int *rank = NULL, n, i, pass, want, r = 0;
+	int *rank = NULL, n, i, pass, round, max_rank, want, r = 0;
 	size_t cap = 64;
 
 	if (c->opts && c->opts->tid) {
@@ -693,11 +734,11 @@ static int choose_thread(struct inject_ctx *c)
 		r = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < n; i++)
-		rank[i] = thread_rank(c->pid, utrace_thread__tid(ths[i]));
 	r = -EAGAIN;
-	for (pass = 0; pass < 2 && r == -EAGAIN; pass++) {
-		for (want = 0; want <= 3 && r == -EAGAIN; want++) {
+	for (round = 0; r == -EAGAIN && choose_round(round, &pass, &max_rank); round++) {
+		for (i = 0; i < n; i++)
+			rank[i] = thread_rank(c->pid, utrace_thread__tid(ths[i]));
+		for (want = 0; want <= max_rank && r == -EAGAIN; want++) {
 			for (i = 0; i < n && r == -EAGAIN; i++) {
 				int t;
 
@@ -718,8 +759,7 @@ out:
 	free(rank);
 	free(ths);
 	if (r == -EAGAIN)
-		return fail(c, r,
-			    "no thread can be used safely now (all inside the dynamic loader)");
+		return fail(c, r, "no thread can be used safely now (%s)", NO_THREAD_WHY);
 	if (r < 0)
 		return fail(c, r, "cannot choose a thread: %s", strerror(-r));
 	return 0;
@@ -737,7 +777,7 @@ static int attach_and_choose(struct inject_ctx *c)
 	struct utrace_maps *maps = NULL;
 	pid_t *tids = NULL;
 	size_t n = 0, i;
-	int *rank = NULL, pass, want, r;
+	int *rank = NULL, pass, round, max_rank, want, r;
 
 	if (c->opts && c->opts->tid) {
 		r = utrace_session__attach_thread(c->s, c->pid, c->opts->tid);
@@ -757,11 +797,11 @@ static int attach_and_choose(struct inject_ctx *c)
 		r = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < n; i++)
-		rank[i] = thread_rank(c->pid, tids[i]);
 	r = -EAGAIN;
-	for (pass = 0; pass < 2 && r == -EAGAIN; pass++) {
-		for (want = 0; want <= 3 && r == -EAGAIN; want++) {
+	for (round = 0; r == -EAGAIN && choose_round(round, &pass, &max_rank); round++) {
+		for (i = 0; i < n; i++)
+			rank[i] = thread_rank(c->pid, tids[i]);
+		for (want = 0; want <= max_rank && r == -EAGAIN; want++) {
 			for (i = 0; i < n && r == -EAGAIN; i++) {
 				struct utrace_thread *th;
 				int t;
@@ -793,7 +833,7 @@ static int attach_and_choose(struct inject_ctx *c)
 		pr_debug("pid %d: using thread %d (the only one seized)\n", c->pid,
 			 utrace_thread__tid(c->th));
 	if (r == -EAGAIN)
-		r = fail(c, r, "no thread can be used safely now (all inside the dynamic loader)");
+		r = fail(c, r, "no thread can be used safely now (%s)", NO_THREAD_WHY);
 	else if (r < 0 && !(c->errbuf && c->errbuf[0]))
 		r = fail(c, r, "cannot choose a thread: %s", strerror(-r));
 out:

@@ -49,6 +49,13 @@ void elf_ident(const struct utrace_elf *elf, int *ret_class, int *ret_machine);
 
 /* spec.c */
 bool spec_object_is_path(const char *object);
+/*
+ * Give object @i of exec image @img load bias @bias (image.c): the
+ * system-wide layer spreads its objects apart, so that the file addresses
+ * of two objects never name one probe point.
+ */
+struct utrace_image;
+void image_set_bias(struct utrace_image *img, size_t i, uint64_t bias);
 bool spec_name_matches(const char *object, const char *base);
 
 /* ---- ptrace.c: one wrapper per request, 0/value or negative errno ---- */
@@ -80,13 +87,13 @@ int ptrace_get_syscall_info(pid_t tid, struct __ptrace_syscall_info *info);
  */
 enum tstop {
 	TSTOP_RUNNING = 0,
-	TSTOP_EVENT,	     /* PTRACE_EVENT_STOP, SIGTRAP: interrupt / new thread; in get_signal() */
-	TSTOP_GROUP,	     /* PTRACE_EVENT_STOP for a stop signal: group-stop; in get_signal() */
-	TSTOP_SIGNAL,	     /* signal-delivery stop; in get_signal() */
+	TSTOP_EVENT, /* PTRACE_EVENT_STOP, SIGTRAP: interrupt / new thread; in get_signal() */
+	TSTOP_GROUP, /* PTRACE_EVENT_STOP for a stop signal: group-stop; in get_signal() */
+	TSTOP_SIGNAL, /* signal-delivery stop; in get_signal() */
 	TSTOP_SYSCALL_ENTRY, /* syscall-entry stop */
-	TSTOP_SYSCALL_EXIT,  /* syscall-exit stop */
-	TSTOP_SECCOMP,	     /* PTRACE_EVENT_SECCOMP; inside syscall entry */
-	TSTOP_PEVENT,	     /* clone/fork/vfork/exec/vfork-done event; inside a syscall */
+	TSTOP_SYSCALL_EXIT, /* syscall-exit stop */
+	TSTOP_SECCOMP, /* PTRACE_EVENT_SECCOMP; inside syscall entry */
+	TSTOP_PEVENT, /* clone/fork/vfork/exec/vfork-done event; inside a syscall */
 };
 
 struct tproc;
@@ -97,27 +104,28 @@ struct utrace_thread {
 	struct utrace_thread *prev, *next; /* session list */
 	pid_t tid;
 	enum tstop stop;
-	int stop_sig;	     /* TSTOP_SIGNAL: signal to deliver (0 = none); TSTOP_GROUP: signo */
-	bool seen;	     /* its first stop has been seen */
-	bool want_stop;	     /* quiesce requested (session, API, detach) */
+	int stop_sig; /* TSTOP_SIGNAL: signal to deliver (0 = none); TSTOP_GROUP: signo */
+	bool seen; /* its first stop has been seen */
+	bool want_stop; /* quiesce requested (session, API, detach) */
 	bool notify_quiesce; /* report UTRACE_EV_QUIESCE when the stop comes */
-	bool engine_stop;    /* an engine returned UTRACE_STOP */
-	bool interrupted;    /* PTRACE_INTERRUPT sent, no stop of any kind seen since */
-	bool listening;	     /* resumed with PTRACE_LISTEN (group-stopped) */
-	bool group_stopped;  /* UTRACE_EV_STOP reported, no continue seen since */
-	bool stepping;	     /* resumed with PTRACE_SINGLESTEP */
-	bool in_syscall;     /* between syscall entry and exit */
-	bool exit_wanted;    /* seccomp mode: one PTRACE_SYSCALL for the exit stop */
-	bool in_vfork;	     /* vfork parent waiting for its child (cannot stop) */
+	bool engine_stop; /* an engine returned UTRACE_STOP */
+	bool interrupted; /* PTRACE_INTERRUPT sent, no stop of any kind seen since */
+	bool listening; /* resumed with PTRACE_LISTEN (group-stopped) */
+	bool group_stopped; /* UTRACE_EV_STOP reported, no continue seen since */
+	bool stepping; /* resumed with PTRACE_SINGLESTEP */
+	bool in_syscall; /* between syscall entry and exit */
+	bool exit_wanted; /* seccomp mode: one PTRACE_SYSCALL for the exit stop */
+	bool in_vfork; /* vfork parent waiting for its child (cannot stop) */
 	bool launch_sigcont; /* launched child: swallow our own SIGCONT once */
 	bool override_resume; /* utrace_thread__resume() called from its own callback */
-	bool skip;	     /* syscall skipped, force @skip_ret at exit */
+	bool skip; /* syscall skipped, force @skip_ret at exit */
+	bool detach_req; /* session_detach_at_stop(): let it go instead of resuming it */
 	long skip_ret;
-	long cur_nr;		     /* syscall in progress */
+	long cur_nr; /* syscall in progress */
 	uint64_t cur_args[6];
 	bool regs_valid;
 	struct user_regs_struct regs; /* cache, valid while stopped */
-	int busy;  /* event handling or callbacks in progress for it */
+	int busy; /* event handling or callbacks in progress for it */
 	bool dead; /* gone (unlinked); freed when @busy drops to 0 */
 };
 
@@ -125,13 +133,13 @@ struct tproc {
 	struct tproc *prev, *next;
 	pid_t pid;
 	int nr_threads;
-	bool hidden;	    /* traced silently: seccomp mode, fork not followed */
-	bool detach_new;    /* fork not followed: detach at the first stop */
+	bool hidden; /* traced silently: seccomp mode, fork not followed */
+	bool detach_new; /* fork not followed: detach at the first stop */
 	bool fork_reported; /* detach_new: the parent's fork event was dispatched */
 	bool hide_pre_exec; /* launched, execve not reached yet */
 	bool launched;
-	uint64_t gadget;    /* address of a syscall instruction; 0: not searched */
-	uint64_t sysret;    /* "syscall; ret" in libc (kill-safe remote syscalls, remote.c) */
+	uint64_t gadget; /* address of a syscall instruction; 0: not searched */
+	uint64_t sysret; /* "syscall; ret" in libc (kill-safe remote syscalls, remote.c) */
 	uint64_t restore_rt; /* glibc's __restore_rt ("mov $15, %rax; syscall") */
 	bool safe_searched; /* sysret and restore_rt were looked for */
 	uint64_t call_stub; /* arch_call_stub in the target (remote-call.c); 0: none */
@@ -146,6 +154,8 @@ struct utrace_engine {
 	unsigned long gen;
 	bool dead;
 };
+
+struct session_launch_extra;
 
 struct utrace_session {
 	pid_t tracer_tid;
@@ -163,7 +173,8 @@ struct utrace_session {
 	volatile sig_atomic_t interrupted;
 	volatile sig_atomic_t fast_tid; /* tracer tid while in run()'s fast path, else 0 */
 	int fast_slot; /* its fast_waiters[] slot */
-	pid_t waker_pid; /* run(-1)'s waker child (session.c: waker_spawn()), or 0 */
+	pid_t waker_pid; /* run()'s waker child (session.c: waker_spawn()), or 0 */
+	int waker_ms; /* how long the waker waits for interrupt() (-1: for ever); it reads this */
 	int waker_pipe[2]; /* interrupt() writes [1]; the waker polls [0] */
 	volatile sig_atomic_t waker_wfd; /* waker_pipe[1] while a waker runs, else -1 */
 	char *waker_stack;
@@ -171,7 +182,62 @@ struct utrace_session {
 	int launch_status; /* -EAGAIN while running, -ECHILD if none */
 	bool launch_kill;
 	bool launch_reaped;
+	/*
+	 * The launched leader was let go at a stop while its process stays
+	 * traced by another thread (session_detach_at_stop()): the session
+	 * is not done before its exit is reaped (it is our child).
+	 */
+	bool launch_untraced;
 	bool closing;
+	/*
+	 * The uprobes layer on this session (uprobes.c uprobes_session_hook()),
+	 * told before a process is let go by utrace_session__detach_pid() (its
+	 * pid), __detach() (0) or __close() (-1: the session goes away), so that
+	 * no int3, trampoline return address or XOL area stays in a process that
+	 * nobody traces any more: its next hit would kill it with SIGTRAP.
+	 */
+	void (*release_hook)(void *data, pid_t pid);
+	void *release_data;
+	/*
+	 * Work a stop's callback could not do because it needs the stopped
+	 * thread running (the agent's control thread serves the commands that
+	 * a dlopen's re-plan sends): called after each handled stop, outside
+	 * any dispatch, never nested (session_after()).
+	 */
+	void (*after_hook)(void *data);
+	void *after_data;
+	bool in_after;
+	/*
+	 * session_pump_hold(): exits reaped while a backend waits for its
+	 * target (an agent command) are kept here and dispatched at the next
+	 * wait, so that no process is freed under the waiting code.
+	 */
+	int hold_exits;
+	int nr_held;
+	struct {
+		pid_t tid;
+		int status;
+	} held[64];
+	/*
+	 * The uprobes layer's additions to a launch (the agent backend: its
+	 * object in LD_PRELOAD, the arena's fd): called before the fork,
+	 * in the tracer; it fills @x (struct session_launch_extra).
+	 */
+	int (*launch_hook)(void *data, struct session_launch_extra *x);
+	void *launch_data;
+};
+
+/*
+ * struct session_launch_extra - what a launch hook adds: environment
+ * entries ("NAME=value", replacing the caller's NAME; LD_PRELOAD is put
+ * before the caller's own), and one fd that the command inherits as
+ * @keep_as (the hook's fd may be close-on-exec).
+ */
+struct session_launch_extra {
+	char env[4][4200];
+	unsigned int nr_env;
+	int keep_fd;
+	int keep_as;
 };
 
 /*
@@ -186,6 +252,19 @@ int utrace_session__attach_thread(struct utrace_session *s, pid_t pid, pid_t tid
  * in session.c; remote.c hands it the statuses it does not expect).
  */
 void session_handle_status(struct utrace_session *s, pid_t tid, int status);
+/* session_pump - dispatch every pending stop now (session.c); never blocks */
+void session_pump(struct utrace_session *s);
+/* session_pump_hold - the same, exits held for the next wait (session.c) */
+void session_pump_hold(struct utrace_session *s);
+
+/*
+ * session_detach_at_stop - from a callback of @th's stop: when the stop
+ * ends, PTRACE_DETACH @th (with the signal the stop still delivers, if
+ * any) instead of resuming it; the session goes on tracing the process's
+ * other threads (session.c). The agent backend keeps only its control
+ * thread traced this way (backend-agent.c, ANCHOR).
+ */
+void session_detach_at_stop(struct utrace_thread *th);
 
 /**
  * session_wait_tid - wait for a status of @tid only, until @deadline_ms

@@ -391,8 +391,9 @@ static ssize_t mem_rw_procfs(pid_t pid, uint64_t addr, void *buf, size_t len, bo
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (done < len) {
-		ssize_t n = write ? pwrite(fd, (char *)buf + done, len - done, (off_t)(addr + done))
-				  : pread(fd, (char *)buf + done, len - done, (off_t)(addr + done));
+		ssize_t n =
+			write ? pwrite(fd, (char *)buf + done, len - done, (off_t)(addr + done)) :
+				pread(fd, (char *)buf + done, len - done, (off_t)(addr + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -419,8 +420,8 @@ static ssize_t mem_rw(pid_t pid, uint64_t addr, void *buf, size_t len, bool writ
 		return -EINVAL;
 	if (len == 0)
 		return 0;
-	n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0)
-		  : process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	n = write ? process_vm_writev(pid, &local, 1, &remote, 1, 0) :
+		    process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	if (n == (ssize_t)len)
 		return n;
 	if (n < 0 && errno == ESRCH)

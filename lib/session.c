@@ -146,10 +146,13 @@
  * restarted after a signal handler with SA_RESTART, so interrupt() cannot
  * rely on EINTR: run(-1) starts a waker (waker_spawn()), a CLONE_VM child
  * of the tracing thread that exits when interrupt() writes to its pipe,
- * which waitpid() then reports. run() with a timeout drains
- * waitpid(WNOHANG) and sleeps in sigtimedwait(), which returns as soon as
- * a SIGCHLD is pending (no event is missed between the drain and the
- * sleep); interrupt() tgkill()s a SIGCHLD to it. SIGCHLD being
+ * which waitpid() then reports. run() with a timeout of WAKER_MIN_MS or
+ * more does the same with a waker that also exits at the timeout (the
+ * CLI's event loops return every 50 ms to let output out: with a signal
+ * wake-up instead, utrace -s cost 24% more CPU in bench/syscalls.sh).
+ * Shorter timeouts drain waitpid(WNOHANG) and sleep in sigtimedwait(),
+ * which returns as soon as a SIGCHLD is pending (no event is missed
+ * between the drain and the sleep); interrupt() tgkill()s a SIGCHLD to it. SIGCHLD being
  * process-directed, a thread that does not block it may take it instead:
  * the handler forwards it to the fast-path threads (fast_waiters[]).
  * Otherwise (the caller's own SIGCHLD handler to chain to, SIGCHLD blocked
@@ -642,6 +645,14 @@ static int dispatch(struct utrace_session *s, struct utrace_thread *th, const st
 		flags |= r & (UTRACE_SIGNAL_IGNORE | UTRACE_BREAK);
 		if (r & UTRACE_DETACH)
 			utrace_engine__detach(e);
+		/*
+		 * A signal an engine suppressed is not "about to be delivered"
+		 * (UTRACE_EV_SIGNAL) any more: later engines do not see it (a
+		 * syscall tracer after the uprobes layer would show each
+		 * breakpoint's SIGTRAP as the program's)
+		 */
+		if (a->ev == UTRACE_EV_SIGNAL && (flags & UTRACE_SIGNAL_IGNORE))
+			break;
 	}
 	th->busy--; /* the caller holds a reference too: never freed here */
 	s->dispatch_depth--;
@@ -702,11 +713,27 @@ static int thread_release(struct utrace_thread *th)
 	return r == -ESRCH ? 0 : r;
 }
 
-/* After an event: stay stopped if anybody wants it, else resume. */
+static int detach_thread(struct utrace_session *s, struct utrace_thread *th);
+
+void session_detach_at_stop(struct utrace_thread *th)
+{
+	th->detach_req = true;
+}
+
+/* After an event: stay stopped if anybody wants it, else resume (or let go). */
 static void thread_settle(struct utrace_thread *th)
 {
 	if (th->dead || th->want_stop || th->engine_stop)
 		return;
+	if (th->detach_req && th->stop != TSTOP_RUNNING && th->proc->nr_threads > 1) {
+		struct utrace_session *s = th->s;
+
+		if (th->tid == s->launched_pid)
+			s->launch_untraced = true;
+		pr_debug("thread %d: let go (its process stays traced)\n", th->tid);
+		detach_thread(s, th);
+		return;
+	}
 	thread_release(th);
 }
 
@@ -1155,6 +1182,12 @@ void session_handle_status(struct utrace_session *s, pid_t tid, int status)
 {
 	struct utrace_thread *th = utrace_session__find_thread(s, tid);
 
+	if ((WIFEXITED(status) || WIFSIGNALED(status)) && s->hold_exits &&
+	    s->nr_held < (int)ARRAY_SIZE(s->held)) {
+		s->held[s->nr_held].tid = tid;
+		s->held[s->nr_held++].status = status;
+		return;
+	}
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		handle_exit(s, th, tid, status);
 		return;
@@ -1274,7 +1307,17 @@ static void drop_all(struct utrace_session *s)
 static int wait_one(struct utrace_session *s, bool block)
 {
 	int status;
-	pid_t pid = waitpid(-1, &status, WAIT_FLAGS | (block ? 0 : WNOHANG));
+	pid_t pid;
+
+	if (s->nr_held && !s->hold_exits && !s->dispatch_depth) {
+		/* exits reaped under session_pump_hold(), oldest first */
+		pid = s->held[0].tid;
+		status = s->held[0].status;
+		memmove(&s->held[0], &s->held[1], (size_t)--s->nr_held * sizeof(s->held[0]));
+		session_handle_status(s, pid, status);
+		return 1;
+	}
+	pid = waitpid(-1, &status, WAIT_FLAGS | (block ? 0 : WNOHANG));
 
 	if (pid == 0)
 		return 0;
@@ -1292,6 +1335,11 @@ static int wait_one(struct utrace_session *s, bool block)
 		return 1;
 	}
 	session_handle_status(s, pid, status);
+	if (s->after_hook && !s->dispatch_depth && !s->in_after) {
+		s->in_after = true;
+		s->after_hook(s->after_data);
+		s->in_after = false;
+	}
 	return 1;
 }
 
@@ -1350,6 +1398,30 @@ long session_now_ms(void)
  * from waitpid() (-ECHILD if @tid is not our tracee); @ret_status untouched
  * on failure.
  */
+/**
+ * session_pump - handle every stop that is pending now, for any tracee.
+ * For a caller inside a callback that waits for the target to do
+ * something (the agent backend waiting for its control thread, which may
+ * meet an int3 and stop, or whose work waits for a thread that did): the
+ * other tracees' stops are dispatched as run() would (remote.c does the
+ * same while a remote call runs). Never blocks.
+ */
+void session_pump(struct utrace_session *s)
+{
+	int status;
+	pid_t tid;
+
+	while ((tid = waitpid(-1, &status, WAIT_FLAGS | WNOHANG)) > 0)
+		session_handle_status(s, tid, status);
+}
+
+void session_pump_hold(struct utrace_session *s)
+{
+	s->hold_exits++;
+	session_pump(s);
+	s->hold_exits--;
+}
+
 int session_wait_tid(struct utrace_session *s, pid_t tid, int *ret_status, long deadline_ms)
 {
 	for (;;) {
@@ -1394,7 +1466,8 @@ static int run_status(struct utrace_session *s)
 		s->interrupted = 0;
 		return UTRACE_RUN_INTERRUPTED;
 	}
-	if (!s->procs)
+	/* a launched leader let go: done once its exit is reaped (our child) */
+	if (!s->procs && (!s->launch_untraced || s->launch_reaped))
 		return UTRACE_RUN_DONE;
 	return -1;
 }
@@ -1458,26 +1531,30 @@ static bool fast_enter(struct utrace_session *s)
 }
 
 #define WAKER_STACK_SIZE (16 * 1024)
+/* run() timeouts from which a waker (a clone(), ~0.1 ms) is worth starting */
+#define WAKER_MIN_MS 20
 
 /* The waker: runs on its own small stack in the tracer's memory; raw system calls only. */
 static int waker_main(void *arg)
 {
-	struct pollfd pfd = { .fd = (int)(long)arg, .events = POLLIN };
+	const struct utrace_session *s = arg;
+	struct pollfd pfd = { .fd = s->waker_pipe[0], .events = POLLIN };
 
 	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	syscall(SYS_poll, &pfd, 1, -1);
+	syscall(SYS_poll, &pfd, 1, s->waker_ms);
 	syscall(SYS_exit, 0);
 	return 0;
 }
 
 /*
- * Start the waker of run(-1): a child of the tracing thread (clone with
+ * Start the waker of run(): a child of the tracing thread (clone with
  * CLONE_VM, so nothing is copied) that waits for a byte from interrupt()
- * and exits, which makes the blocking waitpid(-1) of run_fast() return
- * whatever signal handler flags the caller chose. All signals are blocked
- * in it (a terminal's SIGINT goes to it too). Return: true if it runs.
+ * or @ms milliseconds (-1: no limit) and exits, which makes the blocking
+ * waitpid(-1) of run_fast() return whatever signal handler flags the
+ * caller chose. All signals are blocked in it (a terminal's SIGINT goes to
+ * it too). Return: true if it runs.
  */
-static bool waker_spawn(struct utrace_session *s)
+static bool waker_spawn(struct utrace_session *s, int ms)
 {
 	sigset_t all, old;
 	pid_t pid;
@@ -1492,8 +1569,8 @@ static bool waker_spawn(struct utrace_session *s)
 		return false;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(waker_main, s->waker_stack + WAKER_STACK_SIZE, CLONE_VM | SIGCHLD,
-		    (void *)(long)s->waker_pipe[0]);
+	s->waker_ms = ms;
+	pid = clone(waker_main, s->waker_stack + WAKER_STACK_SIZE, CLONE_VM | SIGCHLD, s);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (pid <= 0)
 		return false;
@@ -1532,9 +1609,9 @@ static void fast_leave(struct utrace_session *s)
 
 /*
  * run()'s fast path (see the essay, "Waiting"). With the waker running
- * (run(-1)) it blocks in waitpid(); without one (a timeout, or the waker
- * could not start or has exited) it drains waitpid(WNOHANG) and sleeps in
- * sigtimedwait(). A callback that waits (quiesce, remote syscalls) does so
+ * (run(-1), or a timeout >= WAKER_MIN_MS) it blocks in waitpid(); without
+ * one (a short timeout, or the waker could not start or has exited) it
+ * drains waitpid(WNOHANG) and sleeps in sigtimedwait(). A callback that waits (quiesce, remote syscalls) does so
  * while the waker lives, so a waitpid(-1) there cannot see ECHILD.
  */
 static int run_fast(struct utrace_session *s, int timeout_ms, long deadline)
@@ -1583,8 +1660,8 @@ int utrace_session__run(struct utrace_session *s, int timeout_ms)
 		return r;
 	deadline = timeout_ms >= 0 ? now_ms() + timeout_ms : 0;
 	if (!s->fast_tid && fast_enter(s)) {
-		if (timeout_ms < 0)
-			waker_spawn(s);
+		if (timeout_ms < 0 || timeout_ms >= WAKER_MIN_MS)
+			waker_spawn(s, timeout_ms);
 		r = run_fast(s, timeout_ms, deadline);
 		fast_leave(s);
 		return r;
@@ -1860,6 +1937,10 @@ int utrace_session__detach_pid(struct utrace_session *s, pid_t pid)
 		return r;
 	if (!find_proc(s, pid))
 		return -ESRCH;
+	if (s->release_hook)
+		s->release_hook(s->release_data, pid); /* probes out first */
+	if (!find_proc(s, pid))
+		return 0; /* it exited meanwhile */
 	return detach_proc(s, pid);
 }
 
@@ -1871,6 +1952,8 @@ int utrace_session__detach(struct utrace_session *s)
 		return -EINVAL;
 	if (check_tracer(s))
 		return -EINVAL;
+	if (s->release_hook)
+		s->release_hook(s->release_data, 0); /* probes out first */
 	while (s->procs) {
 		pid_t pid = s->procs->pid;
 		int r;
@@ -2184,12 +2267,82 @@ static int find_in_path(const char *file)
 	return err;
 }
 
+/*
+ * The environment of a launch with the layer's additions (launch_hook):
+ * one malloc'ed block, the array then the strings, built before the fork
+ * (the child of a threaded tracer may not allocate). Tracing thread.
+ */
+static int launch_extra(struct utrace_session *s, char *const *envp, char ***ret, int *keep_fd,
+			int *keep_as)
+{
+	struct session_launch_extra *x = calloc(1, sizeof(*x));
+	char *const *base = envp ? envp : environ;
+	size_t n = 0, bytes = 0, i, k, j = 0;
+	char **out, *str;
+	int r;
+
+	if (!x)
+		return -ENOMEM;
+	x->keep_fd = -1;
+	r = s->launch_hook(s->launch_data, x);
+	if (r < 0 || x->nr_env > ARRAY_SIZE(x->env)) {
+		free(x);
+		return r < 0 ? r : -EINVAL;
+	}
+	for (i = 0; base[i]; i++, n++)
+		bytes += strlen(base[i]) + 1;
+	for (k = 0; k < x->nr_env; k++)
+		bytes += strlen(x->env[k]) + 1;
+	bytes += strlen("LD_PRELOAD=") + 1; /* a merged LD_PRELOAD's ':' and the rest */
+	out = malloc((n + x->nr_env + 1) * sizeof(*out) + bytes + 4096 * 2);
+	if (!out) {
+		free(x);
+		return -ENOMEM;
+	}
+	str = (char *)(out + n + x->nr_env + 1);
+	for (k = 0; k < x->nr_env; k++) {
+		const char *eq = strchr(x->env[k], '=');
+		size_t nl = eq ? (size_t)(eq - x->env[k]) + 1 : 0;
+		const char *old = NULL;
+
+		for (i = 0; nl && base[i]; i++)
+			if (!strncmp(base[i], x->env[k], nl))
+				old = base[i] + nl;
+		out[j++] = str;
+		if (old && *old && nl == strlen("LD_PRELOAD=") &&
+		    !strncmp(x->env[k], "LD_PRELOAD=", nl))
+			str += sprintf(str, "%s:%s", x->env[k], old) + 1; /* ours first */
+		else
+			str += sprintf(str, "%s", x->env[k]) + 1;
+	}
+	for (i = 0; base[i]; i++) {
+		bool replaced = false;
+
+		for (k = 0; k < x->nr_env && !replaced; k++) {
+			const char *eq = strchr(x->env[k], '=');
+			size_t nl = eq ? (size_t)(eq - x->env[k]) + 1 : 0;
+
+			replaced = nl && !strncmp(base[i], x->env[k], nl);
+		}
+		if (!replaced)
+			out[j++] = base[i];
+	}
+	out[j] = NULL;
+	*keep_fd = x->keep_fd;
+	*keep_as = x->keep_as;
+	*ret = out;
+	free(x);
+	return 0;
+}
+
 pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 			     const struct utrace_launch_opts *opts)
 {
 	struct tproc *p;
 	struct utrace_thread *th;
 	unsigned long options;
+	char **xenv = NULL;
+	int keep_fd = -1, keep_as = -1;
 	pid_t pid;
 	int r, status;
 
@@ -2203,13 +2356,25 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 	r = find_in_path(argv[0]);
 	if (r < 0)
 		return r;
+	if (s->launch_hook) {
+		r = launch_extra(s, OPTS_GET(opts, utrace_launch_opts, envp, NULL), &xenv, &keep_fd,
+				 &keep_as);
+		if (r < 0)
+			return r;
+	}
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		free(xenv);
 		return -errno;
+	}
 	if (pid == 0) {
-		char *const *envp = OPTS_GET(opts, utrace_launch_opts, envp, NULL);
+		char *const *envp = xenv ? xenv : OPTS_GET(opts, utrace_launch_opts, envp, NULL);
 		utrace_pre_exec_fn_t hook = OPTS_GET(opts, utrace_launch_opts, pre_exec, NULL);
 		sigset_t none;
+
+		/* the layer's fd (the agent's arena): inherited across the exec */
+		if (keep_fd >= 0 && dup2(keep_fd, keep_as) < 0)
+			_exit(127);
 
 		/* Child: wait to be seized, then run the hook and exec. */
 		sigemptyset(&none);
@@ -2221,6 +2386,7 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		execvpe(argv[0], argv, envp ? envp : environ);
 		_exit(errno == ENOENT ? 127 : 126);
 	}
+	free(xenv); /* the child has its copy */
 	if (waitpid(pid, &status, WUNTRACED) != pid) {
 		r = -ECHILD;
 		goto err_kill;
@@ -2272,6 +2438,8 @@ void utrace_session__close(struct utrace_session *s)
 
 	if (!s)
 		return;
+	if (s->release_hook)
+		s->release_hook(s->release_data, -1); /* probes out, the layer unhooked */
 	s->closing = true;
 	s->dispatch_depth++;
 	for (e = s->engines; e; e = e->next)

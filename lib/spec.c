@@ -8,7 +8,9 @@
  *
  * Decisions the grammar leaves open:
  * - The first ':' splits OBJECT from TARGET, so OBJECT cannot contain ':'
- *   and a second ':' is an error (C++ names are given mangled: no ':').
+ *   and a second ':' is an error; a "::" is never the split: it is in a
+ *   C++ name ("Foo::bar*", "libfoo:ns::f"), matched against the demangled
+ *   names (image.c).
  * - OBJECT: '*' = every object; containing '/' = a path; containing a glob
  *   character = a glob on basenames; otherwise a name matched against
  *   basenames: equal, or followed by ".so" ("libc" ~ "libc.so.6"), by a
@@ -140,6 +142,24 @@ static int parse_hex(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/*
+ * The ':' that ends OBJECT: the first one that is not half of a C++ "::"
+ * ("Foo::bar*" has none, "libfoo:Foo::bar" the one after libfoo), or NULL.
+ */
+static const char *spec_colon(const char *s)
+{
+	const char *p;
+
+	for (p = strchr(s, ':'); p; p = strchr(p + 1, ':')) {
+		if (p[1] == ':') {
+			p++;
+			continue;
+		}
+		return p;
+	}
+	return NULL;
+}
+
 int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf, size_t errlen)
 {
 	struct utrace_spec s = { 0 };
@@ -158,15 +178,19 @@ int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf, 
 	if (p)
 		return bad_spec(text, errbuf, errlen, "unexpected %s at offset %zu",
 				*p == ' ' ? "space" : "control character", (size_t)(p - text));
-	colon = strchr(text, ':');
+	colon = spec_colon(text);
 	target = colon ? colon + 1 : text;
 	if (colon && colon == text)
 		return bad_spec(text, errbuf, errlen, "missing object before ':'");
 	if (colon && !*target)
 		return bad_spec(text, errbuf, errlen, "missing symbol after ':'");
-	if (strchr(target, ':'))
+	if (spec_colon(target))
 		return bad_spec(text, errbuf, errlen,
-				"more than one ':' (give OBJECT:SYMBOL; C++ names mangled)");
+				"more than one ':' (give OBJECT:SYMBOL; C++ names with '::')");
+	if (!strncmp(target, "::", 2) ||
+	    (strlen(target) >= 2 && !strcmp(target + strlen(target) - 2, "::")))
+		return bad_spec(text, errbuf, errlen,
+				"'::' must join two names (e.g. 'Foo::bar*')");
 	if (colon) {
 		s.object = strndup(text, colon - text);
 		if (!s.object)

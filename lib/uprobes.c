@@ -50,7 +50,9 @@
  * Deferral. While handlers run (hit_depth > 0), register and unregister
  * only queue the request; uprobes_hit_end() of the outermost hit runs the
  * queue and calls opts->done. A probe unregistered that way is marked dead
- * at once, so that the remaining handlers of the same hit skip it.
+ * at once, with the hit it died in (hit_seq): it still runs for that hit if
+ * its turn has not come yet (the paper's rule: unregistration takes effect
+ * once the handlers of the current hit have run), and for no later hit.
  *
  * Life cycle. exec: the old address space is gone, so the points are
  * freed without writing memory, owners are told (UTRACE_DROP_EXEC), and the
@@ -75,8 +77,44 @@
 
 #include "utrace/proc.h"
 #include "utrace/probe.h"
+#include "abi.h"
+#include "backend.h"
 #include "internal.h"
 #include "uprobes.h"
+
+#ifndef KCMP_VM
+#define KCMP_VM 1
+#endif
+
+/* the public error kinds are the agent ABI's (one table of rules) */
+_Static_assert((int)UTRACE_ERRK_NEG32 == (int)UTRACE_ERR_NEG32 &&
+		       (int)UTRACE_ERRK_NULL == (int)UTRACE_ERR_NULL &&
+		       (int)UTRACE_ERRK_MAPFAIL == (int)UTRACE_ERR_MAPFAIL &&
+		       UTRACE_HIST_BUCKETS == UTRACE_ABI_HIST_BUCKETS,
+	       "probe.h and abi.h disagree");
+
+/*
+ * The backend's operations around a batch of writes to sites (backend.h):
+ * quiesce and resume are optional (the agent arms safely with every
+ * thread running); commit, when there is one, makes the batch take effect.
+ */
+static int proc_quiesce(struct uprobes_proc *pp)
+{
+	return pp->up->ops->quiesce ? pp->up->ops->quiesce(pp) : 0;
+}
+
+static void proc_resume(struct uprobes_proc *pp)
+{
+	if (pp->up->ops->commit)
+		pp->up->ops->commit(pp);
+	if (pp->up->ops->resume)
+		pp->up->ops->resume(pp);
+}
+
+static int proc_backend_release(struct uprobes_proc *pp)
+{
+	return pp->up->ops->release ? pp->up->ops->release(pp) : 0;
+}
 
 #define offsetofend(TYPE, FIELD) (offsetof(TYPE, FIELD) + sizeof(((TYPE *)0)->FIELD))
 
@@ -252,15 +290,41 @@ bool uprobes_point_wants_return(const struct probe_point *pt)
 	for (i = 0; i < pt->nr_probes; i++) {
 		const struct utrace_probe *p = pt->probes[i];
 
-		if (!p->dead && (p->opts.ret_handler || p->opts.retprobe))
+		if (!p->dead && uprobes_probe_has_return(p))
 			return true;
 	}
 	return false;
 }
 
+/**
+ * uprobes_probe_has_entry - does @p do anything at entries?
+ * uprobes_probe_has_return - ... at returns (the trampoline is needed)?
+ * The rules of probe.h's enum utrace_probe_action.
+ */
+bool uprobes_probe_has_entry(const struct utrace_probe *p)
+{
+	return !p->opts.retprobe && (p->opts.handler || p->opts.actions);
+}
+
+bool uprobes_probe_has_return(const struct utrace_probe *p)
+{
+	unsigned int a = p->opts.actions;
+
+	if (p->opts.ret_handler || p->opts.retprobe)
+		return true;
+	if (a & UTRACE_ACT_NORET)
+		return false;
+	return (a & (UTRACE_ACT_HIST | UTRACE_ACT_RECORD)) ||
+	       ((a & UTRACE_ACT_COUNT) && p->opts.err_kind);
+}
+
 static void point_free(struct probe_point *pt)
 {
+	if (pt->proc->up->ops->point_free)
+		pt->proc->up->ops->point_free(pt);
 	free(pt->probes);
+	free(pt->popts);
+	free(pt->pcnt);
 	free(pt->object);
 	free(pt->symbol);
 	free(pt->name);
@@ -289,6 +353,8 @@ static void remember_removed(struct uprobes_proc *pp, uint64_t addr)
 }
 
 /* Tell every probe of @pt that the point is gone; detach them from it. */
+static void point_retire(struct probe_point *pt, unsigned int i);
+
 static void point_drop_probes(struct uprobes_proc *pp, struct probe_point *pt,
 			      enum utrace_drop_reason why)
 {
@@ -297,6 +363,7 @@ static void point_drop_probes(struct uprobes_proc *pp, struct probe_point *pt,
 	for (i = 0; i < pt->nr_probes; i++) {
 		struct utrace_probe *p = pt->probes[i];
 
+		point_retire(pt, i);
 		if (p->points)
 			p->points--;
 		if (p->opts.dropped && !p->dead)
@@ -318,6 +385,8 @@ static void proc_forget_points(struct uprobes_proc *pp, enum utrace_drop_reason 
 {
 	unsigned int i;
 
+	if (pp->up->ops->proc_flush)
+		pp->up->ops->proc_flush(pp); /* its events, while the points still name them */
 	for (i = 0; i < PROC_HASH; i++)
 		while (pp->points[i])
 			point_forget(pp, pp->points[i], why);
@@ -334,7 +403,8 @@ static void proc_free(struct uprobes_proc *pp)
 		}
 	}
 	tasks_free(pp);
-	xol_forget(pp);
+	if (pp->up->ops->proc_forget)
+		pp->up->ops->proc_forget(pp);
 	utrace_planner__free(pp->planner);
 	utrace_image__close(pp->img);
 	free(pp);
@@ -348,6 +418,10 @@ static struct uprobes_proc *proc_new(struct utrace_uprobes *up, pid_t pid)
 		return NULL;
 	pp->up = up;
 	pp->pid = pid;
+	if (up->ops->proc_init && up->ops->proc_init(pp)) {
+		free(pp);
+		return NULL;
+	}
 	pp->next = up->procs;
 	up->procs = pp;
 	return pp;
@@ -434,6 +508,8 @@ static void point_set_info(struct probe_point *pt, const struct utrace_image *im
 	pt->info.offset = off;
 	pt->info.name = pt->name;
 	pt->entry = m->symbol && off == 0;
+	pt->match = *m;
+	pt->match.symbol = pt->symbol;
 }
 
 /*
@@ -469,7 +545,23 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 	pt->proc = pp;
 	pt->addr = plan.addr;
 	pt->internal = internal;
-	n = utrace_mem__read(pp->pid, pt->addr, pt->orig, sizeof(pt->orig));
+	if (!pp->pid || pp->up->ops->file_bytes) {
+		/*
+		 * system-wide: no process to read; a backend writing nothing
+		 * there: its int3s are the kernel's. The file's bytes.
+		 */
+		struct utrace_elf *elf = utrace_image__elf(pp->img, m->object);
+
+		n = elf ? utrace_elf__read(elf, m->file_addr + (plan.addr - m->addr), pt->orig,
+					   sizeof(pt->orig)) :
+			  -EFAULT;
+		if (n <= 0) {
+			free(pt);
+			return -EFAULT;
+		}
+	} else {
+		n = utrace_mem__read(pp->pid, pt->addr, pt->orig, sizeof(pt->orig));
+	}
 	if (n < 0) {
 		/* near the end of a mapping: read what there is */
 		for (n = sizeof(pt->orig) - 1; n > 0; n--)
@@ -482,7 +574,9 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 	}
 	if (pt->orig[0] == 0xcc) {
 		/* someone else's breakpoint (a debugger): not ours to displace */
-		snprintf(why, whylen, "an int3 is already there");
+		snprintf(
+			why, whylen,
+			"an int3 is already there (a kernel uprobe such as bpftrace's, or a debugger's breakpoint)");
 		free(pt);
 		return -EEXIST;
 	}
@@ -494,7 +588,7 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 	}
 	pt->insn_len = (uint8_t)len;
 	point_set_info(pt, pp->img, m);
-	err = ptrace_backend_arm(pp, pt);
+	err = pp->up->ops->arm(pp, pt);
 	if (err) {
 		point_free(pt);
 		return err;
@@ -507,10 +601,36 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 	return 0;
 }
 
+/*
+ * Probe @i leaves point @pt (unregistered, or the point goes): what it
+ * counted there stays with the probe, under the point's name.
+ */
+static void point_retire(struct probe_point *pt, unsigned int i)
+{
+	struct utrace_probe *p = pt->probes[i];
+	struct utrace_probe_counts c = pt->pcnt[i];
+
+	if (pt->proc->up->ops->point_counts)
+		pt->proc->up->ops->point_counts(pt->proc, pt, p, &c);
+	uprobes_retire_counts(p, pt, &c);
+}
+
+/* Take the probe at index @i out of @pt's lists. */
+static void point_del_probe_at(struct probe_point *pt, unsigned int i)
+{
+	point_retire(pt, i);
+	memmove(&pt->probes[i], &pt->probes[i + 1], (pt->nr_probes - i - 1) * sizeof(*pt->probes));
+	memmove(&pt->popts[i], &pt->popts[i + 1], (pt->nr_probes - i - 1) * sizeof(*pt->popts));
+	memmove(&pt->pcnt[i], &pt->pcnt[i + 1], (pt->nr_probes - i - 1) * sizeof(*pt->pcnt));
+	pt->nr_probes--;
+}
+
 /* Insert @p in @pt's handler list, in registration order. */
 static int point_add_probe(struct probe_point *pt, struct utrace_probe *p)
 {
 	unsigned int i;
+
+	struct utrace_point_opts po = { p->opts.nargs, p->opts.str_args, p->opts.err_kind };
 
 	for (i = 0; i < pt->nr_probes; i++)
 		if (pt->probes[i] == p)
@@ -518,17 +638,49 @@ static int point_add_probe(struct probe_point *pt, struct utrace_probe *p)
 	if (pt->nr_probes == pt->cap_probes) {
 		unsigned int cap = pt->cap_probes ? pt->cap_probes * 2 : 2;
 		struct utrace_probe **n = realloc(pt->probes, cap * sizeof(*n));
+		struct utrace_point_opts *o;
+		struct utrace_probe_counts *c;
 
 		if (!n)
 			return -ENOMEM;
 		pt->probes = n;
+		o = realloc(pt->popts, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		pt->popts = o;
+		c = realloc(pt->pcnt, cap * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		pt->pcnt = c;
 		pt->cap_probes = cap;
 	}
-	for (i = pt->nr_probes; i > 0 && pt->probes[i - 1]->seq > p->seq; i--)
+	if (p->opts.point_opts) {
+		p->opts.point_opts(p, &pt->info, &po, p->opts.data);
+		if (po.nargs > 6)
+			po.nargs = 6;
+		po.str_args &= 0x7f;
+		if (po.err_kind < 0 || po.err_kind > UTRACE_ERRK_MAPFAIL)
+			po.err_kind = 0;
+	}
+	for (i = pt->nr_probes; i > 0 && pt->probes[i - 1]->seq > p->seq; i--) {
 		pt->probes[i] = pt->probes[i - 1];
+		pt->popts[i] = pt->popts[i - 1];
+		pt->pcnt[i] = pt->pcnt[i - 1];
+	}
 	pt->probes[i] = p;
+	pt->popts[i] = po;
+	memset(&pt->pcnt[i], 0, sizeof(pt->pcnt[i]));
 	pt->nr_probes++;
 	p->points++;
+	if (pt->proc->up->ops->point_update) {
+		int err = pt->proc->up->ops->point_update(pt->proc, pt);
+
+		if (err) {
+			point_del_probe_at(pt, i);
+			p->points--;
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -538,7 +690,7 @@ static int point_remove(struct uprobes_proc *pp, struct probe_point *pt)
 	int err = 0;
 
 	if (pt->armed)
-		err = ptrace_backend_disarm(pp, pt, true);
+		err = pp->up->ops->disarm(pp, pt, true);
 	remember_removed(pp, pt->addr);
 	point_unlink(pp, pt);
 	point_free(pt);
@@ -555,7 +707,7 @@ static int ret_refused(struct uprobes_proc *pp, const struct utrace_probe *p,
 {
 	const char *r;
 
-	if (!p->opts.ret_handler && !p->opts.retprobe)
+	if (!uprobes_probe_has_return(p))
 		return 0;
 	r = utrace_plan__ret_refused(pp->img, m);
 	if (!r)
@@ -594,9 +746,14 @@ static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *
 				char ebuf[128];
 
 				utrace_strerror(err, ebuf, sizeof(ebuf));
-				pr_warn("probe '%s': cannot probe %s in process %d: %s%s%s\n",
-					p->name, m[i].symbol ? m[i].symbol : "address", pp->pid,
-					ebuf, why[0] ? ": " : "", why);
+				if (pp->pid)
+					pr_warn("probe '%s': cannot probe %s in process %d: %s%s%s\n",
+						p->name, m[i].symbol ? m[i].symbol : "address",
+						pp->pid, ebuf, why[0] ? ": " : "", why);
+				else
+					pr_warn("probe '%s': cannot probe %s system-wide: %s%s%s\n",
+						p->name, m[i].symbol ? m[i].symbol : "address",
+						ebuf, why[0] ? ": " : "", why);
 			}
 			continue;
 		}
@@ -662,6 +819,12 @@ static void proc_arm_rbrk(struct uprobes_proc *pp)
 	size_t i, n = utrace_image__object_count(pp->img);
 	char why[200];
 
+	if (!pp->up->ops->internal_points) {
+		/* the backend sees image changes its own way (backend.h dl_watch) */
+		if (pp->up->ops->dl_watch)
+			pp->up->ops->dl_watch(pp);
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		const struct utrace_object *o = utrace_image__object(pp->img, i);
 		const char *base = o && o->path ? strrchr(o->path, '/') : NULL;
@@ -724,8 +887,7 @@ static bool proc_has_retprobe(struct uprobes_proc *pp)
 	struct utrace_probe *p;
 
 	for (p = pp->up->probes; p; p = p->next)
-		if (!p->dead && (p->opts.ret_handler || p->opts.retprobe) &&
-		    (p->is_spec || p->pid == pp->pid))
+		if (!p->dead && uprobes_probe_has_return(p) && (p->is_spec || p->pid == pp->pid))
 			return true;
 	return false;
 }
@@ -740,7 +902,7 @@ static bool proc_has_retprobe(struct uprobes_proc *pp)
  * the trampoline has none: an exception through a hijacked frame would
  * std::terminate the program. At a guard's hit the backend writes the
  * thread's hijacked return addresses back first
- * (ptrace_backend_unwind_begin()). Objects not loaded yet (libgcc_s) are
+ * (the backend's unwind_begin). Objects not loaded yet (libgcc_s) are
  * armed by the next call, at the dlopen notification that maps them:
  * idempotent, like SPEC arming. Guards stay until detach, exec or exit
  * (instances may outlive their probe). Same conditions as SPEC arming:
@@ -750,7 +912,7 @@ static void proc_arm_unwind_guards(struct uprobes_proc *pp)
 {
 	unsigned int g;
 
-	if (!pp->img || pp->vfork_parent || !proc_has_retprobe(pp))
+	if (!pp->img || pp->vfork_parent || !pp->up->ops->internal_points || !proc_has_retprobe(pp))
 		return;
 	for (g = 0; g < ARRAY_SIZE(unwind_guard_specs); g++) {
 		struct utrace_match *m = NULL;
@@ -790,6 +952,9 @@ static void proc_arm_all_specs(struct uprobes_proc *pp)
 		if (p->is_spec && !p->dead && p->registered)
 			proc_arm_spec(pp, p, NULL);
 	proc_arm_unwind_guards(pp);
+	/* the batch's end (the callers at an exec, a fork or a dlopen have no resume) */
+	if (pp->up->ops->armed_all)
+		pp->up->ops->armed_all(pp);
 }
 
 /* Start tracking process @pid: image, r_brk, SPEC probes. No quiesce. */
@@ -817,6 +982,13 @@ static bool pid_armable(struct utrace_uprobes *up, pid_t pid)
 {
 	struct utrace_thread *th = utrace_session__find_thread(up->s, pid);
 
+	if (!th) {
+		/* a process whose leader was let go (the agent's ANCHOR): any thread */
+		struct utrace_thread *ths[1];
+
+		if (utrace_session__threads(up->s, pid, ths, 1) >= 1)
+			th = ths[0];
+	}
 	if (!th || utrace_thread__pid(th) != pid)
 		return false; /* not traced, or a thread id */
 	return !th->proc->hide_pre_exec && !th->proc->hidden && !th->proc->detach_new;
@@ -871,6 +1043,22 @@ static void probe_free(struct utrace_probe *p)
 	up->probes_tail = &up->probes;
 	while (*up->probes_tail)
 		up->probes_tail = &(*up->probes_tail)->next;
+	{
+		struct uprobes_rec *q;
+
+		for (q = up->rq; q; q = q->next) /* polled later: no dangling probe */
+			if (q->r.probe == p)
+				q->r.probe = NULL;
+	}
+	while (p->retired) {
+		struct uprobes_retired *r = p->retired;
+
+		p->retired = r->next;
+		free(r->name);
+		free(r->symbol);
+		free(r->object);
+		free(r);
+	}
 	utrace_spec__clear(&p->spec);
 	free(p->name);
 	free(p);
@@ -892,18 +1080,18 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 				;
 			if (k == pt->nr_probes)
 				continue;
-			memmove(&pt->probes[k], &pt->probes[k + 1],
-				(pt->nr_probes - k - 1) * sizeof(*pt->probes));
-			pt->nr_probes--;
+			point_del_probe_at(pt, k);
 			if (p->points)
 				p->points--;
 			if (pt->nr_probes || pt->internal || pt->addr == pp->r_brk || pt->unwind) {
 				/* r_brk or an unwind guard probed by the user too: ours again */
 				pt->internal = pt->internal || pt->addr == pp->r_brk || pt->unwind;
+				if (pp->up->ops->point_update)
+					pp->up->ops->point_update(pp, pt);
 				continue;
 			}
 			if (quiesce && !stopped) {
-				int r = ptrace_backend_quiesce(pp);
+				int r = proc_quiesce(pp);
 
 				if (r < 0 && !ret)
 					ret = r;
@@ -918,7 +1106,7 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 		}
 	}
 	if (stopped)
-		ptrace_backend_resume(pp);
+		proc_resume(pp);
 	return ret;
 }
 
@@ -944,6 +1132,12 @@ static int do_register(struct utrace_probe *p)
 	struct uprobes_proc *pp;
 	int err = 0;
 
+	if (!p->is_spec && up->all) {
+		pr_warn("probe '%s': address probes are per process; the layer is system-wide "
+			"(all_exec): give a SPEC\n",
+			p->name);
+		return -EOPNOTSUPP;
+	}
 	if (!p->is_spec) {
 		struct utrace_maps *maps;
 		struct utrace_match m = { 0 };
@@ -992,7 +1186,7 @@ static int do_register(struct utrace_probe *p)
 			pr_warn("probe '%s': cannot probe: %s\n", p->name, why);
 			return err;
 		}
-		err = ptrace_backend_quiesce(pp);
+		err = proc_quiesce(pp);
 		if (!err) {
 			err = point_get(pp, &m, false, &pt, why, sizeof(why));
 			if (!err)
@@ -1000,13 +1194,13 @@ static int do_register(struct utrace_probe *p)
 			if (!err)
 				proc_arm_unwind_guards(pp);
 		}
-		ptrace_backend_resume(pp);
+		proc_resume(pp);
 		if (err && why[0])
 			pr_warn("probe '%s': cannot probe: %s\n", p->name, why);
 		if (err && pt && !pt->nr_probes && !pt->internal) {
-			ptrace_backend_quiesce(pp);
+			proc_quiesce(pp);
 			point_remove(pp, pt);
-			ptrace_backend_resume(pp);
+			proc_resume(pp);
 		}
 		return err;
 	} else {
@@ -1014,8 +1208,8 @@ static int do_register(struct utrace_probe *p)
 		int n, i, armed = 0, first_err = 0, known = 0;
 		bool any_pending = false;
 
-		/* processes the session traces that we have not seen yet */
-		n = session_pids(up, &pids);
+		/* processes the session traces that we have not seen yet (system-wide: none) */
+		n = up->all ? 0 : session_pids(up, &pids);
 		for (i = 0; i < n; i++)
 			if (!uprobes_proc_find(up, pids[i]) && pid_armable(up, pids[i]))
 				proc_setup(up, pids[i], false);
@@ -1027,12 +1221,12 @@ static int do_register(struct utrace_probe *p)
 			if (pp->vfork_parent)
 				continue;
 			known++;
-			r = ptrace_backend_quiesce(pp);
+			r = proc_quiesce(pp);
 			if (!r) {
 				r = proc_arm_spec(pp, p, &pending);
 				proc_arm_unwind_guards(pp);
 			}
-			ptrace_backend_resume(pp);
+			proc_resume(pp);
 			if (pending)
 				any_pending = true;
 			if (r > 0)
@@ -1046,14 +1240,61 @@ static int do_register(struct utrace_probe *p)
 	}
 }
 
+#define ACT_ALL                                                                      \
+	(UTRACE_ACT_COUNT | UTRACE_ACT_HIST | UTRACE_ACT_RECORD | UTRACE_ACT_STACK | \
+	 UTRACE_ACT_INJECT | UTRACE_ACT_NORET)
+
+/* Built-in actions that make sense together (probe.h). */
+static bool actions_valid(const struct utrace_probe_opts *o)
+{
+	unsigned int a = o->actions;
+
+	if (a & ~ACT_ALL)
+		return false;
+	if (o->nargs > 6 || o->str_max > 1024 || (o->str_args & ~0x7fu) || o->err_kind < 0 ||
+	    o->err_kind > UTRACE_ERRK_MAPFAIL)
+		return false;
+	/* injecting at a return, or stacks of no record, mean nothing */
+	if ((a & UTRACE_ACT_INJECT) && o->retprobe)
+		return false;
+	if ((a & UTRACE_ACT_STACK) && !(a & UTRACE_ACT_RECORD))
+		return false;
+	if ((a & UTRACE_ACT_HIST) && ((a & UTRACE_ACT_NORET) || o->retprobe))
+		return false;
+	return !((a & UTRACE_ACT_NORET) && o->retprobe);
+}
+
 static struct utrace_probe *probe_new(struct utrace_uprobes *up,
 				      const struct utrace_probe_opts *opts)
 {
+	struct utrace_probe_opts o = { 0 };
 	struct utrace_probe *p;
 
-	if (!up || !OPTS_VALID(opts, utrace_probe_opts) || !opts ||
-	    (!opts->handler && !opts->ret_handler) || (opts->retprobe && opts->ret_handler)) {
+	if (up && !up->s) {
+		errno = ENOTCONN; /* the session was closed */
+		return NULL;
+	}
+	if (!up || !OPTS_VALID(opts, utrace_probe_opts) || !opts) {
 		errno = EINVAL;
+		return NULL;
+	}
+	/* an older caller's shorter struct: the fields it does not know are 0 */
+	memcpy(&o, opts, MIN(opts->sz, sizeof(o)));
+	opts = &o;
+	if ((!opts->handler && !opts->ret_handler && !opts->actions) ||
+	    (opts->retprobe && opts->ret_handler) || !actions_valid(opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((opts->handler || opts->ret_handler) && !up->ops->tracer_handlers) {
+		/* the agent and the kernel run only built-in actions (probe.h) */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (opts->actions & up->ops->refused_actions) {
+		/* the kernel cannot inject (backend.h refused_actions) */
+		pr_warn("%s\n", up->ops->refused_why);
+		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -1196,6 +1437,7 @@ int utrace_probe__unregister(struct utrace_probe *p)
 		return 0;
 	p->dead = true;
 	if (up->hit_depth) {
+		p->dead_hit = up->hit_seq; /* still runs for this hit (uprobes_run_entry()) */
 		defer(up, p, false);
 		return 0;
 	}
@@ -1254,7 +1496,14 @@ int utrace_uprobes__stats(const struct utrace_uprobes *up, struct utrace_uprobes
  */
 void uprobes_hit_begin(struct utrace_uprobes *up)
 {
-	up->hit_depth++;
+	if (!up->hit_depth++)
+		up->hit_seq++;
+}
+
+/* Does @p run for the current hit? Not once dead, except in the hit it died in. */
+static bool probe_runs(const struct utrace_uprobes *up, const struct utrace_probe *p)
+{
+	return !p->dead || (p->dead_hit && p->dead_hit == up->hit_seq && up->hit_depth);
 }
 
 /**
@@ -1304,6 +1553,210 @@ void uprobes_hit_end(struct utrace_uprobes *up)
 	up->in_deferred = false;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Built-in actions run in the tracer                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * With a backend whose hits stop in the tracer (ptrace), the built-in
+ * actions of probe.h run here, at the stop, with the same rules as the
+ * agent's in-target ones (agent/dispatch.c) so that the figures agree:
+ * COUNT counts entries and, with an err_kind, error returns; HIST times
+ * entry to return with the entry's timestamp; INJECT takes every Nth call
+ * (the Nth, 2Nth ...) and counts an injected error value as an error.
+ */
+
+static const char *rec_str(struct utrace_probe_ctx *ctx, uint64_t addr, unsigned int max,
+			   char **owned, size_t *len, unsigned int *flags)
+{
+	char *buf = malloc(max + 2);
+	ssize_t n;
+
+	*owned = NULL;
+	*len = 0;
+	*flags = 0;
+	if (!buf)
+		return NULL;
+	n = utrace_probe_ctx__read_str(ctx, addr, buf, max + 2);
+	if (n < 0) {
+		free(buf);
+		*flags = UTRACE_REC_STR_FAULT;
+		return NULL;
+	}
+	if ((size_t)n > max) {
+		n = max;
+		buf[n] = 0;
+		*flags = UTRACE_REC_STR_TRUNC;
+	}
+	*owned = buf;
+	*len = (size_t)n;
+	return buf;
+}
+
+static void rec_free(struct uprobes_rec *q)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(q->strs); i++)
+		free(q->strs[i]);
+	free(q->name);
+	free(q->symbol);
+	free(q->object);
+	free(q);
+}
+
+/* Queue @q; the oldest record goes when the queue is full (counted). */
+void uprobes_rec_queue(struct utrace_uprobes *up, struct uprobes_rec *q)
+{
+	if (up->rq_len >= UPROBES_RQ_MAX) {
+		struct uprobes_rec *old = up->rq;
+
+		up->rq = old->next;
+		if (!up->rq)
+			up->rq_tail = &up->rq;
+		up->rq_len--;
+		up->rq_lost++;
+		rec_free(old);
+	}
+	if (!up->rq_tail)
+		up->rq_tail = &up->rq;
+	*up->rq_tail = q;
+	up->rq_tail = &q->next;
+	up->rq_len++;
+}
+
+static struct uprobes_rec *rec_new(struct utrace_probe *p, struct utrace_probe_ctx *ctx, int type)
+{
+	struct uprobes_rec *q = calloc(1, sizeof(*q));
+
+	if (!q) {
+		p->up->rq_lost++;
+		return NULL;
+	}
+	q->r.sz = sizeof(q->r);
+	q->r.type = type;
+	q->r.pid = ctx->pid;
+	q->r.tid = ctx->tid;
+	q->r.ts_ns = ctx->now_ns;
+	q->r.probe = p;
+	q->r.addr = ctx->point->addr;
+	q->name = ctx->point->name ? strdup(ctx->point->name) : NULL;
+	q->r.name = q->name;
+	q->symbol = ctx->point->symbol ? strdup(ctx->point->symbol) : NULL;
+	q->r.symbol = q->symbol;
+	q->object = ctx->point->object ? strdup(ctx->point->object) : NULL;
+	q->r.object = q->object;
+	q->r.offset = ctx->point->offset;
+	q->r.depth = ctx->depth;
+	return q;
+}
+
+/*
+ * ACT_STACK in the tracer: the return address at [rsp] (the call just
+ * wrote it: the probe is at a function entry), then the frame-pointer
+ * chain, each frame above the last (so the walk ends), at most
+ * UTRACE_REC_MAX_STACK; code built without frame pointers ends it early.
+ */
+static unsigned int walk_fp(struct utrace_probe_ctx *ctx, uint64_t *pcs)
+{
+	uint64_t fp = ctx->regs->rbp, frame[2];
+	unsigned int n = 0;
+
+	if (utrace_mem__read(ctx->pid, ctx->regs->rsp, &pcs[0], 8) == 8)
+		n++;
+	while (n < UTRACE_REC_MAX_STACK && fp > ctx->regs->rsp && !(fp & 7) &&
+	       utrace_mem__read(ctx->pid, fp, frame, sizeof(frame)) == sizeof(frame) && frame[1]) {
+		pcs[n++] = frame[1];
+		if (frame[0] <= fp)
+			break;
+		fp = frame[0];
+	}
+	return n;
+}
+
+static void builtin_entry(struct utrace_probe *p, const struct utrace_point_opts *po,
+			  struct utrace_probe_counts *cnt, struct utrace_probe_ctx *ctx)
+{
+	unsigned int a = p->opts.actions, i, max = p->opts.str_max ? p->opts.str_max : 32;
+	uint64_t every = p->opts.inject_every ? p->opts.inject_every : 1;
+
+	if (a & UTRACE_ACT_COUNT)
+		cnt->calls++;
+	if (a & UTRACE_ACT_RECORD) {
+		struct uprobes_rec *q = rec_new(p, ctx, UTRACE_REC_ENTRY);
+
+		if (q) {
+			q->r.nargs = po->nargs;
+			for (i = 0; i < 6; i++) {
+				q->r.args[i] = utrace_probe_ctx__arg(ctx, i);
+				if (i < po->nargs && (po->str_args & (1U << i)))
+					q->r.str[i] = rec_str(ctx, q->r.args[i], max, &q->strs[i],
+							      &q->r.str_len[i], &q->r.str_flags[i]);
+			}
+			if (a & UTRACE_ACT_STACK) {
+				q->r.stack = q->stack;
+				q->r.nr_stack = walk_fp(ctx, q->stack);
+			}
+			uprobes_rec_queue(p->up, q);
+		}
+	}
+	if ((a & UTRACE_ACT_INJECT) && ++p->inject_calls % every == 0 &&
+	    utrace_probe_ctx__set_return(ctx, p->opts.inject_value) == 0) {
+		cnt->injected++;
+		if (utrace_abi_is_error((unsigned int)po->err_kind, p->opts.inject_value))
+			cnt->errors++;
+		if (a & UTRACE_ACT_RECORD) { /* its return, as the agent gives it */
+			struct uprobes_rec *q = rec_new(p, ctx, UTRACE_REC_RETURN);
+
+			if (q) {
+				q->r.retval = p->opts.inject_value;
+				q->r.flags = UTRACE_REC_F_INJECTED;
+				uprobes_rec_queue(p->up, q);
+			}
+		}
+		if (a & UTRACE_ACT_HIST) { /* as the agent: an injected call is a 0 ns call */
+			cnt->min_ns = 0;
+			cnt->timed++;
+			cnt->hist[0]++;
+		}
+	}
+}
+
+static void builtin_return(struct utrace_probe *p, const struct utrace_point_opts *po,
+			   struct utrace_probe_counts *cnt, struct utrace_probe_ctx *ctx,
+			   uint64_t entry_ns)
+{
+	unsigned int a = p->opts.actions, max = p->opts.str_max ? p->opts.str_max : 32;
+	uint64_t rax = utrace_probe_ctx__retval(ctx);
+	uint64_t dur = entry_ns && ctx->now_ns >= entry_ns ? ctx->now_ns - entry_ns : 0;
+
+	if (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST))
+		cnt->returns++;
+	if ((a & UTRACE_ACT_COUNT) && utrace_abi_is_error((unsigned int)po->err_kind, rax))
+		cnt->errors++;
+	if ((a & UTRACE_ACT_HIST) && entry_ns) {
+		if (!cnt->timed || dur < cnt->min_ns)
+			cnt->min_ns = dur;
+		if (dur > cnt->max_ns)
+			cnt->max_ns = dur;
+		cnt->timed++;
+		cnt->sum_ns += dur;
+		cnt->hist[utrace_abi_hist_bucket(dur)]++;
+	}
+	if (a & UTRACE_ACT_RECORD) {
+		struct uprobes_rec *q = rec_new(p, ctx, UTRACE_REC_RETURN);
+
+		if (q) {
+			q->r.retval = rax;
+			q->r.dur_ns = dur;
+			if (po->str_args & (1U << 6))
+				q->r.ret_str = rec_str(ctx, rax, max, &q->strs[6],
+						       &q->r.ret_str_len, &q->r.ret_str_flags);
+			uprobes_rec_queue(p->up, q);
+		}
+	}
+}
+
 /**
  * uprobes_run_entry - run the entry handlers of @pt in registration order.
  * @pt: the point hit
@@ -1321,12 +1774,14 @@ void uprobes_run_entry(struct probe_point *pt, struct utrace_probe_ctx *ctx)
 	for (i = 0; i < pt->nr_probes; i++) {
 		struct utrace_probe *p = pt->probes[i];
 
-		if (p->dead)
+		if (!probe_runs(p->up, p))
 			continue;
 		p->hits++;
+		ctx->probe = p;
+		if (p->opts.actions && !p->opts.retprobe)
+			builtin_entry(p, &pt->popts[i], &pt->pcnt[i], ctx);
 		if (!p->opts.handler || p->opts.retprobe)
 			continue;
-		ctx->probe = p;
 		if (p->opts.handler(ctx, p->opts.data) == UTRACE_PROBE_REMOVE)
 			utrace_probe__unregister(p);
 	}
@@ -1352,15 +1807,17 @@ void uprobes_run_return(struct uprobes_proc *pp, const struct utrace_return_inst
 		struct utrace_probe *p = pt->probes[i];
 		utrace_handler_fn_t fn;
 
-		if (p->dead)
+		if (!probe_runs(p->up, p))
 			continue;
 		fn = p->opts.retprobe ? p->opts.handler : p->opts.ret_handler;
-		if (!fn)
+		if (!fn && !(p->opts.actions && uprobes_probe_has_return(p)))
 			continue;
 		p->returns++;
 		ctx->probe = p;
 		ctx->entry_ns = p->opts.retprobe ? 0 : ri->entry_ns;
-		if (fn(ctx, p->opts.data) == UTRACE_PROBE_REMOVE)
+		if (p->opts.actions)
+			builtin_return(p, &pt->popts[i], &pt->pcnt[i], ctx, ctx->entry_ns);
+		if (fn && fn(ctx, p->opts.data) == UTRACE_PROBE_REMOVE)
 			utrace_probe__unregister(p);
 	}
 }
@@ -1385,25 +1842,6 @@ void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func)
 		if (!p->dead && (p->opts.ret_handler || p->opts.retprobe))
 			p->missed_returns++;
 	}
-}
-
-/**
- * uprobes_slot_owner - the point whose XOL slot contains @rip, or NULL.
- * @pp: process
- * @rip: an address inside an XOL area
- */
-struct probe_point *uprobes_slot_owner(struct uprobes_proc *pp, uint64_t rip)
-{
-	unsigned int i;
-
-	for (i = 0; i < PROC_HASH; i++) {
-		struct probe_point *pt;
-
-		for (pt = pp->points[i]; pt; pt = pt->hnext)
-			if (pt->slot && rip >= pt->slot && rip < pt->slot + 64)
-				return pt;
-	}
-	return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1431,8 +1869,8 @@ void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th)
 		if (p->is_spec && !p->dead)
 			any = true;
 	/* utrace_uprobes__free() is quiescing: nothing to arm any more */
-	if (!any || up->freeing)
-		return;
+	if (!any || up->freeing || up->all)
+		return; /* (system-wide: the new image's files are probed already, or not wanted) */
 	proc_setup(up, pid, true);
 }
 
@@ -1450,45 +1888,6 @@ void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid)
 		return;
 	proc_forget_points(pp, UTRACE_DROP_EXIT);
 	proc_free(pp);
-}
-
-/* Remove our breakpoints and return trampolines from a fork child's copy. */
-static void clean_child(struct uprobes_proc *parent, pid_t child)
-{
-	uint64_t tramp = xol_tramp(parent);
-	unsigned int i, k;
-
-	for (i = 0; i < PROC_HASH; i++) {
-		struct probe_point *pt;
-
-		for (pt = parent->points[i]; pt; pt = pt->hnext) {
-			uint8_t b;
-
-			if (!pt->armed)
-				continue;
-			if (utrace_mem__read(child, pt->addr, &b, 1) == 1 && b == 0xcc &&
-			    utrace_mem__write(child, pt->addr, pt->orig, 1) != 1)
-				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n",
-					child, (unsigned long long)pt->addr);
-		}
-	}
-	if (!tramp)
-		return;
-	for (i = 0; i < PROC_HASH; i++) {
-		struct utrace_task *t;
-
-		for (t = parent->tasks[i]; t; t = t->hnext) {
-			for (k = 0; k < t->depth; k++) {
-				const struct utrace_return_instance *ri = &t->ri[k];
-				uint64_t v;
-
-				if (ri->chained)
-					continue; /* its slot holds the caller's trampoline */
-				if (utrace_mem__read(child, ri->sp, &v, 8) == 8 && v == tramp)
-					utrace_mem__write(child, ri->sp, &ri->orig_ret, 8);
-			}
-		}
-	}
 }
 
 /**
@@ -1520,7 +1919,8 @@ void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, boo
 		}
 		return;
 	}
-	clean_child(pp, child);
+	if (up->ops->fork_clean)
+		up->ops->fork_clean(pp, child);
 	if (!followed)
 		return;
 	cp = proc_new(up, child);
@@ -1530,7 +1930,10 @@ void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, boo
 		proc_free(cp);
 		return;
 	}
-	xol_inherit(cp, pp);
+	if (up->ops->fork_inherit && up->ops->fork_inherit(cp, pp)) {
+		proc_free(cp);
+		return;
+	}
 	proc_arm_rbrk(cp);
 	proc_arm_all_specs(cp);
 }
@@ -1596,23 +1999,490 @@ void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Figures and events                                                        */
+/* ------------------------------------------------------------------------ */
+
+void uprobes_counts_add(struct utrace_probe_counts *c, const struct utrace_probe_counts *a)
+{
+	unsigned int i;
+
+	if (a->timed && (!c->timed || a->min_ns < c->min_ns))
+		c->min_ns = a->min_ns;
+	if (a->max_ns > c->max_ns)
+		c->max_ns = a->max_ns;
+	c->calls += a->calls;
+	c->returns += a->returns;
+	c->errors += a->errors;
+	c->timed += a->timed;
+	c->sum_ns += a->sum_ns;
+	c->injected += a->injected;
+	c->missed_returns += a->missed_returns;
+	for (i = 0; i < UTRACE_HIST_BUCKETS; i++)
+		c->hist[i] += a->hist[i];
+}
+
+/**
+ * uprobes_retire_counts - the figures @c of probe @p at point @pt, which
+ * goes (or whose backend state restarts from zero): kept with the probe
+ * under the point's name, so that utrace_probe__counts() and
+ * utrace_probe__point_counts() still give them.
+ */
+void uprobes_retire_counts(struct utrace_probe *p, const struct probe_point *pt,
+			   const struct utrace_probe_counts *c)
+{
+	struct uprobes_retired *r;
+
+	if (!c->calls && !c->returns && !c->timed && !c->injected && !c->errors &&
+	    !c->missed_returns)
+		return;
+	for (r = p->retired; r; r = r->next)
+		if (!strcmp(r->name, pt->name ? pt->name : "?"))
+			break;
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return;
+		r->name = strdup(pt->name ? pt->name : "?");
+		r->symbol = pt->symbol ? strdup(pt->symbol) : NULL;
+		r->object = pt->object ? strdup(pt->object) : NULL;
+		r->next = p->retired;
+		p->retired = r;
+	}
+	uprobes_counts_add(&r->c, c);
+}
+
+int utrace_probe__point_counts(const struct utrace_probe *p, utrace_point_counts_fn_t fn, void *ctx)
+{
+	const struct uprobes_retired *r;
+	struct uprobes_proc *pp;
+	int ret;
+
+	if (!p || !fn)
+		return -EINVAL;
+	for (r = p->retired; r; r = r->next) {
+		ret = fn(r->name, r->symbol, r->object, &r->c, ctx);
+		if (ret)
+			return ret;
+	}
+	for (pp = p->up->procs; pp; pp = pp->next) {
+		unsigned int i, k;
+
+		for (i = 0; i < PROC_HASH; i++) {
+			struct probe_point *pt;
+
+			for (pt = pp->points[i]; pt; pt = pt->hnext) {
+				struct utrace_probe_counts one;
+
+				for (k = 0; k < pt->nr_probes && pt->probes[k] != p; k++)
+					;
+				if (k == pt->nr_probes)
+					continue;
+				one = pt->pcnt[k];
+				if (p->up->ops->point_counts)
+					p->up->ops->point_counts(pp, pt, p, &one);
+				ret = fn(pt->name, pt->symbol, pt->object, &one, ctx);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+static int counts_row(const char *name, const char *symbol, const char *object,
+		      const struct utrace_probe_counts *one, void *ctx)
+{
+	(void)name;
+	(void)symbol;
+	(void)object;
+	uprobes_counts_add(ctx, one);
+	return 0;
+}
+
+int utrace_probe__counts(const struct utrace_probe *p, struct utrace_probe_counts *c)
+{
+	if (!p || !c)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	utrace_probe__point_counts(p, counts_row, c); /* every row, gone and live */
+	c->missed_returns += p->missed_returns;
+	return 0;
+}
+
+/**
+ * uprobes_queue_record - keep a copy of @r (strings, name) for the next
+ * utrace_uprobes__poll(): a backend's events of a process that is going
+ * away (proc_flush), delivered after it is gone.
+ */
+void uprobes_queue_record(struct utrace_uprobes *up, const struct utrace_record *r)
+{
+	struct uprobes_rec *q = calloc(1, sizeof(*q));
+	unsigned int i;
+
+	if (!q) {
+		up->rq_lost++;
+		return;
+	}
+	q->r = *r;
+	q->r.sz = sizeof(q->r);
+	q->r.comm = NULL;
+	if (r->sz > offsetof(struct utrace_record, comm) && r->comm) {
+		snprintf(q->comm, sizeof(q->comm), "%s", r->comm);
+		q->r.comm = q->comm;
+	}
+	q->name = r->name ? strdup(r->name) : NULL;
+	q->r.name = q->name;
+	q->symbol = r->symbol ? strdup(r->symbol) : NULL;
+	q->r.symbol = q->symbol;
+	q->object = r->object ? strdup(r->object) : NULL;
+	q->r.object = q->object;
+	for (i = 0; i < 6; i++) {
+		q->strs[i] = r->str[i] ? strndup(r->str[i], r->str_len[i]) : NULL;
+		q->r.str[i] = q->strs[i];
+	}
+	q->strs[6] = r->ret_str ? strndup(r->ret_str, r->ret_str_len) : NULL;
+	q->r.ret_str = q->strs[6];
+	q->r.nr_stack = r->stack ? MIN(r->nr_stack, (unsigned int)UTRACE_REC_MAX_STACK) : 0;
+	memcpy(q->stack, r->stack ? r->stack : q->stack, q->r.nr_stack * sizeof(*q->stack));
+	q->r.stack = q->r.nr_stack ? q->stack : NULL;
+	uprobes_rec_queue(up, q);
+}
+
+/* Hand the record queue to @fn. Return: delivered, or @fn's nonzero return. */
+int uprobes_rq_deliver(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ctx)
+{
+	int n = 0, r;
+
+	if (up->rq_lost) {
+		struct utrace_record lost = { .sz = sizeof(lost), .type = UTRACE_REC_LOST };
+
+		lost.lost = up->rq_lost;
+		lost.ts_ns = uprobes_now_ns();
+		up->rq_lost = 0;
+		r = fn(&lost, ctx);
+		if (r)
+			return r;
+		n++;
+	}
+	while (up->rq) {
+		struct uprobes_rec *q = up->rq;
+
+		up->rq = q->next;
+		if (!up->rq)
+			up->rq_tail = &up->rq;
+		up->rq_len--;
+		r = fn(&q->r, ctx);
+		rec_free(q);
+		if (r)
+			return r;
+		n++;
+	}
+	return n;
+}
+
+int utrace_uprobes__poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ctx,
+			 int timeout_ms)
+{
+	int n, r;
+
+	if (!up || !fn || up->hit_depth)
+		return -EINVAL;
+	n = uprobes_rq_deliver(up, fn, ctx);
+	if (up->ops->poll) {
+		if (n)
+			timeout_ms = 0;
+		r = n < 0 ? 0 : up->ops->poll(up, fn, ctx, timeout_ms);
+		return n < 0 ? n : r < 0 || (r && !n) ? r : n + r;
+	}
+	if (n || !timeout_ms || !up->s)
+		return n;
+	/* the events come from the stops: run the session until one is queued */
+	r = utrace_session__run(up->s, timeout_ms);
+	if (r < 0)
+		return r;
+	return uprobes_rq_deliver(up, fn, ctx);
+}
+
+int utrace_uprobes__count_syscalls(struct utrace_uprobes *up, pid_t pid, unsigned int flags)
+{
+	if (!up || pid <= 0 ||
+	    (flags & ~(unsigned int)(UTRACE_SC_AT_EXEC | UTRACE_SC_FOLLOW | UTRACE_SC_RECORD)))
+		return -EINVAL;
+	return up->ops->count_syscalls ? up->ops->count_syscalls(up, pid, flags) : -EOPNOTSUPP;
+}
+
+int utrace_uprobes__syscall_counts(struct utrace_uprobes *up, long nr,
+				   struct utrace_syscall_counts *c)
+{
+	if (!up || !c || nr < 0 || nr >= 512)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	return up->ops->syscall_counts ? up->ops->syscall_counts(up, nr, c) : -EOPNOTSUPP;
+}
+
+void utrace_hist_bucket_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns)
+{
+	if (!lo_ns || !hi_ns)
+		return;
+	utrace_abi_hist_range(b < UTRACE_HIST_BUCKETS ? b : UTRACE_HIST_BUCKETS - 1, lo_ns, hi_ns);
+}
+
+const char *utrace_uprobes__backend_how(struct utrace_uprobes *up)
+{
+	return up && up->ops && up->ops->how ? up->ops->how(up) : "";
+}
+
+const char *utrace_uprobes__backend_why(const struct utrace_uprobes *up)
+{
+	return up && up->backend_why ? up->backend_why : "";
+}
+
+/* ------------------------------------------------------------------------ */
+/* The life cycle engine                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * One engine on the session for every backend: exec, exit, fork and new
+ * processes are the registry's business (the life cycle above), whatever
+ * writes the breakpoints. Signals go to the backend (ptrace: its int3s).
+ * Session callbacks, tracing thread.
+ */
+static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+
+	return up->ops->signal ? up->ops->signal(up, th, info) : UTRACE_RESUME;
+}
+
+static int on_thread_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+
+	(void)former;
+	uprobes_proc_exec(up, th);
+	return UTRACE_RESUME;
+}
+
+/* The process's memory, shared with a vfork parent's, is used through it. */
+struct uprobes_proc *uprobes_points_proc(struct uprobes_proc *pp)
+{
+	if (pp->vfork_parent) {
+		struct uprobes_proc *parent = uprobes_proc_find(pp->up, pp->vfork_parent);
+
+		if (parent)
+			return parent;
+	}
+	return pp;
+}
+
+static int on_thread_exit(struct utrace_engine *e, struct utrace_thread *th, int status)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+	pid_t pid = utrace_thread__pid(th);
+	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
+
+	(void)status;
+	if (!pp)
+		return UTRACE_RESUME;
+	if (utrace_session__threads(up->s, pid, NULL, 0) <= 1)
+		uprobes_proc_exit(up, pid); /* the last thread: the process is gone */
+	else
+		uprobes_task_exit(uprobes_points_proc(pp), utrace_thread__tid(th));
+	return UTRACE_RESUME;
+}
+
+static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t child, bool vfork,
+		   bool followed)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+	pid_t pid = utrace_thread__pid(th);
+
+	/* clone(CLONE_VM) without CLONE_VFORK shares the memory too */
+	if (!vfork && syscall(SYS_kcmp, pid, child, KCMP_VM, 0, 0) == 0)
+		vfork = true;
+	uprobes_proc_fork(up, pid, child, vfork, followed);
+	return UTRACE_RESUME;
+}
+
+/* PPid of @pid, or 0. */
+static pid_t read_ppid(pid_t pid)
+{
+	char buf[32];
+
+	if (proc_status_field(pid, "PPid", buf, sizeof(buf)) < 0)
+		return 0;
+	return (pid_t)atoi(buf);
+}
+
+/*
+ * A followed fork child may report its first stop before its parent's fork
+ * event: set it up now, before it runs (uprobes_proc_fork() is idempotent).
+ */
+static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
+{
+	struct utrace_uprobes *up = utrace_engine__ctx(e);
+	pid_t pid = utrace_thread__pid(th), ppid;
+	bool vfork;
+
+	if (utrace_thread__tid(th) != pid || uprobes_proc_find(up, pid) || up->all)
+		return UTRACE_RESUME;
+	ppid = read_ppid(pid);
+	if (ppid <= 0 || !uprobes_proc_find(up, ppid))
+		return UTRACE_RESUME;
+	if (utrace_session__threads(up->s, pid, NULL, 0) != 1)
+		return UTRACE_RESUME; /* not a fresh fork child */
+	vfork = syscall(SYS_kcmp, pid, ppid, KCMP_VM, 0, 0) == 0;
+	uprobes_proc_fork(up, ppid, pid, vfork, true);
+	return UTRACE_RESUME;
+}
+
+static int engine_attach(struct utrace_uprobes *up)
+{
+	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec,
+		    .exit = on_thread_exit, .fork = on_fork, .attach = on_attach);
+
+	up->engine = utrace_engine__attach(up->s, &ops,
+					   UTRACE_EV_SIGNAL | UTRACE_EV_EXEC | UTRACE_EV_EXIT |
+						   UTRACE_EV_FORK | UTRACE_EV_ATTACH,
+					   up);
+	return up->engine ? 0 : -errno;
+}
+
+static void engine_detach(struct utrace_uprobes *up)
+{
+	if (up->s && up->engine)
+		utrace_engine__detach(up->engine);
+	up->engine = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The layer                                                                 */
 /* ------------------------------------------------------------------------ */
+
+/*
+ * The backends, by enum utrace_backend; NULL where none is built yet.
+ * AUTO tries them in the order of auto_order (fastest first).
+ */
+static const struct uprobes_backend_ops *const backends[__UTRACE_BACKEND_MAX] = {
+	[UTRACE_BACKEND_AGENT] = &uprobes_agent_ops,
+	[UTRACE_BACKEND_PTRACE] = &uprobes_ptrace_ops,
+#ifdef UTRACE_HAVE_BPF
+	[UTRACE_BACKEND_KERNEL] = &uprobes_kernel_ops, /* never in auto_order (explicit only) */
+#endif
+};
+static const enum utrace_backend auto_order[] = { UTRACE_BACKEND_AGENT, UTRACE_BACKEND_PTRACE };
+
+static int backend_init(struct utrace_uprobes *up, enum utrace_backend b)
+{
+	int err;
+
+	if (!backends[b])
+		return -EOPNOTSUPP;
+	up->ops = backends[b];
+	up->backend = b;
+	err = engine_attach(up);
+	if (!err && up->ops->init)
+		err = up->ops->init(up);
+	if (err) {
+		engine_detach(up);
+		up->ops = NULL;
+	}
+	return err;
+}
+
+/*
+ * The session lets processes go (internal.h release_hook): take our
+ * probes out of @pid first (0: of every process); -1: the session is
+ * closing: every process, then forget the session (its engines go with
+ * it), so that utrace_uprobes__free() afterwards touches nothing of it.
+ * Tracing thread, outside any callback (detach and close are not allowed
+ * in callbacks), so quiescing and polling are allowed.
+ */
+static int proc_release(struct uprobes_proc *pp);
+
+static void uprobes_session_hook(void *data, pid_t pid)
+{
+	struct utrace_uprobes *up = data;
+
+	if (up->hit_depth)
+		return; /* cannot happen (not from a callback); never release mid-hit */
+	if (pid > 0) {
+		struct uprobes_proc *pp = uprobes_proc_find(up, pid);
+
+		if (pp)
+			proc_release(pp);
+		return;
+	}
+	up->freeing = pid < 0;
+	while (up->procs)
+		proc_release(up->procs);
+	if (pid < 0) {
+		if (up->ops->fini)
+			up->ops->fini(up);
+		engine_detach(up);
+		up->s->release_hook = NULL;
+		if (up->s->after_data == up)
+			up->s->after_hook = NULL;
+		up->s = NULL;
+	}
+}
+
+/* The session's after_hook: the backend's deferred work (backend.h ->after). */
+static void uprobes_after(void *data)
+{
+	struct utrace_uprobes *up = data;
+
+	if (!up->freeing && !up->hit_depth)
+		up->ops->after(up);
+}
+
+/*
+ * System-wide (utrace_uprobes_opts.all_exec): the pseudo-process 0 with
+ * the image a launch of @path would have. Its objects get load biases
+ * 1 TiB apart (file addresses of two objects would name one point);
+ * the backend arms points on (object file, file offset) for every process.
+ */
+static int all_setup(struct utrace_uprobes *up, const char *path)
+{
+	struct uprobes_proc *pp;
+	size_t i, n;
+	int err;
+
+	pp = proc_new(up, 0);
+	if (!pp)
+		return -ENOMEM;
+	pp->img = utrace_image__open_exec(path);
+	if (!pp->img) {
+		err = -errno;
+		pr_warn("system-wide probes: cannot read '%s': %s\n", path, strerror(-err));
+		proc_free(pp);
+		return err ? err : -ENOENT;
+	}
+	n = utrace_image__object_count(pp->img);
+	for (i = 0; i < n; i++)
+		image_set_bias(pp->img, i, (uint64_t)(i + 1) << 40);
+	pp->planner = utrace_planner__new(pp->img);
+	if (!pp->planner) {
+		err = -errno;
+		proc_free(pp);
+		return err ? err : -ENOMEM;
+	}
+	up->all = pp;
+	return 0;
+}
 
 struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 					   const struct utrace_uprobes_opts *opts)
 {
 	struct utrace_uprobes *up;
+	const char *all_exec;
 	int backend = opts && OPTS_VALID(opts, utrace_uprobes_opts) ? opts->backend : 0;
-	int err;
+	int err = -EOPNOTSUPP;
+	unsigned int i;
 
 	if (!s || !OPTS_VALID(opts, utrace_uprobes_opts) || backend < 0 ||
 	    backend >= __UTRACE_BACKEND_MAX || (opts && opts->max_depth > UPROBES_MAX_DEPTH)) {
 		errno = EINVAL;
-		return NULL;
-	}
-	if (backend != UTRACE_BACKEND_AUTO && backend != UTRACE_BACKEND_PTRACE) {
-		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	up = calloc(1, sizeof(*up));
@@ -1621,15 +2491,75 @@ struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 		return NULL;
 	}
 	up->s = s;
-	up->backend = UTRACE_BACKEND_PTRACE;
 	up->max_depth = opts && opts->max_depth ? opts->max_depth : UPROBES_DEFAULT_DEPTH;
+	up->flags =
+		opts && opts->sz > offsetof(struct utrace_uprobes_opts, flags) ? opts->flags : 0;
+	up->agent_path = opts && opts->sz > offsetof(struct utrace_uprobes_opts, agent_path) ?
+				 opts->agent_path :
+				 NULL;
+	up->agent_untraced = opts &&
+			     opts->sz > offsetof(struct utrace_uprobes_opts, agent_untraced) &&
+			     opts->agent_untraced;
 	up->probes_tail = &up->probes;
 	up->deferred_tail = &up->deferred;
-	err = ptrace_backend_init(up);
+	up->rq_tail = &up->rq;
+	up->backend_why = "asked for";
+	all_exec = opts && opts->sz > offsetof(struct utrace_uprobes_opts, all_exec) ?
+			   opts->all_exec :
+			   NULL;
+	if (all_exec && backend == UTRACE_BACKEND_AUTO) {
+		backend = UTRACE_BACKEND_KERNEL; /* the one backend that can */
+		up->backend_why = "system-wide (all_exec): only the kernel backend can";
+	}
+	if (all_exec && (!backends[backend] || !backends[backend]->system_wide)) {
+		pr_warn("the %s backend cannot probe system-wide (all_exec): its probes live in "
+			"the processes it traces; the kernel backend can\n",
+			utrace_backend_str((enum utrace_backend)backend));
+		free(up);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (backend != UTRACE_BACKEND_AUTO)
+		err = backend_init(up, (enum utrace_backend)backend);
+	for (i = 0; backend == UTRACE_BACKEND_AUTO && i < ARRAY_SIZE(auto_order); i++) {
+		const char *name = utrace_backend_str(auto_order[i]);
+		size_t len;
+
+		up->init_why[0] = 0;
+		err = backend_init(up, auto_order[i]);
+		len = strlen(up->why_buf);
+		if (!err) {
+			snprintf(up->why_buf + len, sizeof(up->why_buf) - len, "%s%s: works",
+				 len ? "; " : "", name);
+			up->backend_why = up->why_buf;
+			break;
+		}
+		snprintf(up->why_buf + len, sizeof(up->why_buf) - len, "%s%s: %s", len ? "; " : "",
+			 name, up->init_why[0] ? up->init_why : strerror(-err));
+	}
 	if (err) {
 		free(up);
 		errno = -err;
 		return NULL;
+	}
+	if (all_exec) {
+		err = all_setup(up, all_exec);
+		if (err) {
+			if (up->ops->fini)
+				up->ops->fini(up);
+			engine_detach(up);
+			free(up);
+			errno = -err;
+			return NULL;
+		}
+	}
+	if (!s->release_hook) { /* one layer per session is the rule; the first one is told */
+		s->release_hook = uprobes_session_hook;
+		s->release_data = up;
+	}
+	if (up->ops->after && !s->after_hook) {
+		s->after_hook = uprobes_after;
+		s->after_data = up;
 	}
 	return up;
 }
@@ -1641,6 +2571,10 @@ int utrace_uprobes__sync(struct utrace_uprobes *up)
 
 	if (!up)
 		return -EINVAL;
+	if (!up->s)
+		return -ENOTCONN; /* the session was closed */
+	if (up->all)
+		return 0; /* system-wide: the session's processes are not the layer's */
 	n = session_pids(up, &pids);
 	if (n < 0)
 		return n;
@@ -1652,15 +2586,40 @@ int utrace_uprobes__sync(struct utrace_uprobes *up)
 		pp = proc_new(up, pids[i]);
 		if (!pp)
 			continue;
-		if (ptrace_backend_quiesce(pp) == 0 && proc_refresh_image(pp) == 0) {
+		if (proc_quiesce(pp) == 0 && proc_refresh_image(pp) == 0) {
 			proc_arm_rbrk(pp);
 			proc_arm_all_specs(pp);
 			armed++;
 		}
-		ptrace_backend_resume(pp);
+		proc_resume(pp);
 	}
 	free(pids);
 	return armed;
+}
+
+int utrace_uprobes__attach(struct utrace_uprobes *up, pid_t pid)
+{
+	int err;
+
+	if (!up || pid <= 0)
+		return -EINVAL;
+	if (!up->s)
+		return -ENOTCONN;
+	up->attach_why[0] = 0;
+	err = up->ops->attach ? up->ops->attach(up, pid, up->attach_why, sizeof(up->attach_why)) :
+				utrace_session__attach(up->s, pid);
+	if (err) {
+		if (!up->attach_why[0])
+			snprintf(up->attach_why, sizeof(up->attach_why), "%s", strerror(-err));
+		return err;
+	}
+	err = utrace_uprobes__sync(up);
+	return err < 0 ? err : 0;
+}
+
+const char *utrace_uprobes__attach_why(const struct utrace_uprobes *up)
+{
+	return up ? up->attach_why : "";
 }
 
 enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up)
@@ -1682,7 +2641,7 @@ static int proc_release(struct uprobes_proc *pp)
 		if (vp->vfork_parent == pp->pid)
 			vp->vfork_parent = 0;
 	if (pid_armable(up, pp->pid) && !pp->vfork_parent) {
-		ret = ptrace_backend_quiesce(pp);
+		ret = proc_quiesce(pp);
 		/*
 		 * Quiescing handles the events that come meanwhile: an exec or
 		 * an exit of this process frees @pp (its points are dropped
@@ -1696,7 +2655,7 @@ static int proc_release(struct uprobes_proc *pp)
 			struct probe_point *pt;
 
 			for (pt = pp->points[i]; pt; pt = pt->hnext) {
-				int r = pt->armed ? ptrace_backend_disarm(pp, pt, true) : 0;
+				int r = pt->armed ? pp->up->ops->disarm(pp, pt, true) : 0;
 
 				if (r && !ret)
 					ret = r;
@@ -1704,7 +2663,7 @@ static int proc_release(struct uprobes_proc *pp)
 			}
 		}
 		{
-			int r = ptrace_backend_release(pp);
+			int r = proc_backend_release(pp);
 
 			if (r && !ret)
 				ret = r;
@@ -1714,7 +2673,7 @@ static int proc_release(struct uprobes_proc *pp)
 			;
 		if (!vp)
 			return ret;
-		ptrace_backend_resume(pp);
+		proc_resume(pp);
 	}
 	proc_forget_points(pp, UTRACE_DROP_DETACH);
 	proc_free(pp);
@@ -1738,8 +2697,18 @@ void utrace_uprobes__free(struct utrace_uprobes *up)
 	if (!up)
 		return;
 	up->freeing = true;
-	while (up->procs)
-		proc_release(up->procs);
+	if (up->s && up->s->release_hook == uprobes_session_hook && up->s->release_data == up)
+		up->s->release_hook = NULL;
+	if (up->s && up->s->after_data == up)
+		up->s->after_hook = NULL;
+	while (up->procs) {
+		if (up->s) {
+			proc_release(up->procs);
+		} else { /* the session is gone: so are its processes, to us */
+			proc_forget_points(up->procs, UTRACE_DROP_DETACH);
+			proc_free(up->procs);
+		}
+	}
 	while (up->deferred) {
 		struct uprobes_deferred *d = up->deferred;
 
@@ -1748,6 +2717,15 @@ void utrace_uprobes__free(struct utrace_uprobes *up)
 	}
 	while (up->probes)
 		probe_free(up->probes);
-	ptrace_backend_fini(up);
+	while (up->rq) {
+		struct uprobes_rec *q = up->rq;
+
+		up->rq = q->next;
+		rec_free(q);
+	}
+	if (up->s && up->ops->fini) /* (a closed session took its engines along) */
+		up->ops->fini(up);
+	if (up->s)
+		engine_detach(up);
 	free(up);
 }

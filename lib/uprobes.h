@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uprobes.h - internal contract between the probe registry (uprobes.c),
- * its backends (backend-ptrace.c) and the XOL areas (xol.c). Not installed.
+ * uprobes.h - the probe registry's objects (uprobes.c), shared with its
+ * backends (backend.h: the operations; backend-ptrace.c). Not installed.
  * Everything here runs in the tracer process, in the session's tracing
  * thread; nothing is locked (there is one thread).
  */
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "utrace/event.h"
 #include "utrace/plan.h"
 #include "utrace/probe.h"
 #include "utrace/session.h"
@@ -26,7 +27,9 @@
 #define UPROBES_INSN_MAX 16
 
 struct uprobes_proc;
-struct xol_area;
+struct uprobes_backend_ops;
+struct probe_point;
+struct uprobes_rec;
 
 /*
  * struct utrace_probe - one registered probe (public opaque type). Owned
@@ -46,9 +49,42 @@ struct utrace_probe {
 	uint64_t addr;
 	bool registered; /* registration completed (armed where possible) */
 	bool dead; /* unregistered; freed once no hit uses it */
+	uint64_t dead_hit; /* unregistered inside this hit (up->hit_seq), which it still runs for */
 	unsigned int points; /* probe points carrying this probe */
 	unsigned int pending; /* SPEC objects not loaded yet (per process) */
 	uint64_t hits, returns, missed_returns;
+	uint64_t inject_calls; /* ACT_INJECT in the tracer */
+	struct uprobes_retired *retired; /* figures of points gone, by point name */
+};
+
+/* The built-in figures of a probe at points that are gone (exit, exec, unload). */
+struct uprobes_retired {
+	struct uprobes_retired *next;
+	char *name, *symbol, *object;
+	struct utrace_probe_counts c;
+};
+void uprobes_retire_counts(struct utrace_probe *p, const struct probe_point *pt,
+			   const struct utrace_probe_counts *c);
+
+void uprobes_queue_record(struct utrace_uprobes *up, const struct utrace_record *r);
+/* Queue @q as it is (the oldest dropped, counted, when full); hand the queue to @fn. */
+void uprobes_rec_queue(struct utrace_uprobes *up, struct uprobes_rec *q);
+int uprobes_rq_deliver(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ctx);
+/* @pp's points, or its vfork parent's, whose memory it shares. */
+struct uprobes_proc *uprobes_points_proc(struct uprobes_proc *pp);
+/* @c += @a (counts, histograms; min and max merged) */
+void uprobes_counts_add(struct utrace_probe_counts *c, const struct utrace_probe_counts *a);
+/* The halves of probe @p (built-in actions or handlers). */
+bool uprobes_probe_has_entry(const struct utrace_probe *p);
+bool uprobes_probe_has_return(const struct utrace_probe *p);
+/* A recorded event of the tracer-side RECORD action, queued until polled. */
+struct uprobes_rec {
+	struct uprobes_rec *next;
+	struct utrace_record r;
+	char *strs[7]; /* owned copies behind r.str[] and r.ret_str */
+	char *name, *symbol, *object; /* behind r.name ...: the point may be gone when polled */
+	uint64_t stack[UTRACE_REC_MAX_STACK]; /* behind r.stack */
+	char comm[16]; /* behind r.comm, when the backend knows it */
 };
 
 /*
@@ -65,13 +101,15 @@ struct probe_point {
 	bool entry; /* at a function's first instruction (set_return allowed) */
 	bool internal; /* the dynamic linker's r_brk or an unwind guard: no probes */
 	bool unwind; /* an unwinder's entry: the thread's hijacked returns go back */
-	uint64_t slot; /* XOL copy of the instruction, 0 until the first hit */
-	uint16_t slot_len; /* bytes of the relocated instruction (the jmp back follows) */
-	struct xol_area *area; /* area holding @slot */
+	void *priv; /* the backend's (backend.h), NULL until its arm() */
 	struct utrace_probe **probes;
+	struct utrace_point_opts *popts; /* [i]: probes[i]'s settings here (point_opts) */
+	struct utrace_probe_counts *pcnt; /* [i]: probes[i]'s figures here (tracer-side actions) */
 	unsigned int nr_probes, cap_probes;
 	struct utrace_probe_point_info info;
 	char *object, *symbol, *name; /* owned strings behind @info */
+	/* the match it was made from (symbol: @symbol), for backends that plan sites */
+	struct utrace_match match;
 };
 
 /*
@@ -125,7 +163,7 @@ struct uprobes_proc {
 	struct probe_point *points[PROC_HASH];
 	unsigned int nr_points;
 	struct utrace_task *tasks[PROC_HASH];
-	struct xol_area *xol; /* list of the process's XOL areas */
+	void *priv; /* the backend's (backend.h: proc_init) */
 	struct utrace_image *img; /* objects seen so far (rebuilt at r_brk) */
 	struct utrace_planner *planner; /* on @img */
 	uint64_t r_brk; /* the dynamic linker's _dl_debug_state, 0 if none */
@@ -147,17 +185,40 @@ struct utrace_uprobes {
 	struct utrace_session *s;
 	struct utrace_engine *engine;
 	enum utrace_backend backend;
+	const struct uprobes_backend_ops *ops; /* backend.h */
+	void *priv; /* the backend's */
 	unsigned int max_depth;
+	const char *agent_path; /* utrace_uprobes_opts.agent_path, during init */
+	bool agent_untraced; /* utrace_uprobes_opts.agent_untraced */
+	char attach_why[640]; /* why the last utrace_uprobes__attach() failed */
+	unsigned int flags; /* utrace_uprobes_opts.flags */
 	struct utrace_probe *probes, **probes_tail;
 	uint64_t next_seq;
 	struct uprobes_proc *procs;
 	unsigned int hit_depth; /* > 0 while handlers run: (un)registration is deferred */
+	uint64_t hit_seq; /* outermost hits so far (probe_runs()) */
 	bool in_deferred; /* the deferred queue is being processed */
 	struct utrace_thread *hit_th; /* thread whose hit is being handled (not resumed by us) */
 	struct uprobes_deferred *deferred, **deferred_tail;
 	bool freeing;
 	struct utrace_uprobes_stats stats;
+	const char *backend_why; /* utrace_uprobes__backend_why() */
+	char why_buf[512];
+	char init_why[200]; /* a backend's init() says here why it cannot work */
+	/* tracer-side RECORD events, oldest first; bounded, drops counted */
+	struct uprobes_rec *rq, **rq_tail;
+	unsigned int rq_len;
+	uint64_t rq_lost;
+	/*
+	 * System-wide (utrace_uprobes_opts.all_exec): the pseudo-process 0
+	 * whose points stand for every process mapping their files; the
+	 * session's own processes are then not tracked by the layer.
+	 */
+	struct uprobes_proc *all;
 };
+
+/* tracer-side records kept before the oldest ones are dropped (and counted) */
+#define UPROBES_RQ_MAX 65536
 
 /* ---- uprobes.c: registry ------------------------------------------------ */
 
@@ -176,31 +237,9 @@ void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th);
 void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid);
 void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, bool vfork,
 		       bool followed);
-struct probe_point *uprobes_slot_owner(struct uprobes_proc *pp, uint64_t rip);
 void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th);
 uint64_t uprobes_now_ns(void);
-
-/* ---- xol.c: out-of-line areas ------------------------------------------- */
-
-int xol_prepare_slot(struct uprobes_proc *pp, struct utrace_thread *th, struct probe_point *pt);
-uint64_t xol_tramp(const struct uprobes_proc *pp);
-bool xol_contains(const struct uprobes_proc *pp, uint64_t addr);
-int xol_unmap_all(struct uprobes_proc *pp, struct utrace_thread *th);
-int xol_inherit(struct uprobes_proc *child, const struct uprobes_proc *parent);
-void xol_forget(struct uprobes_proc *pp);
+/* Length of the instruction at @bytes (xol.c), or negative. */
 int xol_insn_len(const uint8_t *bytes, size_t len);
-int xol_rip_fixup(const struct probe_point *pt, uint64_t rip, uint64_t *ret);
-
-/* ---- backend-ptrace.c ---------------------------------------------------- */
-
-int ptrace_backend_init(struct utrace_uprobes *up);
-void ptrace_backend_fini(struct utrace_uprobes *up);
-int ptrace_backend_arm(struct uprobes_proc *pp, struct probe_point *pt);
-int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool alive);
-int ptrace_backend_quiesce(struct uprobes_proc *pp);
-void ptrace_backend_resume(struct uprobes_proc *pp);
-int ptrace_backend_release(struct uprobes_proc *pp);
-void ptrace_backend_unwind_begin(struct uprobes_proc *pp, pid_t tid);
-struct utrace_thread *ptrace_backend_stopped_thread(struct uprobes_proc *pp);
 
 #endif /* __UTRACE_UPROBES_INTERNAL_H */

@@ -57,7 +57,7 @@
 #include "utrace/proc.h"
 #include "arch.h"
 #include "internal.h"
-#include "uprobes.h"
+#include "backend-ptrace.h"
 
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
@@ -105,7 +105,7 @@ int xol_insn_len(const uint8_t *bytes, size_t len)
  */
 uint64_t xol_tramp(const struct uprobes_proc *pp)
 {
-	const struct xol_area *a = pp->xol;
+	const struct xol_area *a = ptrace_proc(pp)->xol;
 
 	if (!a)
 		return 0;
@@ -123,7 +123,7 @@ bool xol_contains(const struct uprobes_proc *pp, uint64_t addr)
 {
 	const struct xol_area *a;
 
-	for (a = pp->xol; a; a = a->next)
+	for (a = ptrace_proc(pp)->xol; a; a = a->next)
 		if (addr >= a->addr && addr < a->addr + XOL_AREA_SIZE)
 			return true;
 	return false;
@@ -173,8 +173,8 @@ static int area_new(struct uprobes_proc *pp, struct utrace_thread *th, const uin
 		free(a);
 		return -EFAULT;
 	}
-	a->next = pp->xol;
-	pp->xol = a;
+	a->next = ptrace_proc(pp)->xol;
+	ptrace_proc(pp)->xol = a;
 	pp->up->stats.xol_areas++;
 	pr_debug("process %d: XOL area at 0x%llx\n", pp->pid, (unsigned long long)a->addr);
 	*ret = a;
@@ -209,9 +209,9 @@ static int area_try(struct uprobes_proc *pp, struct xol_area *a, struct probe_po
 	if (utrace_mem__write(pp->pid, slot, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
 		return -EFAULT;
 	a->used++;
-	pt->slot = slot;
-	pt->slot_len = (uint16_t)len;
-	pt->area = a;
+	ptrace_point(pt)->slot = slot;
+	ptrace_point(pt)->slot_len = (uint16_t)len;
+	ptrace_point(pt)->area = a;
 	return 0;
 }
 
@@ -224,7 +224,7 @@ static int area_try(struct uprobes_proc *pp, struct xol_area *a, struct probe_po
  *
  * Tracer process; may allocate; may run remote syscalls in @th.
  *
- * Return: 0 on success (pt->slot set); -UTRACE_ERRNO__RELOC if the
+ * Return: 0 on success (the slot set); -UTRACE_ERRNO__RELOC if the
  * instruction cannot run out of line anywhere; negative errno otherwise.
  */
 int xol_prepare_slot(struct uprobes_proc *pp, struct utrace_thread *th, struct probe_point *pt)
@@ -235,9 +235,9 @@ int xol_prepare_slot(struct uprobes_proc *pp, struct utrace_thread *th, struct p
 	uint64_t addrs[1 + 4];
 	int err = -ENOSPC, n;
 
-	if (pt->slot)
+	if (ptrace_point(pt)->slot)
 		return 0;
-	for (a = mp->xol; a; a = a->next) {
+	for (a = ptrace_proc(mp)->xol; a; a = a->next) {
 		err = area_try(mp, a, pt, &r);
 		if (!err)
 			return 0;
@@ -268,8 +268,8 @@ int xol_unmap_all(struct uprobes_proc *pp, struct utrace_thread *th)
 {
 	int ret = 0;
 
-	while (pp->xol) {
-		struct xol_area *a = pp->xol;
+	while (ptrace_proc(pp)->xol) {
+		struct xol_area *a = ptrace_proc(pp)->xol;
 		uint64_t args[6] = { a->addr, XOL_AREA_SIZE };
 		long res = 0;
 		int r = th ? utrace_thread__remote_syscall(th, SYS_munmap, args, &res) : -ESRCH;
@@ -278,7 +278,7 @@ int xol_unmap_all(struct uprobes_proc *pp, struct utrace_thread *th)
 			r = (int)res;
 		if (r && !ret)
 			ret = r;
-		pp->xol = a->next;
+		ptrace_proc(pp)->xol = a->next;
 		free(a);
 	}
 	return ret;
@@ -296,9 +296,9 @@ int xol_unmap_all(struct uprobes_proc *pp, struct utrace_thread *th)
 int xol_inherit(struct uprobes_proc *child, const struct uprobes_proc *parent)
 {
 	const struct xol_area *a;
-	struct xol_area **tail = &child->xol;
+	struct xol_area **tail = &ptrace_proc(child)->xol;
 
-	for (a = parent->xol; a; a = a->next) {
+	for (a = ptrace_proc(parent)->xol; a; a = a->next) {
 		struct xol_area *c = calloc(1, sizeof(*c));
 
 		if (!c)
@@ -317,10 +317,10 @@ int xol_inherit(struct uprobes_proc *child, const struct uprobes_proc *parent)
  */
 void xol_forget(struct uprobes_proc *pp)
 {
-	while (pp->xol) {
-		struct xol_area *a = pp->xol;
+	while (ptrace_proc(pp)->xol) {
+		struct xol_area *a = ptrace_proc(pp)->xol;
 
-		pp->xol = a->next;
+		ptrace_proc(pp)->xol = a->next;
 		free(a);
 	}
 }
@@ -338,11 +338,11 @@ void xol_forget(struct uprobes_proc *pp)
  */
 int xol_rip_fixup(const struct probe_point *pt, uint64_t rip, uint64_t *ret)
 {
-	if (rip == pt->slot) {
+	if (rip == ptrace_point(pt)->slot) {
 		*ret = pt->addr;
 		return 0;
 	}
-	if (rip == pt->slot + pt->slot_len) {
+	if (rip == ptrace_point(pt)->slot + ptrace_point(pt)->slot_len) {
 		*ret = pt->addr + pt->insn_len;
 		return 0;
 	}

@@ -1,12 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Installs the Debian 12 packages utrace needs to build and test.
+# Installs the Debian 12 packages utrace needs to build and test (xz-utils:
+# test-agent-kill-tools traces xz -T2; libbpf-dev, bpftool and clang build
+# the kernel backend's BPF programs and skeletons, bpf/).
 # As root: runs apt-get. Otherwise: prints the exact line to run, and fails
 # if something is missing.
-PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libc6-dev binutils libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace"
+PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libbpf-dev bpftool libc6-dev binutils libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace xz-utils scdoc"
 # Used by the benchmarks and comparison tests when present (skipped otherwise).
 # golang-go (about 80 MB to download): the Go target of tests/e2e/test-trace.c.
-OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go"
+# bash-completion: tests/e2e/test-docs.c runs the bash completion.
+# gawk, lua5.4: real programs whose counts test-selfcount compares across backends.
+OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4"
+# --with-deb: what tests/pkg/test-deb.sh (suite slow) needs to build the .debs.
+DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 
 missing=""
 for p in $PKGS; do
@@ -14,6 +20,10 @@ for p in $PKGS; do
 		missing="$missing $p"
 done
 [ "${1:-}" = "--with-optional" ] && for p in $OPT_PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ "${1:-}" = "--with-deb" ] && for p in $DEB_PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing="$missing $p"
 done

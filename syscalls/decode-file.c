@@ -128,12 +128,15 @@ static void print_open_flags(struct sysdec_call *c, int i)
 	uint64_t f = c->args[i];
 
 	arg_sb(c, i, &sb);
+	if (sb_raw_begin(&sb, f, "%#llx"))
+		return;
 	sb_xval(&sb, xlat_open_access, f & 3, NULL);
 	f &= ~3ULL;
 	if (f) {
 		sb_puts(&sb, "|");
 		sb_flags(&sb, xlat_open_flags, f, NULL);
 	}
+	sb_raw_end(&sb);
 }
 
 /* The mode argument only means something when a file may be created. */
@@ -211,9 +214,13 @@ static void print_stat(struct sysdec_call *c, int i)
 	arg_sb(c, i, &sb);
 	sb_puts(&sb, "{st_mode=");
 	sb_mode(&sb, st.st_mode);
-	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
-		sb_printf(&sb, ", st_rdev=makedev(%#x, %#x)", major(st.st_rdev), minor(st.st_rdev));
-	else
+	if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		sb_puts(&sb, ", st_rdev=");
+		if (!sb_raw_begin(&sb, st.st_rdev, "%#llx")) {
+			sb_printf(&sb, "makedev(%#x, %#x)", major(st.st_rdev), minor(st.st_rdev));
+			sb_raw_end(&sb);
+		}
+	} else
 		sb_printf(&sb, ", st_size=%lld", (long long)st.st_size);
 	sb_puts(&sb, ", ...}");
 }
@@ -313,10 +320,17 @@ SYS_FUNC(ioctl)
 	const char *name = xlat_name(xlat_ioctl_cmds, (uint32_t)c->args[1]);
 
 	arg_fd(c, 0); /* fd */
-	if (name) /* request */
-		arg_printf(c, 1, "%s", name);
-	else
+	if (name) { /* request */
+		struct sbuf sb;
+
+		arg_sb(c, 1, &sb);
+		if (!sb_raw_begin(&sb, (uint32_t)c->args[1], "%#llx")) {
+			sb_puts(&sb, name);
+			sb_raw_end(&sb);
+		}
+	} else {
 		arg_printf(c, 1, "%#x", (unsigned int)c->args[1]);
+	}
 	arg_hex(c, 2); /* argp */
 }
 
@@ -325,10 +339,18 @@ static void print_fd_pair(struct sysdec_call *c, int i)
 {
 	int fds[2];
 
-	if (c->failed || umove(c, c->args[i], fds, sizeof(fds)))
+	struct sbuf sb;
+
+	if (c->failed || umove(c, c->args[i], fds, sizeof(fds))) {
 		arg_ptr(c, i);
-	else
-		arg_printf(c, i, "[%d, %d]", fds[0], fds[1]);
+		return;
+	}
+	arg_sb(c, i, &sb);
+	sb_printf(&sb, "[%d", fds[0]);
+	sb_fd_details(&sb, c, fds[0]);
+	sb_printf(&sb, ", %d", fds[1]);
+	sb_fd_details(&sb, c, fds[1]);
+	sb_puts(&sb, "]");
 }
 
 SYS_FUNC(pipe)

@@ -10,12 +10,15 @@ static void print_map_flags(struct sysdec_call *c, int i)
 	uint64_t f = c->args[i];
 
 	arg_sb(c, i, &sb);
+	if (sb_raw_begin(&sb, f, "%#llx"))
+		return;
 	sb_xval(&sb, xlat_map_type, f & 0xf, NULL);
 	f &= ~0xfULL;
 	if (f) {
 		sb_puts(&sb, "|");
 		sb_flags(&sb, xlat_map_flags, f, NULL);
 	}
+	sb_raw_end(&sb);
 }
 
 SYS_FUNC(mmap)

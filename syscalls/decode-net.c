@@ -24,6 +24,8 @@ SYS_FUNC(socket)
 	}
 	if (c->args[0] == 2 || c->args[0] == 10) /* AF_INET, AF_INET6: protocol */
 		arg_xval(c, 2, xlat_inet_protos, NULL);
+	else if (c->args[0] == 16) /* AF_NETLINK */
+		arg_xval(c, 2, xlat_netlink_protos, NULL);
 	else
 		arg_int(c, 2);
 }
@@ -33,10 +35,18 @@ SYS_FUNC(socketpair)
 	int fds[2];
 
 	if (c->exiting) {
-		if (c->failed || umove(c, c->args[3], fds, sizeof(fds)))
+		struct sbuf sb;
+
+		if (c->failed || umove(c, c->args[3], fds, sizeof(fds))) {
 			arg_ptr(c, 3);
-		else
-			arg_printf(c, 3, "[%d, %d]", fds[0], fds[1]);
+			return;
+		}
+		arg_sb(c, 3, &sb);
+		sb_printf(&sb, "[%d", fds[0]);
+		sb_fd_details(&sb, c, fds[0]);
+		sb_printf(&sb, ", %d", fds[1]);
+		sb_fd_details(&sb, c, fds[1]);
+		sb_puts(&sb, "]");
 		return;
 	}
 	sysdec_dec_socket(c);

@@ -4,6 +4,7 @@
  * clone, exec, exit, wait, prctl, futex, sleeps and clocks, rlimits.
  * Tracer process.
  */
+#include <fcntl.h>
 #include <string.h>
 
 #include "decode.h"
@@ -137,6 +138,11 @@ static void print_envp(struct sysdec_call *c, int i)
 
 	if (!addr) {
 		arg_printf(c, i, "NULL");
+		return;
+	}
+	if (umove(c, addr, &p, sizeof(p))) {
+		/* unreadable (or not read: -b kernel copies nothing): no count to tell */
+		arg_printf(c, i, "%#llx", (unsigned long long)addr);
 		return;
 	}
 	while (n < 100000 && !umove(c, addr + n * 8, &p, sizeof(p)) && p)
@@ -311,12 +317,15 @@ SYS_FUNC(rseq)
 /* 8192*1024, RLIM64_INFINITY: strace's sprint_rlim64() */
 static void sb_rlim(struct sbuf *sb, uint64_t v)
 {
+	if (sb_raw_begin(sb, v, "%llu"))
+		return;
 	if (v == ~0ULL)
 		sb_puts(sb, "RLIM64_INFINITY");
 	else if (v > 1024 && v % 1024 == 0)
 		sb_printf(sb, "%llu*1024", (unsigned long long)(v / 1024));
 	else
 		sb_printf(sb, "%llu", (unsigned long long)v);
+	sb_raw_end(sb);
 }
 
 static void print_rlimit(struct sysdec_call *c, int i)
@@ -448,11 +457,14 @@ SYS_FUNC(futex)
 
 	arg_ptr(c, 0); /* uaddr */
 	arg_sb(c, 1, &sb); /* futex_op */
-	sb_xval(&sb, xlat_futex_cmds, cmd, "FUTEX_???");
-	if (op & 128)
-		sb_puts(&sb, "_PRIVATE");
-	if (op & 256)
-		sb_puts(&sb, "|FUTEX_CLOCK_REALTIME");
+	if (!sb_raw_begin(&sb, op, "%#llx")) {
+		sb_xval(&sb, xlat_futex_cmds, cmd, "FUTEX_???");
+		if (op & 128)
+			sb_puts(&sb, "_PRIVATE");
+		if (op & 256)
+			sb_puts(&sb, "|FUTEX_CLOCK_REALTIME");
+		sb_raw_end(&sb);
+	}
 	arg_int(c, 2); /* val */
 	switch (cmd) {
 	case 0: /* FUTEX_WAIT */
@@ -643,4 +655,16 @@ SYS_FUNC(setgroups)
 {
 	arg_int(c, 0); /* size */
 	print_gids(c, 1, c->args[1], (int)c->args[0]); /* list */
+}
+
+/* pidfd_open(pid, flags): the flags are PIDFD_NONBLOCK (O_NONBLOCK) or 0 */
+SYS_FUNC(pidfd_open)
+{
+	arg_int(c, 0); /* pid */
+	if (!c->args[1])
+		arg_printf(c, 1, "0");
+	else if (c->args[1] == O_NONBLOCK)
+		arg_printf(c, 1, "PIDFD_NONBLOCK");
+	else
+		arg_printf(c, 1, "%#llx", (unsigned long long)c->args[1]); /* flags */
 }

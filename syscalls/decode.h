@@ -55,6 +55,7 @@ enum sysdec_rfmt {
 	RVAL_OCT, /* 022 (umask) */
 	RVAL_UDEC, /* unsigned decimal */
 	RVAL_NONE, /* never returns (exit): "?" */
+	RVAL_FD, /* a new descriptor: decimal, with -y "3</etc/hosts>" */
 };
 
 /* Constant tables: { value, "NAME" } rows ending with XLAT_END. */
@@ -116,6 +117,15 @@ void sb_sockaddr(struct sbuf *sb, struct sysdec_call *c, uint64_t addr, uint64_t
 /* sb_cstr - a NUL-terminated string at @addr; at most @max bytes shown. */
 void sb_cstr(struct sbuf *sb, struct sysdec_call *c, uint64_t addr, size_t max);
 
+/*
+ * -X raw and verbose for a value a decoder composes from several tables
+ * (open's access mode and flags): sb_raw_begin() prints @val with @fmt;
+ * true means raw (done). Otherwise print the names, then sb_raw_end()
+ * (verbose: they end up in a comment after the number).
+ */
+bool sb_raw_begin(struct sbuf *sb, uint64_t val, const char *fmt);
+void sb_raw_end(struct sbuf *sb);
+
 /* xlat_name - the name of @val in @x, or NULL. */
 const char *xlat_name(const struct xlat *x, uint64_t val);
 
@@ -134,7 +144,10 @@ void arg_ulong(struct sysdec_call *c, int i); /* unsigned decimal */
 void arg_hex(struct sysdec_call *c, int i); /* 0 or 0x... */
 void arg_oct(struct sysdec_call *c, int i); /* 0644 */
 void arg_ptr(struct sysdec_call *c, int i); /* NULL or 0x... */
-void arg_fd(struct sysdec_call *c, int i); /* int */
+void arg_fd(struct sysdec_call *c, int i); /* int; with -y "3</etc/hosts>" */
+/* -y: "<...>" of descriptor @fd appended to @sb (nothing without -y or for a closed fd) */
+void sb_fd_details(struct sbuf *sb, const struct sysdec_call *c, int fd);
+extern int sysdec_decode_fds_level;
 void arg_dirfd(struct sysdec_call *c, int i); /* AT_FDCWD or int */
 void arg_path(struct sysdec_call *c, int i); /* file name: not cut at -S, like strace */
 void arg_str(struct sysdec_call *c, int i); /* C string, cut at -S */

@@ -5,6 +5,7 @@
  * socket addresses. Tracer process; snprintf into fixed buffers only.
  */
 #include <arpa/inet.h>
+#include <linux/netlink.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,7 +137,64 @@ const char *xlat_name(const struct xlat *x, uint64_t val)
 	return NULL;
 }
 
+/* -X: set once by the CLI before any decoding (tracer process, one thread) */
+static enum sysdec_xlat_style xlat_style;
+
+void sysdec_set_xlat_style(enum sysdec_xlat_style style)
+{
+	xlat_style = style;
+}
+
+static void sb_flags_abbrev(struct sbuf *sb, const struct xlat *x, uint64_t val, const char *dflt);
+
+static enum sysdec_xlat_style saved_style;
+
+bool sb_raw_begin(struct sbuf *sb, uint64_t val, const char *fmt)
+{
+	if (xlat_style == SYSDEC_XLAT_ABBREV)
+		return false;
+	sb_printf(sb, fmt, (unsigned long long)val);
+	if (xlat_style == SYSDEC_XLAT_RAW)
+		return true;
+	sb_puts(sb, " /* ");
+	saved_style = xlat_style;
+	xlat_style = SYSDEC_XLAT_ABBREV;
+	return false;
+}
+
+void sb_raw_end(struct sbuf *sb)
+{
+	if (saved_style != SYSDEC_XLAT_VERBOSE)
+		return;
+	sb_puts(sb, " */");
+	xlat_style = saved_style;
+	saved_style = SYSDEC_XLAT_ABBREV;
+}
+
+/*
+ * strace -X raw prints the number alone, -X verbose the number and the
+ * names in a comment (only when some name applies).
+ */
 void sb_flags(struct sbuf *sb, const struct xlat *x, uint64_t val, const char *dflt)
+{
+	const struct xlat *p;
+	bool named = !val && dflt;
+
+	if (xlat_style == SYSDEC_XLAT_ABBREV) {
+		sb_flags_abbrev(sb, x, val, dflt);
+		return;
+	}
+	sb_printf(sb, "%#llx", (unsigned long long)val);
+	for (p = x; val && p->str; p++)
+		named |= p->val && (val & p->val) == p->val;
+	if (xlat_style == SYSDEC_XLAT_VERBOSE && named) {
+		sb_puts(sb, " /* ");
+		sb_flags_abbrev(sb, x, val, dflt);
+		sb_puts(sb, " */");
+	}
+}
+
+static void sb_flags_abbrev(struct sbuf *sb, const struct xlat *x, uint64_t val, const char *dflt)
 {
 	bool first = true;
 
@@ -159,7 +217,11 @@ void sb_xval(struct sbuf *sb, const struct xlat *x, uint64_t val, const char *un
 {
 	const char *s = xlat_name(x, val);
 
-	if (s)
+	if (s && xlat_style != SYSDEC_XLAT_ABBREV) {
+		sb_printf(sb, unknown_comment ? "%#llx" : "%llu", (unsigned long long)val);
+		if (xlat_style == SYSDEC_XLAT_VERBOSE)
+			sb_printf(sb, " /* %s */", s);
+	} else if (s)
 		sb_puts(sb, s);
 	else if (unknown_comment)
 		sb_printf(sb, "%#llx /* %s */", (unsigned long long)val, unknown_comment);
@@ -251,6 +313,8 @@ void sb_mode(struct sbuf *sb, uint32_t mode)
 {
 	const char *type = xlat_name(xlat_file_types, mode & 0170000);
 
+	if (sb_raw_begin(sb, mode, "%#llo"))
+		return;
 	if (type)
 		sb_printf(sb, "%s|", type);
 	else if (mode & 0170000)
@@ -259,6 +323,7 @@ void sb_mode(struct sbuf *sb, uint32_t mode)
 		sb_printf(sb, "%s%s%s", mode & 04000 ? "S_ISUID|" : "",
 			  mode & 02000 ? "S_ISGID|" : "", mode & 01000 ? "S_ISVTX|" : "");
 	sb_printf(sb, "%#03o", mode & 0777);
+	sb_raw_end(sb);
 }
 
 int umove(struct sysdec_call *c, uint64_t addr, void *buf, size_t len)
@@ -366,7 +431,10 @@ void sb_sockaddr(struct sbuf *sb, struct sysdec_call *c, uint64_t addr, uint64_t
 		return;
 	}
 	sb_puts(sb, "{sa_family=");
-	sb_xval(sb, xlat_af, ss.ss_family, NULL);
+	if (!sb_raw_begin(sb, ss.ss_family, "%#llx")) {
+		sb_xval(sb, xlat_af, ss.ss_family, NULL);
+		sb_raw_end(sb);
+	}
 	switch (ss.ss_family) {
 	case AF_UNIX: {
 		struct sockaddr_un *un = (struct sockaddr_un *)&ss;
@@ -401,7 +469,17 @@ void sb_sockaddr(struct sbuf *sb, struct sysdec_call *c, uint64_t addr, uint64_t
 			  ntohs(in6->sin6_port), ntohl(in6->sin6_flowinfo), ip, in6->sin6_scope_id);
 		break;
 	}
+	case AF_NETLINK: {
+		/* strace: nl_groups in 8 hex digits */
+		struct sockaddr_nl *nl = (struct sockaddr_nl *)&ss;
+
+		if (len < sizeof(*nl))
+			goto raw;
+		sb_printf(sb, ", nl_pid=%u, nl_groups=%08x", nl->nl_pid, nl->nl_groups);
+		break;
+	}
 	default:
+raw:
 		if (len > sizeof(sa_family_t)) {
 			sb_puts(sb, ", sa_data=");
 			sb_quote(sb, (unsigned char *)&ss + sizeof(sa_family_t),
@@ -478,22 +556,64 @@ void arg_ptr(struct sysdec_call *c, int i)
 	sb_ptr(arg_sb(c, i, &sb), c->args[i]);
 }
 
+int sysdec_decode_fds_level;
+
+void sysdec_set_decode_fds(int level)
+{
+	sysdec_decode_fds_level = level;
+}
+
+void sb_fd_details(struct sbuf *sb, const struct sysdec_call *c, int fd)
+{
+	char buf[4200];
+
+	if (!sysdec_decode_fds_level || !c->tid || fd < 0)
+		return;
+	if (sysdec_fd_details(c->tid, fd, sysdec_decode_fds_level, buf, sizeof(buf)) == 0)
+		sb_puts(sb, buf);
+}
+
 void arg_fd(struct sysdec_call *c, int i)
 {
-	arg_int(c, i);
+	struct sbuf sb;
+
+	if (!sysdec_decode_fds_level || !c->tid || (int)c->args[i] < 0) {
+		arg_int(c, i);
+		return;
+	}
+	/* "3</etc/hosts>": text, for JSON too */
+	arg_sb(c, i, &sb);
+	sb_printf(&sb, "%d", (int)c->args[i]);
+	sb_fd_details(&sb, c, (int)c->args[i]);
 }
 
 void arg_dirfd(struct sysdec_call *c, int i)
 {
-	if ((int)c->args[i] == AT_FDCWD)
-		arg_printf(c, i, "AT_FDCWD");
+	char cwd[4096];
+
+	if ((int)c->args[i] != AT_FDCWD) {
+		arg_fd(c, i);
+		return;
+	}
+	if (xlat_style == SYSDEC_XLAT_RAW)
+		arg_printf(c, i, "%d", AT_FDCWD);
+	else if (xlat_style == SYSDEC_XLAT_VERBOSE)
+		arg_printf(c, i, "%d /* AT_FDCWD */", AT_FDCWD);
 	else
-		arg_int(c, i);
+		arg_printf(c, i, "AT_FDCWD");
+	/* -y: strace adds the working directory */
+	if (sysdec_decode_fds_level && c->tid && sysdec_cwd(c->tid, cwd, sizeof(cwd)) == 0) {
+		size_t n = strlen(c->out[i].text);
+
+		snprintf(c->out[i].text + n, sizeof(c->out[i].text) - n, "<%s>", cwd);
+	}
 }
 
 /* Keep the unescaped bytes of a string argument for JSON output. */
 static void arg_keep_raw(struct sysdec_call *c, int i, const void *raw, size_t len)
 {
+	size_t n;
+
 	free(c->out[i].raw);
 	c->out[i].raw = malloc(len + 1);
 	if (!c->out[i].raw) {
@@ -504,6 +624,9 @@ static void arg_keep_raw(struct sysdec_call *c, int i, const void *raw, size_t l
 	c->out[i].raw[len] = '\0';
 	c->out[i].raw_len = len;
 	c->out[i].kind = SYSDEC_STR;
+	/* the text is final here: sb_quote()'s QUOTE_ELLIPSIS marks a cut string */
+	n = strlen(c->out[i].text);
+	c->out[i].truncated = n >= 4 && !strcmp(c->out[i].text + n - 4, "\"...");
 }
 
 static void arg_cstr_max(struct sysdec_call *c, int i, size_t max)

@@ -5,6 +5,8 @@
  * decode-*.c. Tracer process.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +120,7 @@ int sysdec_parse_set(const char *set, struct sysdec_set *ret, char *errbuf, size
 		rest++;
 	}
 	while ((tok = strsep(&rest, ","))) {
-		bool neg = neg_all;
+		bool neg = neg_all, quiet = false, matched = false;
 		uint32_t cls;
 		long nr;
 
@@ -140,6 +142,40 @@ int sysdec_parse_set(const char *set, struct sysdec_set *ret, char *errbuf, size
 			set_all(&s, (tok[0] == 'a') != neg);
 			continue;
 		}
+		if (*tok == '?') { /* strace: no error if unknown */
+			quiet = true;
+			tok++;
+		}
+		if (*tok == '/') {
+			regex_t re;
+			int rc = regcomp(&re, tok + 1, REG_EXTENDED | REG_NOSUB);
+
+			if (rc) {
+				char msg[128];
+
+				regerror(rc, &re, msg, sizeof(msg));
+				snprintf(errbuf, errlen,
+					 "bad regular expression '%s' in -s '%s': %s", tok + 1, set,
+					 msg);
+				err = -EINVAL;
+				break;
+			}
+			for (nr = 0; nr < SYSDEC_NR_MAX; nr++)
+				if (sysent[nr].name && !regexec(&re, sysent[nr].name, 0, NULL, 0)) {
+					set_bit(&s, nr, !neg);
+					matched = true;
+				}
+			regfree(&re);
+			if (!matched && !quiet) {
+				snprintf(errbuf, errlen,
+					 "regular expression '%s' in -s '%s' matches no "
+					 "syscall",
+					 tok + 1, set);
+				err = -EINVAL;
+				break;
+			}
+			continue;
+		}
 		if (*tok == '%') {
 			cls = sysdec_class_by_name(tok);
 			if (!cls) {
@@ -156,6 +192,8 @@ int sysdec_parse_set(const char *set, struct sysdec_set *ret, char *errbuf, size
 			continue;
 		}
 		nr = sysdec_nr(tok);
+		if (nr < 0 && quiet)
+			continue;
 		if (nr < 0) {
 			snprintf(errbuf, errlen, "unknown syscall '%s' in -s '%s'", tok, set);
 			err = -EINVAL;
@@ -226,6 +264,55 @@ static void clear_args(struct sysdec_call *c)
 	c->rextra[0] = '\0';
 }
 
+/* Does @c return a new descriptor (strace's RVAL_FD: -y decorates it)? */
+static bool returns_fd(const struct sysdec_call *c)
+{
+	static const char *const names[] = {
+		"open",
+		"openat",
+		"openat2",
+		"creat",
+		"dup",
+		"dup2",
+		"dup3",
+		"socket",
+		"accept",
+		"accept4",
+		"epoll_create",
+		"epoll_create1",
+		"eventfd",
+		"eventfd2",
+		"signalfd",
+		"signalfd4",
+		"timerfd_create",
+		"inotify_init",
+		"inotify_init1",
+		"memfd_create",
+		"memfd_secret",
+		"perf_event_open",
+		"fanotify_init",
+		"pidfd_open",
+		"pidfd_getfd",
+		"open_by_handle_at",
+		"userfaultfd",
+		"fsopen",
+		"fsmount",
+		"fspick",
+		"open_tree",
+		"io_uring_setup",
+		"landlock_create_ruleset",
+	};
+	const char *name = sysdec_name(c->nr);
+	size_t i;
+
+	if (name && !strcmp(name, "fcntl"))
+		return (int)c->args[1] == F_DUPFD || (int)c->args[1] == F_DUPFD_CLOEXEC;
+	for (i = 0; name && i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
 int sysdec_decode_entry(struct sysdec_call *c)
 {
 	const struct sysdec_ent *e = ent(c->nr);
@@ -246,13 +333,15 @@ int sysdec_decode_entry(struct sysdec_call *c)
 		e->decode(c);
 	else
 		decode_raw(c);
+	if (c->rfmt == RVAL_DEC && returns_fd(c))
+		c->rfmt = RVAL_FD;
 	return 0;
 }
 
 static void format_retval(struct sysdec_call *c)
 {
 	struct sbuf sb;
-	int err = sysdec_is_error(c->nr, c->ret);
+	int err = c->success ? 0 : sysdec_is_error(c->nr, c->ret);
 
 	c->retval.kind = SYSDEC_INT;
 	sb_init(&sb, c->retval.text, sizeof(c->retval.text));
@@ -264,12 +353,12 @@ static void format_retval(struct sysdec_call *c)
 		c->errname = name;
 		c->retval.kind = SYSDEC_TEXT;
 		/* strace: the ERESTART* codes never reach the task, hence "?" */
-		sb_puts(&sb, err >= 512 ? "?" : "-1");
+		sb_puts(&sb, (err >= 512 && err <= 514) || err == 516 ? "?" : "-1");
 		if (name)
 			sb_printf(&sb, " %s", name);
 		else
-			sb_printf(&sb, " errno %d", err);
-		if (desc)
+			sb_printf(&sb, " (errno %d)", err); /* strace's spelling */
+		if (name && desc)
 			sb_printf(&sb, " (%s)", desc);
 		return;
 	}
@@ -289,6 +378,13 @@ static void format_retval(struct sysdec_call *c)
 		c->retval.kind = SYSDEC_TEXT;
 		sb_puts(&sb, "?");
 		break;
+	case RVAL_FD:
+		sb_printf(&sb, "%ld", c->ret);
+		if (sysdec_decode_fds_level && c->tid) {
+			c->retval.kind = SYSDEC_TEXT;
+			sb_fd_details(&sb, c, (int)c->ret);
+		}
+		break;
 	default:
 		sb_printf(&sb, "%ld", c->ret);
 		break;
@@ -304,7 +400,7 @@ int sysdec_decode_exit(struct sysdec_call *c, long ret)
 	bool more = false;
 
 	c->ret = ret;
-	c->failed = sysdec_is_error(c->nr, ret) != 0;
+	c->failed = !c->success && sysdec_is_error(c->nr, ret) != 0;
 	c->errname = c->failed ? sysdec_errno_name(-ret) : NULL;
 	for (i = 0; i < 6; i++)
 		more |= c->decoded_at_exit[i];

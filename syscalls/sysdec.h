@@ -56,13 +56,42 @@ static inline bool sysdec_set_has(const struct sysdec_set *s, long nr)
 
 /**
  * sysdec_parse_set - parse a SET: comma list of names and classes
- * (%file %process %network %signal %memory %desc %ipc), each optionally
- * prefixed with '!', or a leading '!' negating the whole list; NULL or "all"
- * means every syscall. Unknown names are errors.
+ * (%file %process %network %signal %memory %desc %ipc) and /REGEX (POSIX
+ * extended, matched against the names), each optionally prefixed with '!',
+ * or a leading '!' negating the whole list; NULL or "all" means every
+ * syscall. Unknown names are errors, except after '?' ("?foo"), as in strace.
  * @errbuf: one line on failure, e.g. "unknown syscall 'opn' in -s 'opn'"
  * Return: 0 on success; -EINVAL on a bad set.
  */
 int sysdec_parse_set(const char *set, struct sysdec_set *ret, char *errbuf, size_t errlen);
+
+/*
+ * strace's -X: how named constants (flags, enums, AT_FDCWD) are printed:
+ * "O_RDONLY|O_CLOEXEC" (abbrev, the default), "0x80000" (raw), or
+ * the number with the names in a C comment after it (verbose).
+ */
+enum sysdec_xlat_style { SYSDEC_XLAT_ABBREV, SYSDEC_XLAT_RAW, SYSDEC_XLAT_VERBOSE };
+
+/* sysdec_set_xlat_style - set the -X style for every later decode (one per process). */
+void sysdec_set_xlat_style(enum sysdec_xlat_style style);
+
+/*
+ * strace's -y (1: the paths of descriptors, and the cwd after AT_FDCWD)
+ * and -yy (2: and sockets' protocols and addresses, devices' numbers,
+ * pidfds' pids): "3</etc/hosts>". Needs sysdec_call.tid. One per process.
+ */
+void sysdec_set_decode_fds(int level);
+
+/*
+ * sysdec_fd_details - what descriptor @fd of thread @tid refers to, as
+ * strace prints it after the number at -y (@level 1) or -yy (2), in @buf:
+ * "</etc/hosts>", "</tmp/x>(deleted)", "<TCP:[127.0.0.1:80]>". Reads
+ * /proc/TID (fdinfo.c). Return: 0, or negative errno (no such fd).
+ */
+int sysdec_fd_details(pid_t tid, int fd, int level, char *buf, size_t len);
+
+/* sysdec_cwd - the working directory of @tid in @buf, quoted as strace. Return: 0 or -errno. */
+int sysdec_cwd(pid_t tid, char *buf, size_t len);
 
 /* How an argument (or the return value) was rendered, for JSON output. */
 enum sysdec_kind {
@@ -78,6 +107,7 @@ struct sysdec_arg {
 	char text[SYSDEC_ARG_LEN]; /* as strace prints it (strings quoted and escaped) */
 	char *raw; /* SYSDEC_STR: unescaped bytes (malloc'ed), else NULL */
 	size_t raw_len;
+	bool truncated; /* SYSDEC_STR: @raw is the first -s bytes of a longer string */
 };
 
 /* Reads tracee memory; returns bytes read or negative errno. */
@@ -98,6 +128,12 @@ struct sysdec_call {
 	void *ctx;
 	int strsize; /* -S: bytes of strings to show */
 	uint64_t sp; /* stack pointer at the syscall (rt_sigreturn's frame); 0 = unknown */
+	/*
+	 * The return is a success whatever its value: strace's -e inject=
+	 * retval=-1 prints "= -1", not an errno. Set before sysdec_decode_exit().
+	 */
+	bool success;
+	pid_t tid; /* -y: whose /proc/TID/fd the descriptors are in; 0 = not decorated */
 	/* filled by the decoder */
 	int nr_out; /* number of arguments shown */
 	struct sysdec_arg out[6];

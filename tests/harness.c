@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * harness.c - see harness.h. Runs each test in a forked child with a
- * timeout; the child reports failure or skip text through a pipe.
+ * timeout; the child reports failure or skip text through a pipe. With
+ * HARNESS_JOBS(n) several children run at once; each one's stdout goes to
+ * a memfd, copied out when it ends, so that TAP lines never interleave.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,16 +26,23 @@ struct harness_test {
 	const char *name;
 	harness_fn_t fn;
 	int timeout;
+	bool alone;
 };
 
 static struct harness_test tests[MAX_TESTS];
 static int nr_tests;
 static int report_fd = -1;
+static int jobs = 1;
 
-void harness_register(const char *name, harness_fn_t fn, int timeout_sec)
+void harness_register(const char *name, harness_fn_t fn, int timeout_sec, bool alone)
 {
 	if (nr_tests < MAX_TESTS)
-		tests[nr_tests++] = (struct harness_test){ name, fn, timeout_sec };
+		tests[nr_tests++] = (struct harness_test){ name, fn, timeout_sec, alone };
+}
+
+void harness_set_jobs(int n)
+{
+	jobs = n > 0 ? n : 1;
 }
 
 static void report(const char *kind, const char *fmt, va_list ap)
@@ -97,49 +107,45 @@ static double now_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Wait for @pid, killing its process group after @timeout seconds. */
-static int wait_timeout(pid_t pid, int timeout, bool *timed_out)
-{
-	double deadline = now_sec() + timeout;
-	int status;
-
-	*timed_out = false;
-	for (;;) {
-		pid_t r = waitpid(pid, &status, WNOHANG);
-
-		if (r == pid)
-			return status;
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (now_sec() > deadline) {
-			*timed_out = true;
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return status;
-		}
-		usleep(2000);
-	}
-}
-
-static int run_one(int idx, const struct harness_test *t)
-{
-	char msg[4096] = "";
-	int pfd[2], status;
-	size_t len = 0;
-	bool timed_out;
+/* A test's process while it runs (the harness's own process keeps these). */
+struct job {
+	const struct harness_test *t;
 	pid_t pid;
+	int report; /* read end of the child's report pipe */
+	int out; /* the child's stdout (a memfd) when tests run side by side, or -1 */
+	double start, deadline;
+	bool timed_out;
+	int status;
+};
 
-	if (pipe2(pfd, O_CLOEXEC)) {
-		printf("not ok %d - %s # harness: pipe: %s\n", idx, t->name, strerror(errno));
-		return 1;
+static int nr_printed, nr_passed, nr_failed, nr_skipped;
+
+static int start_job(struct job *j, const struct harness_test *t)
+{
+	int pfd[2];
+
+	*j = (struct job){ .t = t, .pid = -1, .report = -1, .out = -1 };
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	if (jobs > 1) {
+		/* its TAP comments come out whole, after it ends */
+		j->out = memfd_create("harness-out", MFD_CLOEXEC);
+		if (j->out < 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+			return -errno;
+		}
 	}
 	fflush(stdout);
 	fflush(stderr);
-	pid = fork();
-	if (pid == 0) {
+	j->start = now_sec();
+	j->deadline = j->start + t->timeout;
+	j->pid = fork();
+	if (j->pid == 0) {
 		close(pfd[0]);
 		report_fd = pfd[1];
+		if (j->out >= 0)
+			dup2(j->out, 1);
 		/* own process group, so a timeout kills what the test started */
 		setpgid(0, 0);
 		t->fn();
@@ -147,34 +153,66 @@ static int run_one(int idx, const struct harness_test *t)
 		_exit(0);
 	}
 	close(pfd[1]);
-	if (pid < 0) {
+	if (j->pid < 0) {
+		int err = -errno;
+
 		close(pfd[0]);
-		printf("not ok %d - %s # harness: fork: %s\n", idx, t->name, strerror(errno));
-		return 1;
+		if (j->out >= 0)
+			close(j->out);
+		return err;
 	}
-	status = wait_timeout(pid, t->timeout, &timed_out);
+	j->report = pfd[0];
+	return 0;
+}
+
+/* The test in @j has ended (j->status): its output, its TAP line. */
+static void finish_job(struct job *j)
+{
+	const struct harness_test *t = j->t;
+	int status = j->status, idx = ++nr_printed;
+	char msg[4096] = "";
+	size_t len = 0;
+
 	for (;;) {
-		ssize_t n = read(pfd[0], msg + len, sizeof(msg) - 1 - len);
+		ssize_t n = read(j->report, msg + len, sizeof(msg) - 1 - len);
 
 		if (n <= 0)
 			break;
 		len += n;
 	}
 	msg[len] = '\0';
-	close(pfd[0]);
-	if (timed_out) {
+	close(j->report);
+	if (j->out >= 0) {
+		char buf[8192], last = '\n';
+		off_t off = 0;
+		ssize_t n;
+
+		while ((n = pread(j->out, buf, sizeof(buf), off)) > 0) {
+			fwrite(buf, 1, n, stdout);
+			off += n;
+			last = buf[n - 1];
+		}
+		if (last != '\n')
+			fputc('\n', stdout);
+		close(j->out);
+	}
+	printf("# time %s %.2f s\n", t->name, now_sec() - j->start);
+	if (j->timed_out) {
 		printf("# FAIL %s: timed out after %d s\n", t->name, t->timeout);
 		printf("not ok %d - %s\n", idx, t->name);
-		return 1;
+		nr_failed++;
+		return;
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 		printf("ok %d - %s\n", idx, t->name);
-		return 0;
+		nr_passed++;
+		return;
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
 		printf("ok %d - %s # SKIP %s\n", idx, t->name,
 		       strncmp(msg, "SKIP ", 5) ? "" : msg + 5);
-		return 2;
+		nr_skipped++;
+		return;
 	}
 	if (WIFSIGNALED(status))
 		printf("# FAIL %s: killed by signal %d (%s)\n", t->name, WTERMSIG(status),
@@ -183,35 +221,88 @@ static int run_one(int idx, const struct harness_test *t)
 		printf("# FAIL %s: %s\n", t->name,
 		       strncmp(msg, "FAIL ", 5) ? "exited with error" : msg + 5);
 	printf("not ok %d - %s\n", idx, t->name);
-	return 1;
+	nr_failed++;
+}
+
+static bool selected(int argc, char **argv, const struct harness_test *t)
+{
+	int i;
+
+	if (argc < 2)
+		return true;
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], t->name))
+			return true;
+	return false;
+}
+
+/*
+ * Run the selected tests, up to @jobs at a time: those that may share the
+ * machine first, in their order, then the TEST_ALONE ones one by one.
+ */
+static void run_all(int argc, char **argv)
+{
+	struct job run[64];
+	int order[MAX_TESTS], nr = 0, next = 0, nr_run = 0, i, pass;
+
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < nr_tests; i++)
+			if (tests[i].alone == pass && selected(argc, argv, &tests[i]))
+				order[nr++] = i;
+	printf("1..%d\n", nr);
+	if (jobs > (int)(sizeof(run) / sizeof(run[0])))
+		jobs = sizeof(run) / sizeof(run[0]);
+	while (next < nr || nr_run) {
+		while (next < nr && nr_run < jobs) {
+			const struct harness_test *t = &tests[order[next]];
+			int err;
+
+			if (t->alone && nr_run)
+				break;
+			err = start_job(&run[nr_run], t);
+			next++;
+			if (err) {
+				printf("not ok %d - %s # harness: %s\n", ++nr_printed, t->name,
+				       strerror(-err));
+				nr_failed++;
+				continue;
+			}
+			nr_run++;
+			if (t->alone)
+				break;
+		}
+		for (i = 0; i < nr_run; i++) {
+			struct job *j = &run[i];
+			pid_t r = waitpid(j->pid, &j->status, WNOHANG);
+
+			if (r == 0 && now_sec() > j->deadline) {
+				j->timed_out = true;
+				kill(-j->pid, SIGKILL);
+				kill(j->pid, SIGKILL);
+				r = waitpid(j->pid, &j->status, 0);
+			}
+			if (r == 0 || (r < 0 && errno == EINTR))
+				continue;
+			if (r < 0)
+				j->status = -1;
+			finish_job(j);
+			run[i--] = run[--nr_run];
+		}
+		if (nr_run)
+			usleep(2000);
+	}
 }
 
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0, skipped = 0, i, n = 0;
+	const char *env = getenv("UTRACE_TEST_JOBS");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (i = 0; i < nr_tests; i++)
-		if (argc < 2 || !strcmp(argv[1], tests[i].name))
-			n++;
-	printf("1..%d\n", n);
-	n = 0;
-	for (i = 0; i < nr_tests; i++) {
-		if (argc >= 2 && strcmp(argv[1], tests[i].name))
-			continue;
-		switch (run_one(++n, &tests[i])) {
-		case 0:
-			passed++;
-			break;
-		case 2:
-			skipped++;
-			break;
-		default:
-			failed++;
-		}
-	}
-	printf("# %d passed, %d failed, %d skipped\n", passed, failed, skipped);
-	return failed ? 1 : 0;
+	if (env && *env)
+		harness_set_jobs(atoi(env));
+	run_all(argc, argv);
+	printf("# %d passed, %d failed, %d skipped\n", nr_passed, nr_failed, nr_skipped);
+	return nr_failed ? 1 : 0;
 }
 
 int harness_run(char *const argv[], char **out, char **err, int timeout_sec)
@@ -292,6 +383,13 @@ int harness_run(char *const argv[], char **out, char **err, int timeout_sec)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
+}
+
+long harness_size(long normal, long slow)
+{
+	const char *env = getenv("UTRACE_SLOW");
+
+	return env && *env && strcmp(env, "0") ? slow : normal;
 }
 
 const char *harness_build_path(const char *rel)

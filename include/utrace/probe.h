@@ -96,13 +96,50 @@ UTRACE_API const char *utrace_backend_str(enum utrace_backend b);
  * @backend: enum utrace_backend (AUTO: the fastest that works)
  * @max_depth: return probes: nested return instances kept per thread
  *	(default 64); deeper calls are not reported at return and counted
+ * @agent_path: the agent backend's libutrace-agent.so (NULL: $UTRACE_AGENT,
+ *	else $UTRACE_BUILD_DIR/agent/, else the installed one); it is loaded
+ *	into targets, so it must be a file nobody but us or root can replace
+ * @flags: UTRACE_UPROBES_* below
+ * @all_exec: system-wide probing (NULL: the session's processes only).
+ *	SPEC probes resolve against the image a launch of @all_exec would have
+ *	(the executable and its DT_NEEDED closure, utrace_image__open_exec())
+ *	and are armed on the files themselves: every process that maps a
+ *	probed file counts and records, whoever started it and whenever,
+ *	before or after the probe was registered, with no process filter.
+ *	The session's processes are not tracked by the layer then (a launched
+ *	command runs as any other process); address probes
+ *	(utrace_probe__register()) fail with EOPNOTSUPP; records carry the
+ *	hitting process's pid and name (utrace_record.comm). Only the kernel
+ *	backend can do it (AUTO picks it); asking another one fails with
+ *	EOPNOTSUPP and a logged reason
  */
 struct utrace_uprobes_opts {
 	size_t sz;
 	int backend;
 	unsigned int max_depth;
+	const char *agent_path;
+	/*
+	 * Agent backend, launch mode: once the probes are armed, keep only the
+	 * agent's control thread traced (backend-agent.c, ANCHOR), so that no
+	 * ptrace stop (a detach's, a signal's) ever makes the program's
+	 * epoll_wait, semop, sigtimedwait or io_getevents fail with EINTR, and
+	 * its signals cost no stop. Not yet with it: an exec of the process
+	 * (its new image runs unprobed and the process is let go, with a
+	 * warning). Attach mode ignores it today.
+	 */
+	bool agent_untraced;
+	unsigned int flags;
+	const char *all_exec;
 	size_t : 0;
 };
+/*
+ * Lossless records (utrace record): a probed thread whose ring is full
+ * waits for utrace_uprobes__poll() to drain it instead of dropping the
+ * record; it stops waiting, and drops and counts (UTRACE_REC_LOST), when
+ * the tracer is gone, the session ends, or nothing was drained for 2 s.
+ * Agent backend (the ptrace backend never drops; the kernel's ring does).
+ */
+#define UTRACE_UPROBES_RING_WAIT (1U << 0)
 #define utrace_uprobes_opts__last_field max_depth
 
 /**
@@ -113,8 +150,9 @@ struct utrace_uprobes_opts {
  * utrace_session__attach() is armed when a probe is registered after the
  * attach, or by utrace_uprobes__sync() for the probes registered before.
  * @return new object, freed with utrace_uprobes__free(); NULL with errno set
- * on failure (EINVAL, ENOMEM, EOPNOTSUPP: backend unavailable: only
- * UTRACE_BACKEND_PTRACE (and AUTO, which picks it) exists today)
+ * on failure (EINVAL, ENOMEM, EOPNOTSUPP: backend unavailable, or
+ * @all_exec with a backend that cannot probe system-wide; ENOENT, EACCES:
+ * @all_exec cannot be read)
  */
 UTRACE_API struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 						      const struct utrace_uprobes_opts *opts);
@@ -129,8 +167,40 @@ UTRACE_API struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
  */
 UTRACE_API void utrace_uprobes__free(struct utrace_uprobes *up);
 
+/**
+ * @brief **utrace_uprobes__attach()** takes running process @pid for the
+ * layer the way its backend needs it, and arms the SPEC probes registered
+ * so far. The ptrace and kernel backends: utrace_session__attach() (every
+ * thread is stopped once). The agent with agent_untraced: the agent is
+ * loaded through one chosen thread (lib/inject.c) and only its control
+ * thread stays traced, so that no thread of the program is ever stopped
+ * (no EINTR in its epoll_wait, semop, sigtimedwait, io_getevents, at the
+ * attach or at the detach). A library loaded later is seen while
+ * utrace_uprobes__poll() runs (the executable mappings, every 100 ms).
+ * @return 0; negative errno, with the reason in utrace_uprobes__attach_why()
+ */
+UTRACE_API int utrace_uprobes__attach(struct utrace_uprobes *up, pid_t pid);
+
+/** @brief **utrace_uprobes__attach_why()** why the last attach failed ("" if it did not). */
+UTRACE_API const char *utrace_uprobes__attach_why(const struct utrace_uprobes *up);
+
 /** @brief **utrace_uprobes__backend()** the backend in use (never AUTO). */
 UTRACE_API enum utrace_backend utrace_uprobes__backend(const struct utrace_uprobes *up);
+
+/**
+ * @brief **utrace_uprobes__backend_why()** why AUTO chose the backend in
+ * use ("the agent loads", "the agent is not installed: ..."); for an
+ * explicit choice, "asked for". @return a string owned by @up
+ */
+UTRACE_API const char *utrace_uprobes__backend_why(const struct utrace_uprobes *up);
+
+/**
+ * @brief **utrace_uprobes__backend_how()** how the backend places its
+ * probes, where it has a choice: the kernel's "uprobe_multi links (...)"
+ * or "one uprobe link per probe point (why)"; "" for the others.
+ * @return a string owned by @up
+ */
+UTRACE_API const char *utrace_uprobes__backend_how(struct utrace_uprobes *up);
 
 /**
  * @brief **utrace_uprobes__detach_pid()** takes every breakpoint, return
@@ -197,6 +267,23 @@ typedef void (*utrace_probe_dropped_fn_t)(struct utrace_probe *p, pid_t pid,
 					  enum utrace_drop_reason why, void *data);
 
 /**
+ * struct utrace_point_opts - the built-in actions' settings at one probe
+ * point, where the functions a SPEC matches differ (which arguments are
+ * strings, which returns are errors: each function's prototype says).
+ * Filled with the probe's own @nargs, @str_args and @err_kind, then handed
+ * to utrace_probe_opts.point_opts, which may change them.
+ */
+struct utrace_point_opts {
+	unsigned int nargs;
+	uint32_t str_args;
+	int err_kind;
+};
+struct utrace_probe_point_info;
+typedef void (*utrace_point_opts_fn_t)(struct utrace_probe *p,
+				       const struct utrace_probe_point_info *point,
+				       struct utrace_point_opts *po, void *data);
+
+/**
  * struct utrace_probe_opts - what a probe does. Handlers of the ptrace
  * backend run in the tracing thread while the probed thread is stopped;
  * they may call any utrace_probe_ctx__*() function, and register or
@@ -214,6 +301,17 @@ typedef void (*utrace_probe_dropped_fn_t)(struct utrace_probe *p, pid_t pid,
  *	immediate registration). After a failed registration or an
  *	unregistration, the probe is freed when @done returns
  * @dropped: a probe point of this probe was dropped (exec, exit, detach)
+ * @actions: built-in actions (enum utrace_probe_action), on every backend
+ * @nargs: ACT_RECORD: integer arguments recorded at entry (0..6)
+ * @str_args: ACT_RECORD: bit i (0..5): argument i is a C string, copied
+ *	at the hit; bit 6: so is the return value
+ * @str_max: ACT_RECORD: bytes kept per string (0: 32; at most 1024)
+ * @err_kind: enum utrace_err_kind: which returns COUNT calls errors
+ * @inject_value, @inject_every: ACT_INJECT: every @inject_every-th call
+ *	(0 and 1: every call) returns @inject_value without running
+ * @point_opts: called (in the tracer) when the probe gets a new probe
+ *	point, before it is armed, to set that point's @nargs, @str_args and
+ *	@err_kind (struct utrace_point_opts); NULL: the probe's own everywhere
  */
 struct utrace_probe_opts {
 	size_t sz;
@@ -223,9 +321,17 @@ struct utrace_probe_opts {
 	void *data;
 	utrace_probe_done_fn_t done;
 	utrace_probe_dropped_fn_t dropped;
+	unsigned int actions;
+	unsigned int nargs;
+	uint32_t str_args;
+	unsigned int str_max;
+	int err_kind;
+	uint64_t inject_value;
+	uint64_t inject_every;
+	utrace_point_opts_fn_t point_opts;
 	size_t : 0;
 };
-#define utrace_probe_opts__last_field dropped
+#define utrace_probe_opts__last_field dropped /* the fields after it are optional */
 
 /**
  * @brief **utrace_probe__register()** registers a probe at runtime address
@@ -283,6 +389,180 @@ struct utrace_probe_stats {
 
 /** @brief **utrace_probe__stats()** reads @p's counters. @return 0 or negative error code */
 UTRACE_API int utrace_probe__stats(const struct utrace_probe *p, struct utrace_probe_stats *st);
+
+/* ------------------------------------------------------------------------ */
+/* Built-in actions                                                          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * enum utrace_probe_action - what a probe does without a handler (bits of
+ * utrace_probe_opts.actions). Built-in actions run where the backend runs
+ * probes: in the probed thread (agent: nanoseconds, no stop), in the
+ * tracer at the ptrace stop (ptrace), in BPF (kernel). They are the only
+ * thing the agent and kernel backends run: a tracer-side @handler or
+ * @ret_handler is refused there (EOPNOTSUPP); C code in the target is a
+ * probe module (utrace/module.h).
+ * @UTRACE_ACT_COUNT: count calls (entry hits); with a return half and
+ *	@err_kind, also the returns that are errors
+ * @UTRACE_ACT_HIST: time each call from entry to return: exact sum, min
+ *	and max, and a log2 histogram (struct utrace_probe_counts)
+ * @UTRACE_ACT_RECORD: an event at each entry and each return, with
+ *	@nargs arguments and the strings @str_args names, copied at the hit
+ *	(struct utrace_record in utrace/event.h, utrace_uprobes__poll())
+ * @UTRACE_ACT_STACK: RECORD events carry the user stack at entry
+ * @UTRACE_ACT_INJECT: every @inject_every-th call returns @inject_value
+ *	at once without running the function (fault injection)
+ * @UTRACE_ACT_NORET: no return half: nothing is done at returns (no
+ *	return trampoline: cheaper); RECORD then records entries only
+ *
+ * A probe with actions has an entry half unless @retprobe, and a return
+ * half when it has HIST, RECORD, COUNT with an @err_kind, or @retprobe,
+ * unless NORET.
+ */
+enum utrace_probe_action {
+	UTRACE_ACT_COUNT = 1U << 0,
+	UTRACE_ACT_HIST = 1U << 1,
+	UTRACE_ACT_RECORD = 1U << 2,
+	UTRACE_ACT_STACK = 1U << 3,
+	UTRACE_ACT_INJECT = 1U << 4,
+	UTRACE_ACT_NORET = 1U << 5,
+};
+
+/**
+ * enum utrace_err_kind - which return values count as errors (the
+ * function's prototype decides: -1 and errno, NULL, ...).
+ */
+enum utrace_err_kind {
+	UTRACE_ERRK_NONE = 0,
+	UTRACE_ERRK_NEG32, /* a negative int (-1 and errno) */
+	UTRACE_ERRK_NEG64, /* a negative long */
+	UTRACE_ERRK_NULL, /* a NULL pointer */
+	UTRACE_ERRK_NONZERO, /* a nonzero int (pthread_*: the error number) */
+	UTRACE_ERRK_SQLITE, /* not SQLITE_OK, SQLITE_ROW or SQLITE_DONE */
+	UTRACE_ERRK_MAPFAIL, /* MAP_FAILED */
+};
+
+/* log2 buckets of a utrace_probe_counts histogram */
+#define UTRACE_HIST_BUCKETS 64
+
+/**
+ * struct utrace_probe_counts - the figures of a probe's built-in actions,
+ * summed over its points, processes and threads. Readable at any time
+ * while the program runs (utrace_probe__counts()).
+ * @calls: entry hits (COUNT)
+ * @returns: returns seen (COUNT, HIST with a return half)
+ * @errors: returns that @err_kind calls errors, and injected error values
+ * @timed: calls timed from entry to return (HIST)
+ * @sum_ns, @min_ns, @max_ns: exact figures of the timed calls (min_ns is 0
+ *	while @timed is 0)
+ * @hist: @hist[0]: durations under 1 ns; then for each unit (ns, us, ms)
+ *	ten buckets [2^k, 2^(k+1)) units, the tenth ending at the next unit
+ *	([512ns, 1us)), seconds doubling after (utrace_hist_bucket_range())
+ * @injected: calls that got @inject_value (INJECT)
+ * @missed_returns: returns not seen (depth limit, longjmp, unwinding)
+ */
+struct utrace_probe_counts {
+	uint64_t calls;
+	uint64_t returns;
+	uint64_t errors;
+	uint64_t timed;
+	uint64_t sum_ns;
+	uint64_t min_ns;
+	uint64_t max_ns;
+	uint64_t hist[UTRACE_HIST_BUCKETS];
+	uint64_t injected;
+	uint64_t missed_returns;
+};
+
+/**
+ * @brief **utrace_hist_bucket_range()** the edges of histogram bucket @b:
+ * [*@lo_ns, *@hi_ns) (the last bucket ends at UINT64_MAX).
+ */
+UTRACE_API void utrace_hist_bucket_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns);
+
+/**
+ * @brief **utrace_probe__counts()** reads @p's built-in figures now (the
+ * program may be running; the agent's are read from the target's shared
+ * counters without stopping it).
+ * @return 0 on success; -EINVAL on bad arguments
+ */
+UTRACE_API int utrace_probe__counts(const struct utrace_probe *p, struct utrace_probe_counts *c);
+
+/**
+ * The callback of utrace_probe__point_counts(): one probe point's figures.
+ * @name: its display name ("libc.so.6:malloc"), @symbol (NULL for an
+ * address), @object (the file's path). Return nonzero to stop.
+ */
+typedef int (*utrace_point_counts_fn_t)(const char *name, const char *symbol, const char *object,
+					const struct utrace_probe_counts *c, void *ctx);
+
+/**
+ * @brief **utrace_probe__point_counts()** @p's figures point by point (the
+ * functions of a SPEC glob one by one: `utrace -c` rows), the points that
+ * are gone first (an exited process, an exec's old image, an unloaded
+ * library; a name may come more than once: add them up).
+ * @return 0; the callback's nonzero return; -EINVAL
+ */
+UTRACE_API int utrace_probe__point_counts(const struct utrace_probe *p, utrace_point_counts_fn_t fn,
+					  void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* System calls in the kernel (the kernel backend)                           */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * struct utrace_syscall_counts - one syscall number's figures, counted in
+ * BPF at the raw_syscalls tracepoints: @calls returns seen (exit and
+ * exit_group never return and are not counted, as strace -c), @errors
+ * returns in [-4095, -1], @total_ns, @min_ns, @max_ns from entry to return
+ * (wall clock: blocked time included, as strace -c -w).
+ */
+struct utrace_syscall_counts {
+	uint64_t calls;
+	uint64_t errors;
+	uint64_t total_ns;
+	uint64_t min_ns;
+	uint64_t max_ns;
+};
+
+/* flags of utrace_uprobes__count_syscalls() */
+enum utrace_syscalls_flags {
+	/* from the process's next exec on (a command just launched: not its launcher's calls) */
+	UTRACE_SC_AT_EXEC = 1U << 0,
+	/* its fork children too (and theirs), from their first instruction */
+	UTRACE_SC_FOLLOW = 1U << 1,
+	/*
+	 * a UTRACE_REC_SYSCALL_EXIT record at each return too, through
+	 * utrace_uprobes__poll(): @sysno, the six @args (@nargs 6), @retval,
+	 * @ts_ns of the entry, @dur_ns (exit and exit_group, which never
+	 * return: a UTRACE_REC_SYSCALL_ENTER at their entry). Numbers only:
+	 * nothing of the process's memory is copied (strings, structs) yet
+	 */
+	UTRACE_SC_RECORD = 1U << 2,
+};
+
+/**
+ * @brief **utrace_uprobes__count_syscalls()** counts every system call of
+ * process @pid (all its threads) in the kernel, per number, without ever
+ * stopping it (BPF on the raw_syscalls tracepoints; the first call attaches
+ * them). Call it while @pid cannot have run past what should count: a
+ * launched command, which waits in the session until utrace_session__run(),
+ * with UTRACE_SC_AT_EXEC. UTRACE_SC_FOLLOW holds for every process counted.
+ * @return 0; -EOPNOTSUPP: not the kernel backend, or a tracer inside a pid
+ * namespace (the tracepoints see the kernel's pids); -ENOSPC: 8192 processes;
+ * another negative errno from the kernel
+ */
+UTRACE_API int utrace_uprobes__count_syscalls(struct utrace_uprobes *up, pid_t pid,
+					      unsigned int flags);
+
+/**
+ * @brief **utrace_uprobes__syscall_counts()** reads syscall @nr's figures
+ * now, summed over the counted processes and the CPUs.
+ * @return 0 (zeros for a number never called); -EINVAL (@nr not in [0, 512));
+ * -EOPNOTSUPP: not the kernel backend
+ */
+UTRACE_API int utrace_uprobes__syscall_counts(struct utrace_uprobes *up, long nr,
+					      struct utrace_syscall_counts *c);
 
 /* ------------------------------------------------------------------------ */
 /* The context of a hit                                                     */

@@ -128,7 +128,8 @@ typedef int (*utrace_pre_exec_fn_t)(void *ctx);
  *	traced syscalls fail with ENOSYS), but close() kills only if asked.
  * @show_pre_exec: also report the events of the child before it calls
  *	execve (by default they are hidden: the first reported event is the
- *	entry of the execve syscall, or the exec event) * @kill_if_tracer_dies: PTRACE_O_EXITKILL only: the command ends with
+ *	entry of the execve syscall, or the exec event)
+ * @kill_if_tracer_dies: PTRACE_O_EXITKILL only: the command ends with
  *	SIGKILL if the tracer dies (its breakpoints would otherwise make it
  *	die of SIGTRAP, or run on with the tracer's int3s in its code); a
  *	detach or close() leaves it running
@@ -340,7 +341,8 @@ enum utrace_event {
  * @UTRACE_SINGLESTEP: resume with one single-step; UTRACE_EV_STEP follows
  * @UTRACE_DETACH: detach the calling engine after this callback (the
  *	thread itself stays traced if other engines or the session need it)
- * @UTRACE_SIGNAL_IGNORE: signal callback: suppress the signal
+ * @UTRACE_SIGNAL_IGNORE: signal callback: suppress the signal (engines after this one
+ *	are not called for it: it is no longer about to be delivered)
  * @UTRACE_BREAK: make utrace_session__run() return UTRACE_RUN_BREAK after
  *	this event
  */

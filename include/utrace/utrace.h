@@ -12,5 +12,6 @@
 #include "utrace/session.h"
 #include "utrace/inject.h"
 #include "utrace/probe.h"
+#include "utrace/event.h"
 
 #endif /* __UTRACE_UTRACE_H */

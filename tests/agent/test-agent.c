@@ -20,6 +20,9 @@
 #include "agent-host.h"
 #include "harness.h"
 
+/* Each test has its own target (arm_disarm_while_16_threads_call keeps a CPU busy: 2). */
+HARNESS_JOBS(2)
+
 static char target[4096];
 
 static char *const *argv_of(const char *a, const char *b, const char *c)
@@ -605,11 +608,17 @@ TEST_TIMEOUT(malloc_free_exact_counts, 120)
 	ahost_close(&h);
 }
 
-TEST_TIMEOUT(arm_disarm_1000_while_16_threads_call, 300)
+/*
+ * Arm and disarm one probe (jmp and int3 in turn) while 16 threads call it:
+ * 100 windows here, 1,000 in the slow suite (each SYNC waits for 16 busy
+ * threads on a small machine: about 0.1 s a window on 2 cores).
+ */
+TEST_TIMEOUT(arm_disarm_while_16_threads_call, 300)
 {
 	struct ahost h;
 	struct ahost_opts o = { .pipe_stdin = true, .pipe_stdout = true };
 	uint64_t pre_addr = 0, post_addr = 0, pre[64 * 8], post[64 * 8], windows = 0, jmp = 0;
+	int nr = (int)harness_size(100, 1000);
 	char buf[256];
 	size_t len = 0;
 	int id, i, t;
@@ -627,7 +636,7 @@ TEST_TIMEOUT(arm_disarm_1000_while_16_threads_call, 300)
 	 * entirely in the window, so hits(after disarm) - hits(before arm) must
 	 * be at least the sum over threads of D[t] - A[t].
 	 */
-	for (i = 0; i < 1000; i++) {
+	for (i = 0; i < nr; i++) {
 		uint64_t h0 = ahost_hits(&h, id), h1, need = 0;
 
 		ahost_set_want(&h, id, (i & 1) ? UTRACE_PS_INT3 : UTRACE_PS_JMP);
@@ -650,9 +659,9 @@ TEST_TIMEOUT(arm_disarm_1000_while_16_threads_call, 300)
 		windows += need;
 	}
 	check_bytes_restored(&h, "probed_add", 16);
-	harness_note("1000 windows (%llu in jmp mode): %llu calls inside windows, %llu hits, "
+	harness_note("%d windows (%llu in jmp mode): %llu calls inside windows, %llu hits, "
 		     "upgrades %llu skipped %llu late traps %llu",
-		     (unsigned long long)jmp, (unsigned long long)windows,
+		     nr, (unsigned long long)jmp, (unsigned long long)windows,
 		     (unsigned long long)ahost_hits(&h, id), (unsigned long long)h.hdr->upgrades,
 		     (unsigned long long)h.hdr->upgrade_skipped,
 		     (unsigned long long)h.hdr->late_traps);
@@ -791,7 +800,12 @@ TEST(tracer_death_disarms)
 		if (id < 0)
 			_exit(2);
 		ahost_set_want(&h, id, UTRACE_PS_JMP);
-		if (ahost_sync(&h) < 0 || ahost_abi(&h, id)->state != UTRACE_PS_JMP)
+		/*
+		 * A jmp, or an int3 where the upgrade broadcast timed out on a
+		 * loaded machine (4 busy threads): armed either way.
+		 */
+		if (ahost_sync(&h) < 0 || (ahost_abi(&h, id)->state != UTRACE_PS_JMP &&
+					   ahost_abi(&h, id)->state != UTRACE_PS_INT3))
 			_exit(3);
 		msg[0] = (uint64_t)h.pid;
 		msg[1] = ahost_abi(&h, id)->addr;
@@ -806,7 +820,10 @@ TEST(tracer_death_disarms)
 	{
 		uint64_t msg[3];
 
-		CHECK(read(p[0], msg, sizeof(msg)) == sizeof(msg));
+		if (read(p[0], msg, sizeof(msg)) != sizeof(msg)) {
+			waitpid(tracer, &st, 0);
+			CHECK_MSG(0, "the tracer ended with status %#x before arming", st);
+		}
 		target = (pid_t)msg[0];
 		addr = msg[1];
 		memcpy(orig, &msg[2], 8);
@@ -837,8 +854,10 @@ TEST(tracer_death_disarms)
  * everything: the code equals its file again and the target's threads,
  * which called the probed function all along, computed right.
  */
-TEST_TIMEOUT(tracer_death_during_upgrade_broadcast, 60)
+/* One try; false when the kill came after the SYNC had ended (a loaded machine). */
+static bool death_during_broadcast(void)
 {
+	bool in_sync;
 	int p[2], in[2], st, i, same = 0;
 	pid_t tracer, target = 0;
 	uint64_t addr = 0;
@@ -878,7 +897,10 @@ TEST_TIMEOUT(tracer_death_during_upgrade_broadcast, 60)
 	{
 		uint64_t msg[2];
 
-		CHECK(read(p[0], msg, sizeof(msg)) == sizeof(msg));
+		if (read(p[0], msg, sizeof(msg)) != sizeof(msg)) {
+			waitpid(tracer, &st, 0);
+			CHECK_MSG(0, "the tracer ended with status %#x before arming", st);
+		}
 		target = (pid_t)msg[0];
 		addr = msg[1];
 	}
@@ -889,7 +911,14 @@ TEST_TIMEOUT(tracer_death_during_upgrade_broadcast, 60)
 	}
 	CHECK_EQ(kill(tracer, SIGKILL), 0);
 	CHECK(waitpid(tracer, &st, 0) == tracer);
-	CHECK_MSG(WIFSIGNALED(st), "the host was not in its SYNC any more: status %#x", st);
+	/*
+	 * The host ends with status 0 when its SYNC was over before the kill
+	 * (this process woke late on a loaded machine): the agent disarms all
+	 * the same once it sees the host gone (checked below), but the
+	 * scenario was not met; the caller tries again.
+	 */
+	in_sync = WIFSIGNALED(st);
+	CHECK_MSG(in_sync || (WIFEXITED(st) && WEXITSTATUS(st) == 0), "the host: status %#x", st);
 	/* The file's bytes at the site, through the mapping that holds it. */
 	{
 		struct utrace_maps *maps = utrace_maps__read(target);
@@ -917,6 +946,17 @@ TEST_TIMEOUT(tracer_death_during_upgrade_broadcast, 60)
 	close(in[1]);
 	CHECK(waitpid(target, &st, 0) == target);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+	close(p[0]);
+	return in_sync;
+}
+
+TEST_TIMEOUT(tracer_death_during_upgrade_broadcast, 60)
+{
+	int k;
+
+	for (k = 0; k < 3 && !death_during_broadcast(); k++)
+		harness_note("try %d: the SYNC had ended before the kill", k + 1);
+	CHECK_MSG(k < 3, "the host was never killed inside its SYNC in 3 tries");
 }
 
 TEST(fork_child_has_no_probes)

@@ -12,7 +12,8 @@
  * target's. With -b agent they may be lower, never higher: a hit of the
  * handler while the thread is inside the agent runs no handler (counted
  * @nested, guard.c).
- * Suite 'e2e' (and 'slow'), not parallel.
+ * Suite 'e2e' (and 'slow'); two combinations at a time (each run is a
+ * launch of its own).
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@
 
 #include "harness.h"
 #include "trace-util.h"
+
+HARNESS_JOBS(2)
 
 struct counts {
 	long hot_e, hot_r, h_e, h_r;
@@ -74,7 +77,9 @@ static void combo(const char *backend, const char *const *opts, bool exact)
 		if (rc || !out ||
 		    sscanf(out, "hot=%ld/%ld handler=%ld/%ld", &want.hot_e, &want.hot_r, &want.h_e,
 			   &want.h_r) != 4) {
-			harness_note("run %d: exit %d, target said: %s", i, rc, out ? out : "");
+			harness_note("run %d: exit %d, target said: %s; utrace's last words: %s", i, rc,
+				     out ? out : "",
+				     err ? err + (strlen(err) > 400 ? strlen(err) - 400 : 0) : "");
 			bad++;
 			goto next;
 		}

@@ -24,6 +24,9 @@
 #include "harness.h"
 #include "trace-util.h"
 
+/* Each test has its own targets and files. */
+HARNESS_JOBS(3)
+
 static const char *scribbler(void)
 {
 	return harness_build_path("tests/targets/s-scribble");

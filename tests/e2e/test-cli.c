@@ -70,7 +70,8 @@ TEST(dash_f_before_option_means_follow_forks)
 
 TEST(usage_errors_exit_2_with_one_line)
 {
-	char *cases[][6] = {
+	/* each NULL-terminated: 7 slots for the 6-word cases (6 left execvp reading past) */
+	char *cases[][7] = {
 		{ (char *)utrace(), "-s", NULL }, /* nothing to trace */
 		{ (char *)utrace(), "-p", "12x", "-s", NULL }, /* bad pid */
 		{ (char *)utrace(), "--format", "xml", "-s", "--", "true" }, /* bad format */
@@ -446,7 +447,20 @@ TEST(attach_target_killed_by_a_signal_says_so)
 		for (k = 0; k < 1000 && !attached_to(i == 2 ? b2.pid : b.pid, i != 1); k++)
 			usleep(10000);
 		CHECK_MSG(attached_to(b.pid, i != 1), "-b %s did not attach", backends[i]);
-		usleep(300000);
+		/*
+		 * armed: its hits are being written (a mapped agent may still
+		 * be starting: on a loaded machine 300 ms were not enough, and
+		 * a kill then is an attach failure, not this test's case)
+		 */
+		snprintf(line, sizeof(line), "[%d] work(", (int)(i == 2 ? b2.pid : b.pid));
+		for (k = 0; k < 1000; k++) {
+			n = pread(fd, buf, sizeof(buf) - 1, 0);
+			buf[n > 0 ? n : 0] = '\0';
+			if (strstr(buf, line))
+				break;
+			usleep(10000);
+		}
+		CHECK_MSG(strstr(buf, line), "-b %s: no hit in 10 s: %s", backends[i], buf);
 		/* we are its parent and reap it only afterwards: utrace sees the zombie */
 		kill(b.pid, SIGSEGV);
 		if (i == 2) {

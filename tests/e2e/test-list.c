@@ -20,6 +20,9 @@
 
 #include "harness.h"
 
+/* Each test has its own targets and files. */
+HARNESS_JOBS(3)
+
 /* ---- helpers ------------------------------------------------------------ */
 
 struct target {

@@ -47,9 +47,18 @@ TEST(cli_list_why_prologues)
 {
 	static const char *const want[] = {
 		"p_classic  ",
-		"jmp: 8 bytes displaced\n",
+		"jmp: 7 bytes displaced, at 0x",
+		"p_classic  ",
+		" after the first, a 1-byte instruction kept in place",
+		"p_endbr  ",
+		"jmp: 5 bytes displaced, at 0x",
 		"p_endbr  ",
 		" after endbr64\n",
+		"p_kept  ",
+		"jmp: 6 bytes displaced, at 0x",
+		"p_kept  ",
+		" after the first, a 2-byte instruction kept in place (a kernel uprobe on the "
+		"entry stays safe)\n",
 		"p_syscall  ",
 		"refused: instruction 'syscall' cannot run out of line (a thread blocked",
 		"p_pre_syscall  ",

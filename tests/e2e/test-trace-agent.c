@@ -24,6 +24,9 @@
 #include "harness.h"
 #include "trace-util.h"
 
+/* Each test has its own targets and files. */
+HARNESS_JOBS(3)
+
 static const char *json_check =
 	"import json, sys, collections\n"
 	"ent = collections.Counter(); ret = collections.Counter(); probes = set()\n"
@@ -31,7 +34,7 @@ static const char *json_check =
 	"    e = json.loads(line)\n"
 	"    for k in ('ts_ns', 'pid', 'tid', 'type', 'probe', 'name'):\n"
 	"        assert k in e, (k, e)\n"
-	"    probes.add(e['probe'])\n"
+	"    if e['type'] in ('entry', 'return'): probes.add(e['probe'])\n"
 	"    if e['type'] == 'entry':\n"
 	"        assert isinstance(e['args'], list); ent[e['name']] += 1\n"
 	"        if e['name'] == 'leaf': assert e['args'] == ['hello'], e\n"
@@ -354,20 +357,27 @@ TEST_TIMEOUT(agent_drops_are_counted, 120)
 			      "    elif e['type'] in ('entry', 'return'): ev += 1\n"
 			      "print('events+lost', ev + lost, 'lost>0', lost > 0)\n";
 	char *out = NULL, *err = NULL, *py = NULL;
+	int lib;
 
 	CHECK(fd >= 0);
 	close(fd);
-	setenv("UTRACE_AGENT_RING", "16", 1);
-	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	unsetenv("UTRACE_AGENT_RING");
-	CHECK(strstr(err, "events were lost"));
-	CHECK_EQ(run_python(py_lost, file, &py), 0);
-	note_lines(py);
-	CHECK(strstr(py, "events+lost 400000 lost>0 True"));
+	/* the CLI's agent path, then the library's (also what a process's exit flushes) */
+	for (lib = 0; lib < 2; lib++) {
+		setenv("UTRACE_AGENT_RING", "16", 1);
+		if (lib)
+			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		unsetenv("UTRACE_AGENT_RING");
+		unsetenv("UTRACE_CLI_LIBAGENT");
+		CHECK(strstr(err, "events were lost"));
+		CHECK_EQ(run_python(py_lost, file, &py), 0);
+		note_lines(py);
+		CHECK_MSG(strstr(py, "events+lost 400000 lost>0 True"), "lib %d: %s", lib, py);
+		free(out);
+		free(err);
+		free(py);
+	}
 	unlink(file);
-	free(out);
-	free(err);
-	free(py);
 }
 
 TEST_TIMEOUT(agent_exit_status_passthrough, 60)
@@ -914,7 +924,8 @@ static void check_waits(const char *out)
 	CHECK_MSG(jmp > 0, "no probe was ever seen upgraded (jmp=%d int3=%d)", jmp, int3);
 }
 
-TEST_TIMEOUT(agent_arming_leaves_sleeps_alone_launch, 120)
+/* alone: s-waits looks for the jmps for 1.5 s, arming must be done by then */
+TEST_ALONE(agent_arming_leaves_sleeps_alone_launch, 120)
 {
 	const char *args[] = { "-b", "agent", "-c",  "-f",   "libwaits:waits_fn_*",
 			       "--", waits(), "200", "1500", waits_lib(),
@@ -930,6 +941,27 @@ TEST_TIMEOUT(agent_arming_leaves_sleeps_alone_launch, 120)
 		CHECK_EQ(table_calls(err, "waits_fn_000") > 0, 1);
 		free(out);
 		free(err);
+	}
+	/*
+	 * the library's agent (cmd-trace.c's library path, agent_untraced:
+	 * only the agent's thread stays traced), detached by -d while the
+	 * threads wait: no stop of ours reaches them at the detach either
+	 */
+	{
+		const char *lib[] = {
+			"-b", "agent", "-c",  "-d",   "1",	   "-f",   "libwaits:waits_fn_*",
+			"--", waits(), "200", "1500", waits_lib(), "busy", NULL
+		};
+
+		setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		for (i = 0; i < 2; i++) {
+			CHECK_MSG(run_utrace(lib, &out, &err) == 0, "s-waits said: %s", out);
+			check_waits(out);
+			CHECK_EQ(table_calls(err, "waits_fn_000") > 0, 1);
+			free(out);
+			free(err);
+		}
+		unsetenv("UTRACE_CLI_LIBAGENT");
 	}
 }
 
@@ -956,11 +988,18 @@ TEST_TIMEOUT(agent_attach_detach_leaves_sleeps_alone, 180)
 	n = read(pout[0], line, sizeof(line) - 1);
 	CHECK_MSG(n > 0 && !strncmp(line, "ready ", 6), "target said '%s'", line);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
-	/* attach (injection), arm, upgrade, detach; then twice into the dormant agent */
-	for (i = 0; i < 3; i++) {
+	/*
+	 * attach (injection), arm, upgrade, detach; then twice into the dormant
+	 * agent; the last round through the library's agent (utrace_uprobes__attach():
+	 * only the agent's thread is traced)
+	 */
+	for (i = 0; i < 4; i++) {
 		char *out = NULL, *err = NULL;
 
+		if (i == 3)
+			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 		CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+		unsetenv("UTRACE_CLI_LIBAGENT");
 		CHECK(strstr(err, "100 probe points (detached)"));
 		CHECK(table_calls(err, "waits_fn_000") > 0);
 		free(out);

@@ -85,10 +85,20 @@ int run_utrace(const char *const *args, char **out, char **err)
 	return harness_run(argv, out, err, 120);
 }
 
+/*
+ * Debian's python3 (scripts/deps.sh installs it) rather than the first one
+ * in PATH: a version manager's shim there (pyenv) is a shell script that
+ * takes seconds to start, and traced it is a chain of execs of bash.
+ */
+const char *python3(void)
+{
+	return access("/usr/bin/python3", X_OK) ? "python3" : "/usr/bin/python3";
+}
+
 /* python3 SCRIPT FILE: exit 0 and prints its verdict */
 int run_python(const char *script, const char *file, char **out)
 {
-	char *argv[] = { "python3", "-c", (char *)script, (char *)file, NULL };
+	char *argv[] = { (char *)python3(), "-c", (char *)script, (char *)file, NULL };
 	char *err = NULL;
 	int rc = harness_run(argv, out, &err, 60);
 
@@ -96,6 +106,42 @@ int run_python(const char *script, const char *file, char **out)
 		note_lines(err ? err : "python3 failed");
 	free(err);
 	return rc;
+}
+
+const char *built_path(const char *rel)
+{
+	static char paths[8][4096];
+	static unsigned int next;
+	char *path = paths[next++ % 8];
+
+	snprintf(path, sizeof(paths[0]), "%s/%s", getenv("UTRACE_BUILD_DIR") ?: "build", rel);
+	return path;
+}
+
+char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - len < 4096) {
+			char *b = realloc(buf, cap + 65536);
+
+			if (!b)
+				break;
+			buf = b;
+			cap += 65536;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+	} while (n > 0);
+	fclose(f);
+	if (buf)
+		buf[len] = 0;
+	return buf;
 }
 
 /* tests/targets/s-life, the kill and session tests' target. */

@@ -20,8 +20,14 @@ long target_count(const char *out, const char *key);
 void note_lines(const char *text);
 /* Run utrace with @args (NULL-terminated), capture both streams. */
 int run_utrace(const char *const *args, char **out, char **err);
+/* /usr/bin/python3 if there is one, else "python3" (searched in PATH). */
+const char *python3(void);
 /* python3 -c SCRIPT FILE; its stdout in *@out. */
 int run_python(const char *script, const char *file, char **out);
+/* $UTRACE_BUILD_DIR/@rel (a static buffer, one of 8 in turn). */
+const char *built_path(const char *rel);
+/* The bytes of @path now, NUL-terminated (malloc'ed), or NULL. */
+char *read_file(const char *path);
 /* tests/targets/s-life. */
 const char *life(void);
 /* What s-life computes for @threads threads of @batches batches (its formula). */

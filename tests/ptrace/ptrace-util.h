@@ -196,4 +196,43 @@ static inline bool wait_state(pid_t pid, const char *states, int ms)
 	return false;
 }
 
+/*
+ * A copy of the executable @path in a new directory under /tmp (in @buf),
+ * for a tool that puts kernel uprobes on a file (bpftrace): they hit every
+ * process that maps that inode, so on the shared build tree they would
+ * reach the tests that run beside it. private_copy_remove() deletes it.
+ */
+static inline const char *private_copy(const char *path, char *buf, size_t size)
+{
+	char dir[] = "/tmp/utrace-copy-XXXXXX", data[65536];
+	const char *base = strrchr(path, '/');
+	int in, out;
+	ssize_t n;
+
+	CHECK(mkdtemp(dir));
+	snprintf(buf, size, "%s/%s", dir, base ? base + 1 : path);
+	in = open(path, O_RDONLY | O_CLOEXEC);
+	out = open(buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	CHECK_MSG(in >= 0 && out >= 0, "copy %s to %s: %s", path, buf, strerror(errno));
+	while ((n = read(in, data, sizeof(data))) > 0)
+		CHECK(write(out, data, (size_t)n) == n);
+	CHECK(n == 0);
+	close(in);
+	CHECK(close(out) == 0);
+	return buf;
+}
+
+static inline void private_copy_remove(const char *copy)
+{
+	char dir[4096], *slash;
+
+	snprintf(dir, sizeof(dir), "%s", copy);
+	unlink(copy);
+	slash = strrchr(dir, '/');
+	if (slash) {
+		*slash = 0;
+		rmdir(dir);
+	}
+}
+
 #endif /* __UTRACE_TEST_PTRACE_UTIL_H */

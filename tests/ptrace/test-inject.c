@@ -654,8 +654,11 @@ TEST(inject_nanosleep)
 
 TEST(inject_busy_loop)
 {
-	const char *args[] = { "spin", "10000",
-			       NULL }; /* calibrated: shorter on a loaded machine */
+	/*
+	 * About 2 s of busy loop after "ready" (calibrated by the target, so
+	 * as long on a loaded machine): the injection, 0.2 s in, lands in it.
+	 */
+	const char *args[] = { "spin", "4000", NULL };
 	struct target t = target_start("s-blocked", args, -1);
 	struct utrace_injection inj;
 
@@ -1104,6 +1107,62 @@ TEST_TIMEOUT(inject_50_times_no_thread_left_traced, 300)
 }
 
 /*
+ * Fails with how the target ended if it is no longer running: reading the
+ * memory of a process that exited gives only -ESRCH, which says nothing.
+ */
+static void check_target_running(struct target *t)
+{
+	int st = 0;
+
+	CHECK_MSG(waitpid(t->pid, &st, WNOHANG) == 0, "the target ended before the check: %s %d",
+		  WIFEXITED(st) ? "exit status" : "signal",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+/*
+ * s-blocked's arguments for @mode when the target must still run when we
+ * look at it after a tracer was killed: "spin 1500" spins only some 0.2-0.4 s
+ * after "ready" (its calibration aims low, and shorter still when it was
+ * calibrated on a loaded CPU), so it often had finished - exit 0, its check
+ * passed - before the code comparison (8 runs in 20 with 4 CPU hogs).
+ * "spin 0" checks rounds of about 50 ms until EOF, which target_reap() gives.
+ */
+static const char *killed_tracer_ms(const char *mode)
+{
+	return strcmp(mode, "spin") ? "1500" : "0";
+}
+
+/*
+ * Wait (at most @ms) until the injected init runs in @pid: its marker's
+ * magic is in the arena (the memfd "utrace-arena" it mapped), written just
+ * before inject_test_init_slow() starts its 400 ms loop.
+ */
+static bool wait_init_started(pid_t pid, int ms)
+{
+	int waited;
+
+	for (waited = 0; waited < ms; waited += 2) {
+		struct utrace_maps *m = utrace_maps__read(pid);
+		uint64_t magic = 0;
+		size_t i;
+
+		for (i = 0; m && i < m->nr; i++)
+			if (m->maps[i].path && strstr(m->maps[i].path, "utrace-arena") &&
+			    utrace_mem__read(pid, m->maps[i].start, &magic, sizeof(magic)) ==
+				    sizeof(magic) &&
+			    magic == INJECT_TEST_MAGIC)
+				break;
+		if (m && i < m->nr) {
+			utrace_maps__free(m);
+			return true;
+		}
+		utrace_maps__free(m);
+		msleep(2);
+	}
+	return false;
+}
+
+/*
  * The tracer is SIGKILLed while the target runs the (slow) init of the
  * injected object: the kernel detaches the thread with the call's
  * registers. It must return through the stub and the sigreturn frame by
@@ -1115,7 +1174,7 @@ TEST_TIMEOUT(inject_50_times_no_thread_left_traced, 300)
  */
 static void kill_tracer_during_init(const char *mode)
 {
-	const char *args[] = { mode, "1500", NULL };
+	const char *args[] = { mode, killed_tracer_ms(mode), NULL };
 	struct target t = target_start("s-blocked", args, -1);
 	struct code_snap snap;
 	pid_t tracer, tid = 0;
@@ -1133,13 +1192,18 @@ static void kill_tracer_during_init(const char *mode)
 
 		_exit(utrace_inject(t.pid, so_path(), &o, &inj) == 0 ? 0 : 3);
 	}
-	/* dlopen takes a few ms; the init 400 ms: this lands inside the init. */
-	msleep(200);
+	/*
+	 * Kill as soon as the init runs: it lasts 400 ms from there, so this
+	 * lands inside it. (A fixed 200 ms wait came before the dlopen had
+	 * finished on a loaded machine: 5 runs in 20 with 4 CPU hogs.)
+	 */
+	CHECK_MSG(wait_init_started(t.pid, 10000), "the init did not start");
 	CHECK(maps_contain(t.pid, "libinject-test.so"));
 	CHECK_EQ(kill(tracer, SIGKILL), 0);
 	CHECK_EQ(waitpid(tracer, &st, 0), tracer);
 	CHECK(WIFSIGNALED(st)); /* it was still injecting */
 	msleep(400); /* the init ends, the thread finds its way back */
+	check_target_running(&t);
 	CHECK_EQ(traced_threads(t.pid, &tid), 0);
 	code_snap_compare(t.pid, &snap);
 	if (!strcmp(mode, "read"))
@@ -1171,7 +1235,7 @@ TEST(tracer_killed_during_call_vector_state)
  */
 static void kill_tracer_during_syscall(const char *mode)
 {
-	const char *args[] = { mode, "1500", NULL };
+	const char *args[] = { mode, killed_tracer_ms(mode), NULL };
 	struct target t = target_start("s-blocked", args, -1);
 	struct code_snap snap;
 	pid_t tracer, tid = 0;
@@ -1200,6 +1264,7 @@ static void kill_tracer_during_syscall(const char *mode)
 	CHECK_EQ(waitpid(tracer, &st, 0), tracer);
 	CHECK_MSG(WIFSIGNALED(st), "the tracer ended first: status %#x", st);
 	msleep(300); /* the poll ends, the thread finds its way back */
+	check_target_running(&t);
 	CHECK_EQ(traced_threads(t.pid, &tid), 0);
 	code_snap_compare(t.pid, &snap);
 	if (!strcmp(mode, "read"))

@@ -16,6 +16,13 @@
 #include "utrace/utrace.h"
 #include "ptrace-util.h"
 
+/* handlers run in the tracer: the ptrace backend (AUTO would pick the agent) */
+static const struct utrace_uprobes_opts ptrace_only = { .sz = sizeof(ptrace_only),
+							.backend = UTRACE_BACKEND_PTRACE };
+
+/* Each test has its own targets; bpftrace probes a private copy. */
+HARNESS_JOBS(3)
+
 struct counts {
 	long entries, returns, order_bad, dropped_exec, dropped_other;
 	long ret_bad;
@@ -79,7 +86,7 @@ static void run_start_prog(struct run *r, const char *prog, const char *const *a
 			   unsigned int depth)
 {
 	UTRACE_OPTS(utrace_session_opts, so, .follow_forks = follow);
-	UTRACE_OPTS(utrace_uprobes_opts, uo, .max_depth = depth);
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_PTRACE, .max_depth = depth);
 	char *argv[16];
 	int p[2], saved, i = 0;
 
@@ -162,7 +169,7 @@ static struct utrace_probe *probe_spec(struct utrace_uprobes *up, const char *sp
  */
 static long bpftrace_count(const char *const *args)
 {
-	char prog[4096], cmd[4096], buf[4096];
+	char prog[8192], cmd[8192], buf[4096], copy[4096];
 	size_t n = 0;
 	long count = -1;
 	int p[2], status;
@@ -171,11 +178,14 @@ static long bpftrace_count(const char *const *args)
 
 	if (access("/usr/bin/bpftrace", X_OK) || geteuid() != 0)
 		return -1;
-	snprintf(prog, sizeof(prog), "uprobe:%s:work { @ = count(); }", target_path("s-uprobes"));
-	snprintf(cmd, sizeof(cmd), "%s %s %s %s", target_path("s-uprobes"), args[0], args[1],
-		 args[2]);
-	if (pipe2(p, O_CLOEXEC))
+	/* its own copy: the tests beside this one trace s-uprobes too */
+	private_copy(target_path("s-uprobes"), copy, sizeof(copy));
+	snprintf(prog, sizeof(prog), "uprobe:%s:work { @ = count(); }", copy);
+	snprintf(cmd, sizeof(cmd), "%s %s %s %s", copy, args[0], args[1], args[2]);
+	if (pipe2(p, O_CLOEXEC)) {
+		private_copy_remove(copy);
 		return -1;
+	}
 	pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -202,18 +212,32 @@ static long bpftrace_count(const char *const *args)
 	close(p[0]);
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
+	private_copy_remove(copy);
 	at = strstr(buf, "@: ");
 	if (at)
 		count = atol(at + 3);
 	return count;
 }
 
+/*
+ * 8 threads call work(): every entry and return counted, exactly. 8 x
+ * 20,000 calls once here (2 traps a call), 8 x 100,000 three times in the
+ * slow suite.
+ */
+static long mt_calls(void)
+{
+	return harness_size(20000, 100000);
+}
+
 TEST_TIMEOUT(mt_exact_counts, 400)
 {
-	const char *args[] = { "mt", "100000", "8", NULL };
-	int run;
+	char n[32];
+	const char *args[] = { "mt", n, "8", NULL };
+	long want = 8 * mt_calls();
+	int run, runs = (int)harness_size(1, 3);
 
-	for (run = 0; run < 3; run++) {
+	snprintf(n, sizeof(n), "%ld", mt_calls());
+	for (run = 0; run < runs; run++) {
 		struct counts c = { 0 };
 		struct utrace_probe_stats st;
 		struct utrace_uprobes_stats ust;
@@ -225,13 +249,13 @@ TEST_TIMEOUT(mt_exact_counts, 400)
 		p = probe_spec(r.up, "work", &c, true, true);
 
 		CHECK_EQ(run_finish(&r, &out), 0);
-		CHECK_EQ(expect(out, "entries"), 800000);
-		CHECK_EQ(c.entries, 800000);
-		CHECK_EQ(c.returns, 800000);
+		CHECK_EQ(expect(out, "entries"), want);
+		CHECK_EQ(c.entries, want);
+		CHECK_EQ(c.returns, want);
 		CHECK_EQ(c.ret_bad, 0);
 		CHECK_EQ(utrace_probe__stats(p, &st), 0);
-		CHECK_EQ(st.hits, 800000);
-		CHECK_EQ(st.returns, 800000);
+		CHECK_EQ(st.hits, want);
+		CHECK_EQ(st.returns, want);
 		CHECK_EQ(st.missed_returns, 0);
 		CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
 		CHECK_EQ(ust.foreign_traps, 0);
@@ -243,12 +267,15 @@ TEST_TIMEOUT(mt_exact_counts, 400)
 
 TEST_TIMEOUT(mt_bpftrace_agrees, 120)
 {
-	const char *args[] = { "mt", "100000", "8", NULL };
-	long bt = bpftrace_count(args);
+	char n[32];
+	const char *args[] = { "mt", n, "8", NULL };
+	long bt;
 
+	snprintf(n, sizeof(n), "%ld", mt_calls());
+	bt = bpftrace_count(args);
 	if (bt < 0)
 		SKIP("bpftrace is not usable here (needs root and kernel uprobes)");
-	CHECK_EQ(bt, 800000);
+	CHECK_EQ(bt, 8 * mt_calls());
 }
 
 TEST(fib_recursion_and_order)
@@ -561,6 +588,123 @@ TEST(deferred_registration_from_handler)
 	run_close(&r);
 }
 
+/* The paper's rule: a probe unregistered by another probe's handler still runs for that hit. */
+struct other {
+	struct utrace_probe *victim;
+	long first_hits, victim_hits, victim_done, victim_err;
+};
+
+static int kills_other(struct utrace_probe_ctx *ctx, void *data)
+{
+	struct other *o = data;
+
+	(void)ctx;
+	if (++o->first_hits == 5)
+		CHECK_EQ(utrace_probe__unregister(o->victim), 0); /* deferred */
+	return UTRACE_PROBE_OK;
+}
+
+static int victim(struct utrace_probe_ctx *ctx, void *data)
+{
+	struct other *o = data;
+
+	(void)ctx;
+	o->victim_hits++;
+	return UTRACE_PROBE_OK;
+}
+
+static void victim_done(struct utrace_probe *p, int err, void *data)
+{
+	struct other *o = data;
+
+	(void)p;
+	o->victim_done++;
+	o->victim_err = err;
+}
+
+TEST(unregistered_by_another_handler_runs_for_that_hit)
+{
+	const char *args[] = { "mt", "100", "1", NULL };
+	struct other d = { 0 };
+	UTRACE_OPTS(utrace_probe_opts, o1, .handler = kills_other, .data = &d);
+	UTRACE_OPTS(utrace_probe_opts, o2, .handler = victim, .data = &d, .done = victim_done);
+	struct run r;
+	char *out;
+
+	run_start(&r, args);
+	CHECK(utrace_probe__register_spec(r.up, "work", &o1)); /* runs first: registered first */
+	d.victim = utrace_probe__register_spec(r.up, "work", &o2);
+	CHECK(d.victim);
+	CHECK_EQ(d.victim_done, 1); /* immediate registration */
+	CHECK_EQ(run_finish(&r, &out), 0);
+	CHECK_EQ(d.first_hits, 100);
+	/* hits 1..5: the fifth is the one it was unregistered in; none after */
+	CHECK_EQ(d.victim_hits, 5);
+	CHECK_EQ(d.victim_done, 2); /* + the deferred unregistration */
+	CHECK_EQ(d.victim_err, 0);
+	free(out);
+	run_close(&r);
+}
+
+/*
+ * A session detached or closed while its probes are armed, before
+ * utrace_uprobes__free(): the layer takes its probes out first (the
+ * session's release hook), the program runs on to its normal end (it died
+ * of SIGTRAP at its next hit before), and the free afterwards touches
+ * nothing of the session.
+ */
+static void let_go_with_probes(bool closing)
+{
+	const char *args[] = { "mt", "400000", "2", NULL };
+	struct counts c = { 0 };
+	struct run r;
+	int st = -1, res = 0;
+	char buf[256];
+	ssize_t n;
+
+	run_start(&r, args);
+	probe_spec(r.up, "work", &c, true, true);
+	while (c.entries < 200 && (res = utrace_session__run(r.s, 100)) != UTRACE_RUN_DONE)
+		;
+	CHECK_MSG(c.entries >= 200 && res != UTRACE_RUN_DONE, "%ld hits, run() %d", c.entries, res);
+	if (closing) {
+		utrace_session__close(r.s); /* waits for the command it launched */
+	} else {
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		CHECK_EQ(waitpid(r.pid, &st, 0), r.pid);
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			  "the program ended with status 0x%x", st);
+	}
+	/* it printed its line only if it ran to its normal end */
+	n = read(r.out_fd, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = 0;
+	CHECK_MSG(strstr(buf, "expect entries=800000"), "the program said '%s'", buf);
+	utrace_uprobes__free(r.up);
+	if (!closing)
+		utrace_session__close(r.s);
+	close(r.out_fd);
+}
+
+TEST(session_detach_before_uprobes_free_takes_the_probes_out)
+{
+	let_go_with_probes(false);
+}
+
+TEST(session_close_before_uprobes_free_takes_the_probes_out)
+{
+	let_go_with_probes(true);
+}
+
+/*
+ * Run the session until *@count reaches @n: however slowly a loaded
+ * machine lets the target call (the test's timeout is the bound).
+ */
+static void run_until(struct utrace_session *s, const long *count, long n)
+{
+	while (*count < n)
+		utrace_session__run(s, 20);
+}
+
 static int stop_after(struct utrace_probe_ctx *ctx, void *data)
 {
 	long *n = data;
@@ -663,12 +807,11 @@ TEST(attach_probe_detach_restores_code)
 	uint8_t b[16];
 	uint64_t addr = 0;
 	size_t i;
-	int k;
 
 	target_wait_ready(&t);
 	s = utrace_session__new(NULL);
 	CHECK(s);
-	up = utrace_uprobes__new(s, NULL);
+	up = utrace_uprobes__new(s, &ptrace_only);
 	CHECK(up);
 	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
 	p = probe_spec(up, "work", &c, true, true);
@@ -677,9 +820,7 @@ TEST(attach_probe_detach_restores_code)
 
 		CHECK(utrace_probe__register_spec(up, "work", &o));
 	}
-	for (k = 0; k < 50 && c.entries < 2000; k++)
-		utrace_session__run(s, 20);
-	CHECK(c.entries >= 2000);
+	run_until(s, &c.entries, 2000);
 	CHECK_EQ(utrace_probe__stats(p, &st), 0);
 	CHECK(st.points == 1);
 	/* address of work in the target */
@@ -811,7 +952,7 @@ TEST(refused_site_fails_registration)
 
 	target_wait_ready(&t);
 	s = utrace_session__new(NULL);
-	up = utrace_uprobes__new(s, NULL);
+	up = utrace_uprobes__new(s, &ptrace_only);
 	CHECK(s && up);
 	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
 	errno = 0;
@@ -847,14 +988,13 @@ TEST(unregister_while_running)
 
 	target_wait_ready(&t);
 	s = utrace_session__new(NULL);
-	up = utrace_uprobes__new(s, NULL);
+	up = utrace_uprobes__new(s, &ptrace_only);
 	CHECK(s && up);
 	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
 	for (k = 0; k < 3; k++) {
 		memset(&c, 0, sizeof(c));
 		p = probe_spec(up, "work", &c, true, true);
-		while (c.entries < 1000)
-			utrace_session__run(s, 20);
+		run_until(s, &c.entries, 1000);
 		CHECK_EQ(utrace_probe__unregister(p), 0);
 		before = c.entries;
 		utrace_session__run(s, 100);
@@ -863,8 +1003,7 @@ TEST(unregister_while_running)
 	}
 	/* and a last one left for free() to remove */
 	p = probe_spec(up, "work", &d, true, true);
-	while (d.entries < 1000)
-		utrace_session__run(s, 20);
+	run_until(s, &d.entries, 1000);
 	utrace_uprobes__free(up);
 	check_code_restored(t.pid, "work");
 	CHECK_EQ(utrace_session__detach(s), 0);
@@ -885,20 +1024,17 @@ TEST(register_before_attach_then_sync)
 	struct counts c = { 0 };
 	char line[128];
 	long before;
-	int k;
 
 	target_wait_ready(&t);
 	s = utrace_session__new(NULL);
-	up = utrace_uprobes__new(s, NULL);
+	up = utrace_uprobes__new(s, &ptrace_only);
 	CHECK(s && up);
 	/* no process yet: the SPEC waits */
 	probe_spec(up, "work", &c, true, true);
 	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
 	CHECK_EQ(utrace_uprobes__sync(up), 1);
 	CHECK_EQ(utrace_uprobes__sync(up), 0);
-	for (k = 0; k < 100 && c.entries < 1000; k++)
-		utrace_session__run(s, 20);
-	CHECK(c.entries >= 1000);
+	run_until(s, &c.entries, 1000);
 	/* release this process only, then detach it from the session */
 	CHECK_EQ(utrace_uprobes__detach_pid(up, t.pid), 0);
 	CHECK_EQ(c.dropped_other, 1);
@@ -983,20 +1119,18 @@ TEST(attach_detach_cycles)
 	struct utrace_uprobes_stats ust;
 	char line[128];
 	long pending = 0;
-	int cycle, k;
+	int cycle;
 
 	target_wait_ready(&t);
 	for (cycle = 0; cycle < 10; cycle++) {
 		struct utrace_session *s = utrace_session__new(NULL);
-		struct utrace_uprobes *up = utrace_uprobes__new(s, NULL);
+		struct utrace_uprobes *up = utrace_uprobes__new(s, &ptrace_only);
 		struct counts c = { 0 };
 
 		CHECK(s && up);
 		CHECK_EQ(utrace_session__attach(s, t.pid), 0);
 		probe_spec(up, "work", &c, true, true);
-		for (k = 0; k < 100 && c.entries < 500; k++)
-			utrace_session__run(s, 10);
-		CHECK(c.entries >= 500);
+		run_until(s, &c.entries, 500);
 		pending += c.entries - c.returns;
 		CHECK_EQ(utrace_uprobes__stats(up, &ust), 0);
 		utrace_uprobes__free(up);

@@ -14,10 +14,15 @@ __asm__(".intel_syntax noprefix\n"
 	".globl p_classic\n.type p_classic, @function\np_classic:\n"
 	"	push rbp\n	mov rbp, rsp\n	sub rsp, 16\n	leave\n	ret\n"
 	".size p_classic, . - p_classic\n"
-	/* jmp after endbr64 */
+	/* jmp after endbr64 (mov r9, rdi writes an argument: it is not kept) */
 	".globl p_endbr\n.type p_endbr, @function\np_endbr:\n"
-	"	endbr64\n	push r15\n	push r14\n	push r13\n	pop r13\n	pop r14\n	pop r15\n	ret\n"
+	"	endbr64\n	mov r9, rdi\n	push r15\n	push r14\n	pop r14\n	pop r15\n	ret\n"
 	".size p_endbr, . - p_endbr\n"
+	/* jmp after a kept first instruction (planner.c rule 5, the agent) */
+	".globl p_kept\n.type p_kept, @function\np_kept:\n"
+	"	xor eax, eax\n	push rbx\n	push rbp\n	push r12\n	pop r12\n	pop rbp\n	pop rbx\n"
+	"	ret\n"
+	".size p_kept, . - p_kept\n"
 	/* refused: the first instruction is a syscall */
 	".globl p_syscall\n.type p_syscall, @function\np_syscall:\n"
 	"	syscall\n	ret\n"

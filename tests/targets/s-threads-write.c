@@ -10,11 +10,13 @@
  * sleeping 1 ms between rounds, and every nanosleep must return 0: a
  * tracer that attaches and detaches must never make a call fail or
  * change its result (the attach/detach e2e test). It prints "ready PID"
- * at start.
+ * at start. SECS = "stdin": the same until stdin reaches EOF (the test
+ * closes it when done, rather than waiting out a fixed lifetime).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 
 static int iterations = 1000;
 static double seconds;
+static volatile int stop; /* "stdin": set by the main thread at EOF */
 static int devnull;
 static pid_t parent;
 
@@ -49,7 +52,7 @@ static void *run(void *arg)
 	double end = seconds > 0 ? now() + seconds : 0;
 	long i;
 
-	for (i = 0; seconds > 0 ? now() < end : i < iterations; i++) {
+	for (i = 0; seconds > 0 ? now() < end && !stop : i < iterations; i++) {
 		int len = snprintf(rec, sizeof(rec), "thread %d record %ld\n", w->id, i);
 		ssize_t n = write(devnull, rec, len);
 
@@ -81,10 +84,13 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? atoi(argv[1]) : 8;
 	struct worker w[64];
 	long writes = 0, errors = 0;
+	bool until_eof;
+	char buf[64];
 	int i;
 
 	iterations = argc > 2 ? atoi(argv[2]) : 1000;
-	seconds = argc > 3 ? atof(argv[3]) : 0;
+	until_eof = argc > 3 && !strcmp(argv[3], "stdin");
+	seconds = until_eof ? 1e9 : argc > 3 ? atof(argv[3]) : 0;
 	if (n < 1 || n > 64)
 		n = 8;
 	parent = getppid();
@@ -100,6 +106,11 @@ int main(int argc, char **argv)
 		w[i].id = i;
 		if (pthread_create(&w[i].th, NULL, run, &w[i]))
 			return 2;
+	}
+	if (until_eof) {
+		while (read(0, buf, sizeof(buf)) > 0)
+			;
+		stop = 1;
 	}
 	for (i = 0; i < n; i++) {
 		pthread_join(w[i].th, NULL);

@@ -6,6 +6,7 @@
  *
  *   mt CALLS THREADS    THREADS threads x CALLS calls of work()
  *   fib N               fib(N), recursive: fib() is entered fib_calls times
+ *   gate IN DONE N      waits for a byte on fifo IN, N x work(), "done" on fifo DONE
  *   longjmp N           jumper(i) for i < N: odd i longjmp out of it
  *   signal N            N x work() in main, N x SIGUSR1 whose handler calls work()
  *   dlopen LIB N        dlopen(LIB) after start, N x lib_func()
@@ -293,6 +294,26 @@ int main(int argc, char **argv)
 				return 1;
 		}
 		printf("expect entries=%ld returns=%ld\n", n * nt, n * nt);
+	} else if (!strcmp(mode, "gate")) {
+		/*
+		 * gate IN DONE N: a process that is running before a tracer arms
+		 * (test-kernel's -a test): wait for a byte on fifo IN, call
+		 * work() N times, then say so on fifo DONE.
+		 */
+		long n = atol(argv[4]);
+		char c;
+		FILE *f = fopen(argv[2], "r");
+
+		if (!f || fread(&c, 1, 1, f) != 1)
+			return 2;
+		fclose(f);
+		for (i = 0; i < n; i++)
+			if (work(i) != i * 2 + 1)
+				return 1;
+		f = fopen(argv[3], "w");
+		if (!f || fputs("done\n", f) < 0 || fclose(f))
+			return 2;
+		printf("expect entries=%ld returns=%ld\n", n, n);
 	} else if (!strcmp(mode, "fib")) {
 		long n = atol(argv[2]), r = fib(n), a = 0, b = 1, k;
 

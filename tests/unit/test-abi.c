@@ -35,12 +35,14 @@ TEST(fixed_sizes)
 	CHECK_EQ(offsetof(struct utrace_abi_thread, tail), 128);
 	CHECK_EQ(offsetof(struct utrace_arena_hdr, cmd_seq), 96);
 	CHECK_EQ(offsetof(struct utrace_abi_probe, code), 64);
-	CHECK_EQ(sizeof(struct utrace_abi_probe), 880);
+	CHECK_EQ(sizeof(struct utrace_abi_probe), 912);
 	CHECK(UTRACE_TRAMP_XOL_OFF + UTRACE_ABI_MAX_CODE <= UTRACE_TRAMP_SLOT);
 }
 
 TEST(log2_buckets)
 {
+	uint64_t lo_ms, hi_ms;
+
 	CHECK_EQ(utrace_abi_log2_bucket(0), 0);
 	CHECK_EQ(utrace_abi_log2_bucket(1), 1);
 	CHECK_EQ(utrace_abi_log2_bucket(2), 2);
@@ -48,6 +50,44 @@ TEST(log2_buckets)
 	CHECK_EQ(utrace_abi_log2_bucket(4), 3);
 	CHECK_EQ(utrace_abi_log2_bucket(1000), 10);
 	CHECK_EQ(utrace_abi_log2_bucket(~0ull), UTRACE_ABI_HIST_BUCKETS - 1);
+	/* the histogram's buckets: every value inside its bucket's edges, round edges */
+	{
+		static const uint64_t v[] = { 0,
+					      1,
+					      2,
+					      511,
+					      512,
+					      999,
+					      1000,
+					      1023,
+					      1024,
+					      999999,
+					      1000000,
+					      1048576,
+					      1999999,
+					      2000000,
+					      999999999,
+					      1000000000,
+					      3600000000000ull,
+					      ~0ull };
+		unsigned int i;
+
+		for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+			unsigned int b = utrace_abi_hist_bucket(v[i]);
+			uint64_t lo, hi;
+
+			utrace_abi_hist_range(b, &lo, &hi);
+			CHECK_MSG(v[i] >= lo && (v[i] < hi || hi == UINT64_MAX),
+				  "%llu in bucket %u [%llu, %llu)", (unsigned long long)v[i], b,
+				  (unsigned long long)lo, (unsigned long long)hi);
+		}
+		utrace_abi_hist_range(utrace_abi_hist_bucket(1000000), &lo_ms, &hi_ms);
+		CHECK_MSG(lo_ms == 1000000 && hi_ms == 2000000, "1 ms in [%llu, %llu)",
+			  (unsigned long long)lo_ms, (unsigned long long)hi_ms);
+		utrace_abi_hist_range(utrace_abi_hist_bucket(999999), &lo_ms, &hi_ms);
+		CHECK_MSG(lo_ms == 512000 && hi_ms == 1000000, "999999 ns in [%llu, %llu)",
+			  (unsigned long long)lo_ms, (unsigned long long)hi_ms);
+	}
 }
 
 TEST(accessors_follow_the_layout)
@@ -59,7 +99,7 @@ TEST(accessors_follow_the_layout)
 	h->max_threads = 2;
 	h->ring_records = 4;
 	utrace_abi_layout(h);
-	CHECK((char *)utrace_abi_probe(arena, 1) == (char *)arena + 4096 + 880);
+	CHECK((char *)utrace_abi_probe(arena, 1) == (char *)arena + 4096 + 912);
 	CHECK((char *)utrace_abi_thread(arena, 1) ==
 	      (char *)arena + h->threads_off + h->thread_stride);
 	CHECK((char *)utrace_abi_hits(utrace_abi_thread(arena, 0)) ==

@@ -5,6 +5,7 @@
  * anything: registers and target memory are faked.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include "harness.h"
 #include "aggr.h"
 #include "chrome.h"
+#include "output.h"
 #include "protos.h"
 
 size_t protos_sorted(void);
@@ -307,4 +309,154 @@ TEST(chrome_pairs)
 	CHECK(!strncmp(buf, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", 43));
 	CHECK(strstr(buf, "\n]}\n"));
 	free(buf);
+}
+
+static char *json_of(const char *s, size_t len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	json_str(f, s, len);
+	fclose(f);
+	return buf;
+}
+
+/* UTF-8 passes through; bytes of no valid sequence become \u00XX (docs/json.md) */
+TEST(json_strings_utf8)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"" }, /* é: was \u00c3\u00a9 */
+		{ "\xe2\x82\xac 5", "\"\xe2\x82\xac 5\"" }, /* € */
+		{ "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"" }, /* U+1F600 */
+		{ "caf\xe9", "\"caf\\u00e9\"" }, /* Latin-1 é: no UTF-8 */
+		{ "\xc3", "\"\\u00c3\"" }, /* a sequence cut by -S */
+		{ "\xc0\xaf", "\"\\u00c0\\u00af\"" }, /* overlong '/' */
+		{ "\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\"" }, /* a UTF-16 surrogate */
+		{ "\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\"" }, /* > U+10FFFF */
+		{ "a\"b\\\n\t\x01\x7f", "\"a\\\"b\\\\\\n\\t\\u0001\\u007f\"" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *j = json_of(cases[i].in, strlen(cases[i].in));
+
+		CHECK_STREQ(j, cases[i].out);
+		free(j);
+	}
+}
+
+/* ts_ns beyond 2^53: "ts" and ts_sec/ts_nsec keep every digit */
+TEST(json_timestamps)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	json_ts(f, 1796192135283224209ULL);
+	json_ts(f, 1000000000000000007ULL);
+	fclose(f);
+	CHECK_STREQ(buf, "\"ts_ns\": 1796192135283224209, \"ts\": \"1796192135.283224209\", "
+			 "\"ts_sec\": 1796192135, \"ts_nsec\": 283224209"
+			 "\"ts_ns\": 1000000000000000007, \"ts\": \"1000000000.000000007\", "
+			 "\"ts_sec\": 1000000000, \"ts_nsec\": 7");
+	free(buf);
+}
+
+/* --color: always and never as said; auto a terminal, unless NO_COLOR or TERM=dumb */
+TEST(color_wanted)
+{
+	int m = posix_openpt(O_RDWR | O_NOCTTY), s;
+	FILE *tty, *pipe_end;
+	int p[2];
+
+	CHECK(m >= 0);
+	CHECK_EQ(grantpt(m), 0);
+	CHECK_EQ(unlockpt(m), 0);
+	s = open(ptsname(m), O_RDWR | O_NOCTTY);
+	CHECK(s >= 0);
+	tty = fdopen(s, "w");
+	CHECK_EQ(pipe(p), 0);
+	pipe_end = fdopen(p[1], "w");
+	unsetenv("NO_COLOR");
+	setenv("TERM", "xterm", 1);
+	CHECK(output_color_wanted(CLI_COLOR_AUTO, tty));
+	CHECK(!output_color_wanted(CLI_COLOR_AUTO, pipe_end));
+	CHECK(output_color_wanted(CLI_COLOR_ALWAYS, pipe_end));
+	CHECK(!output_color_wanted(CLI_COLOR_NEVER, tty));
+	setenv("NO_COLOR", "", 1); /* empty: as unset */
+	CHECK(output_color_wanted(CLI_COLOR_AUTO, tty));
+	setenv("NO_COLOR", "1", 1);
+	CHECK(!output_color_wanted(CLI_COLOR_AUTO, tty));
+	CHECK(output_color_wanted(CLI_COLOR_ALWAYS, tty)); /* the option wins */
+	unsetenv("NO_COLOR");
+	setenv("TERM", "dumb", 1);
+	CHECK(!output_color_wanted(CLI_COLOR_AUTO, tty));
+	fclose(tty);
+	fclose(pipe_end);
+	close(p[0]);
+	close(m);
+}
+
+/* enums by name; float, double from xmm0.. in order, integers aside; long double stops them */
+TEST(protos_enums_and_floats)
+{
+	static struct {
+		struct proto_enum e;
+		char room[2 * sizeof(((struct proto_enum *)0)->v[0])];
+	} colors = { .e = { .nr = 2 } };
+	struct proto p = { "f", PK_FLOAT32, PE_NONE,
+			   0,	5,	    { PK_INT, PK_FLOAT, PK_LONG, PK_FLOAT32, PK_INT } };
+	struct proto q = { "g", PK_FLOAT, PE_NONE, 0, 3, { PK_FLOATX, PK_FLOAT, PK_INT } };
+	struct proto_regs r = { .read = fake_read, .args = { 7, 4, 1 }, .have_xmm = true };
+	double d = 1.5, ret = 0.125;
+	float f = 0.25f, fret = 2.5f;
+	uint32_t fb;
+	char *s;
+
+	colors.e.v[0].value = 1;
+	colors.e.v[0].name = "GREEN";
+	colors.e.v[1].value = -1;
+	colors.e.v[1].name = "NONE";
+	p.enums[4] = &colors.e;
+	memcpy(&r.xmm[0], &d, 8);
+	memcpy(&fb, &f, 4);
+	r.xmm[1] = 0xdeadbeef00000000ULL | fb; /* a float is the low 32 bits */
+	s = render(&p, &r, 32, false);
+	CHECK_STREQ(s, "7, 1.5, 4, 0.25, GREEN");
+	free(s);
+	s = render(&p, &r, 32, true);
+	CHECK_STREQ(s, "7, 1.5, 4, 0.25, \"GREEN\"");
+	free(s);
+	r.args[2] = (uint64_t)-1; /* an enum's negative enumerator */
+	s = render(&p, &r, 32, false);
+	CHECK_STREQ(s, "7, 1.5, 4, 0.25, NONE");
+	free(s);
+	r.args[2] = 9; /* no enumerator: the number */
+	s = render(&p, &r, 32, false);
+	CHECK_STREQ(s, "7, 1.5, 4, 0.25, 9");
+	free(s);
+	/* without the registers: '?' */
+	r.have_xmm = false;
+	s = render(&p, &r, 32, false);
+	CHECK_STREQ(s, "7, ?, 4, ?, 9");
+	free(s);
+	/* after a long double nothing in xmm is known */
+	r.have_xmm = true;
+	s = render(&q, &r, 32, false);
+	CHECK_STREQ(s, "?, ?, 7");
+	free(s);
+	{
+		struct proto_val v;
+
+		memcpy(&fb, &fret, 4);
+		r.xmm[0] = fb;
+		proto_format_ret(&p, 0, &r, 32, &v);
+		CHECK_STREQ(v.text, "2.5");
+		memcpy(&r.xmm[0], &ret, 8);
+		proto_format_ret(&q, 0, &r, 32, &v);
+		CHECK_STREQ(v.text, "0.125");
+	}
 }

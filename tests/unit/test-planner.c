@@ -423,6 +423,133 @@ TEST(plan_branch16_and_garbage)
 	CHECK_EQ(p.fail, SITE_FAIL_TRUNCATED);
 }
 
+/*
+ * Rule 5 (keep_first, the agent): which short first instructions stay in
+ * place before the jmp (a kernel uprobe on the entry then resumes on our
+ * jmp) and which keep the jmp at the entry. Each @first is followed by
+ * mov rbp, rsp; sub rsp, 16; leave; ret: 7 bytes a jmp can displace.
+ */
+static const struct keep_case {
+	const char *what;
+	uint8_t first[8], len;
+	int undo; /* -1: not kept */
+} keep_cases[] = {
+	{ "push rbx", { 0x53 }, 1, 8 },
+	{ "push r12", { 0x41, 0x54 }, 2, 8 },
+	{ "sub rsp, 0x18", { 0x48, 0x83, 0xec, 0x18 }, 4, 0x18 },
+	{ "nop", { 0x90 }, 1, 0 },
+	{ "xchg ax, ax (66 nop)", { 0x66, 0x90 }, 2, 0 },
+	{ "nop dword [rax]", { 0x0f, 0x1f, 0x40, 0x00 }, 4, 0 },
+	{ "xor eax, eax", { 0x31, 0xc0 }, 2, 0 },
+	{ "sub eax, eax", { 0x29, 0xc0 }, 2, 0 },
+	{ "xor r11d, r11d", { 0x45, 0x31, 0xdb }, 3, 0 },
+	{ "mov rax, rdi", { 0x48, 0x89, 0xf8 }, 3, 0 },
+	{ "mov r10, rcx", { 0x49, 0x89, 0xca }, 3, 0 },
+	{ "movzx eax, dil", { 0x40, 0x0f, 0xb6, 0xc7 }, 4, 0 },
+	{ "mov al, 1", { 0xb0, 0x01 }, 2, 0 },
+	{ "lea r11, [rdi + 8]", { 0x4c, 0x8d, 0x5f, 0x08 }, 4, 0 },
+	{ "mov rax, rsp", { 0x48, 0x89, 0xe0 }, 3, 0 },
+	{ "test rdi, rdi", { 0x48, 0x85, 0xff }, 3, 0 },
+	{ "cmp rdi, rsi", { 0x48, 0x39, 0xf7 }, 3, 0 },
+	{ "and eax, 1 (imm8)", { 0x83, 0xe0, 0x01 }, 3, -1 }, /* reads eax */
+	{ "xor edi, edi (an argument)", { 0x31, 0xff }, 2, -1 },
+	{ "mov rdx, rax (an argument)", { 0x48, 0x89, 0xc2 }, 3, -1 },
+	{ "mov rbx, rdi (callee-saved)", { 0x48, 0x89, 0xfb }, 3, -1 },
+	{ "mov rbp, rsp (callee-saved)", { 0x48, 0x89, 0xe5 }, 3, -1 },
+	{ "mov rsp, rax (rsp)", { 0x48, 0x89, 0xc4 }, 3, -1 },
+	{ "add rax, 1 (reads what it writes)", { 0x48, 0x83, 0xc0, 0x01 }, 4, -1 },
+	{ "inc eax", { 0xff, 0xc0 }, 2, -1 },
+	{ "lea rax, [rax + 8]", { 0x48, 0x8d, 0x40, 0x08 }, 4, -1 },
+	{ "adc eax, edi (reads CF)", { 0x11, 0xf8 }, 2, -1 },
+	{ "cmovz rax, rdi (reads ZF)", { 0x48, 0x0f, 0x44, 0xc7 }, 4, -1 },
+	{ "mov eax, [rdi] (a load)", { 0x8b, 0x07 }, 2, -1 },
+	{ "mov [rdi], eax (a store)", { 0x89, 0x07 }, 2, -1 },
+	{ "cmp byte [rdi], 0 (a load)", { 0x80, 0x3f, 0x00 }, 3, -1 },
+	{ "std (DF)", { 0xfd }, 1, -1 },
+	{ "cld", { 0xfc }, 1, -1 },
+	{ "pop rax (a load)", { 0x58 }, 1, -1 },
+	{ "push rsp", { 0x54 }, 1, -1 },
+	{ "rdtsc (rdx)", { 0x0f, 0x31 }, 2, -1 },
+	{ "xchg rax, rdi", { 0x48, 0x97 }, 2, -1 },
+};
+
+TEST(plan_keep_first_forms)
+{
+	static const uint8_t rest[] = { 0x48, 0x89, 0xe5, 0x48, 0x83, 0xec, 0x10, 0xc9, 0xc3 };
+	size_t i;
+
+	for (i = 0; i < sizeof(keep_cases) / sizeof(keep_cases[0]); i++) {
+		const struct keep_case *c = &keep_cases[i];
+		uint8_t code[32];
+		size_t n = c->len + sizeof(rest);
+		struct module m;
+		struct site_plan p;
+		struct site_input in;
+
+		memcpy(code, c->first, c->len);
+		memcpy(code + c->len, rest, sizeof(rest));
+		module_init(&m, code, n);
+		in = (struct site_input){ .addr = BASE,
+					  .bytes = code,
+					  .len = n,
+					  .func_addr = BASE,
+					  .func_size = n,
+					  .bti = m.bti,
+					  .live = true,
+					  .keep_first = true };
+		CHECK_EQ(site_plan(&in, &p), 0);
+		CHECK_MSG(p.mode == SITE_JMP, "%s: mode %d (%s)", c->what, p.mode, why(&p));
+		if (c->undo >= 0) {
+			CHECK_MSG(
+				p.pre_len == c->len && p.addr == BASE + c->len && p.undo == c->undo,
+				"%s: want kept (undo %d), got pre_len %u undo %u at +%llu", c->what,
+				c->undo, p.pre_len, p.undo, (unsigned long long)(p.addr - BASE));
+		} else {
+			CHECK_MSG(p.pre_len == 0 && p.addr == BASE && p.undo == 0,
+				  "%s: want the jmp at the entry, got pre_len %u at +%llu", c->what,
+				  p.pre_len, (unsigned long long)(p.addr - BASE));
+		}
+		/* without keep_first (ptrace, the library's default) nothing moves */
+		in.keep_first = false;
+		CHECK_EQ(site_plan(&in, &p), 0);
+		CHECK_EQ(p.pre_len, 0);
+		CHECK_EQ(p.addr, BASE);
+		module_clear(&m);
+	}
+}
+
+/* endbr64 then a keepable instruction: the probe moves past both. */
+TEST(plan_keep_first_after_endbr64)
+{
+	static const uint8_t code[] = {
+		0xf3, 0x0f, 0x1e, 0xfa, /* endbr64 */
+		0x48, 0x89, 0xf8, /* mov rax, rdi */
+		0x48, 0x89, 0xe5, /* mov rbp, rsp */
+		0x48, 0x83, 0xec, 0x10, /* sub rsp, 0x10 */
+		0xc9, 0xc3, /* leave; ret */
+	};
+	struct module m;
+	struct site_plan p;
+	struct site_input in;
+
+	module_init(&m, code, sizeof(code));
+	in = (struct site_input){ .addr = BASE,
+				  .bytes = code,
+				  .len = sizeof(code),
+				  .func_addr = BASE,
+				  .func_size = sizeof(code),
+				  .bti = m.bti,
+				  .live = true,
+				  .keep_first = true };
+	CHECK_EQ(site_plan(&in, &p), 0);
+	CHECK_EQ(p.mode, SITE_JMP);
+	CHECK_EQ(p.pre_len, 3);
+	CHECK_EQ(p.undo, 0);
+	CHECK_EQ(p.addr, BASE + 7);
+	CHECK_EQ(p.len, 7);
+	module_clear(&m);
+}
+
 TEST(fail_table_complete)
 {
 	int i;

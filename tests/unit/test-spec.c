@@ -44,6 +44,9 @@ static const struct good_spec {
 	{ "libstdc++:_ZNSo3putEc", "libstdc++", "_ZNSo3putEc", 0 },
 	{ "lib*:foo", "lib*", "foo", 0 },
 	{ "_Z3fooPKc.cold", NULL, "_Z3fooPKc.cold", 0 },
+	/* a "::" is a C++ name's, never OBJECT's ':' */
+	{ "Foo::bar*", NULL, "Foo::bar*", UTRACE_SPEC_GLOB },
+	{ "libfoo:ns::Foo::bar", "libfoo", "ns::Foo::bar", 0 },
 };
 
 static const struct bad_spec {
@@ -51,10 +54,12 @@ static const struct bad_spec {
 	const char *error; /* the whole message */
 } bad[] = {
 	{ "", "bad spec '': empty spec: expected [OBJECT:]SYMBOL, e.g. 'libc:malloc'" },
-	{ "::", "bad spec '::': missing object before ':'" },
+	{ "::", "bad spec '::': '::' must join two names (e.g. 'Foo::bar*')" },
+	{ "libfoo:Foo::", "bad spec 'libfoo:Foo::': '::' must join two names (e.g. 'Foo::bar*')" },
 	{ "libc:", "bad spec 'libc:': missing symbol after ':'" },
 	{ ":foo", "bad spec ':foo': missing object before ':'" },
-	{ "a:b:c", "bad spec 'a:b:c': more than one ':' (give OBJECT:SYMBOL; C++ names mangled)" },
+	{ "a:b:c",
+	  "bad spec 'a:b:c': more than one ':' (give OBJECT:SYMBOL; C++ names with '::')" },
 	{ "0xZZ", "bad spec '0xZZ': bad address '0xZZ': expected 0x and up to 16 hex digits" },
 	{ "0x", "bad spec '0x': bad address '0x': expected 0x and up to 16 hex digits" },
 	{ "0x1ffffffffffffffff", NULL },

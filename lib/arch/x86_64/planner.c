@@ -32,7 +32,9 @@
  *     jmp's first byte, runs the file's first instruction out of line and
  *     resumes after it, in the middle of our jmp: the target dies. So when
  *     the entry's first instruction is shorter than 5 bytes and only moves
- *     rsp down (push reg, sub rsp imm8), it stays in place, runs there, and
+ *     rsp down (push reg, sub rsp imm8), or is a nop, or only writes
+ *     scratch registers and status flags (scratch_only_insn(): xor eax,eax,
+ *     mov rax,rdi, test rdi,rdi...), it stays in place, runs there, and
  *     the jmp goes right after it (rules 3a-e apply there too, and no
  *     direct branch may target that address either: it would skip the
  *     instruction the trampoline undoes). The trampoline gives rsp back
@@ -308,13 +310,147 @@ static int stack_only_insn(const ZydisDecodedInstruction *insn, const ZydisDecod
 	return -1;
 }
 
+/*
+ * Registers a kept instruction may write: caller-saved, and neither an
+ * argument (rdi rsi rdx rcx r8 r9, which the handlers read) nor rsp (the
+ * return address). rax is the return value (an injected return sets it),
+ * r10 and r11 are scratch (r10 is a nested function's static chain, which
+ * no handler reads). A write to eax/ax/al/ah lands in rax.
+ */
+static bool scratch_reg(ZydisRegister reg)
+{
+	switch (ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, reg)) {
+	case ZYDIS_REGISTER_RAX:
+	case ZYDIS_REGISTER_R10:
+	case ZYDIS_REGISTER_R11:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* the status flags: caller-saved; DF (must stay clear), TF, IF, AC... are not */
+#define STATUS_FLAGS                                                                 \
+	(ZYDIS_CPUFLAG_CF | ZYDIS_CPUFLAG_PF | ZYDIS_CPUFLAG_AF | ZYDIS_CPUFLAG_ZF | \
+	 ZYDIS_CPUFLAG_SF | ZYDIS_CPUFLAG_OF)
+
+/*
+ * Rule 5, the other keepable first instructions (undo 0): nop, and an
+ * instruction of a few plain ALU/move mnemonics that touches no memory
+ * (lea computes an address, it reads nothing), reads no flag, and writes
+ * only scratch_reg()s and status flags. Why that is enough: the
+ * instruction runs in place (target thread, before our jmp), so
+ *  - the handlers still see the arguments, rsp and the return address of
+ *    the entry;
+ *  - an --inject at the entry returns to the caller without running the
+ *    function: the caller may only see what the ABI lets a call clobber
+ *    (rax, r10, r11, status flags), and no memory or callee-saved register;
+ *  - it cannot fault (no memory access, no divide, no trap);
+ *  - the slot runs a copy of it again after the handlers (as for push):
+ *    the second run must give the same result, so it reads none of the
+ *    registers it writes (xor/sub of a register with itself, which gives 0
+ *    whatever it reads, excepted) and no flag.
+ * Return: true if @insn is such an instruction.
+ */
+static bool scratch_only_insn(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
+{
+	ZydisRegister wrote[ZYDIS_MAX_OPERAND_COUNT];
+	unsigned int i, j, nw = 0;
+	bool zero_idiom = false;
+
+	switch (insn->mnemonic) {
+	case ZYDIS_MNEMONIC_NOP:
+		return true; /* its operand, if any, is never accessed */
+	case ZYDIS_MNEMONIC_XOR:
+	case ZYDIS_MNEMONIC_SUB:
+		zero_idiom = insn->operand_count_visible == 2 &&
+			     ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			     ops[1].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+			     ops[0].reg.value == ops[1].reg.value;
+		break;
+	case ZYDIS_MNEMONIC_MOV:
+	case ZYDIS_MNEMONIC_MOVZX:
+	case ZYDIS_MNEMONIC_MOVSX:
+	case ZYDIS_MNEMONIC_MOVSXD:
+	case ZYDIS_MNEMONIC_LEA:
+	case ZYDIS_MNEMONIC_ADD:
+	case ZYDIS_MNEMONIC_AND:
+	case ZYDIS_MNEMONIC_OR:
+	case ZYDIS_MNEMONIC_TEST:
+	case ZYDIS_MNEMONIC_CMP:
+		break;
+	default:
+		return false;
+	}
+	if (insn->attributes & (ZYDIS_ATTRIB_HAS_LOCK | ZYDIS_ATTRIB_HAS_SEGMENT))
+		return false;
+	if (insn->cpu_flags &&
+	    (insn->cpu_flags->tested || ((insn->cpu_flags->modified | insn->cpu_flags->set_0 |
+					  insn->cpu_flags->set_1 | insn->cpu_flags->undefined) &
+					 ~(ZydisAccessedFlagsMask)STATUS_FLAGS)))
+		return false;
+	for (i = 0; i < insn->operand_count; i++) {
+		const ZydisDecodedOperand *op = &ops[i];
+
+		if (op->type == ZYDIS_OPERAND_TYPE_MEMORY && op->mem.type != ZYDIS_MEMOP_TYPE_AGEN)
+			return false; /* a load or a store: may fault, may be seen */
+		if (op->type != ZYDIS_OPERAND_TYPE_REGISTER ||
+		    !(op->actions & ZYDIS_OPERAND_ACTION_MASK_WRITE))
+			continue;
+		if (op->reg.value == ZYDIS_REGISTER_RFLAGS ||
+		    op->reg.value == ZYDIS_REGISTER_EFLAGS || op->reg.value == ZYDIS_REGISTER_FLAGS)
+			continue; /* checked above */
+		if (!scratch_reg(op->reg.value))
+			return false;
+		wrote[nw++] =
+			ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, op->reg.value);
+	}
+	if (zero_idiom)
+		return true;
+	/* idempotent: nothing it reads is something it wrote */
+	for (i = 0; i < insn->operand_count; i++) {
+		const ZydisDecodedOperand *op = &ops[i];
+		ZydisRegister rd[2] = { ZYDIS_REGISTER_NONE, ZYDIS_REGISTER_NONE };
+
+		if (op->type == ZYDIS_OPERAND_TYPE_REGISTER &&
+		    (op->actions & ZYDIS_OPERAND_ACTION_MASK_READ))
+			rd[0] = op->reg.value;
+		else if (op->type == ZYDIS_OPERAND_TYPE_MEMORY) {
+			rd[0] = op->mem.base;
+			rd[1] = op->mem.index;
+		}
+		for (j = 0; j < nw; j++)
+			if ((rd[0] != ZYDIS_REGISTER_NONE &&
+			     ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, rd[0]) ==
+				     wrote[j]) ||
+			    (rd[1] != ZYDIS_REGISTER_NONE &&
+			     ZydisRegisterGetLargestEnclosing(ZYDIS_MACHINE_MODE_LONG_64, rd[1]) ==
+				     wrote[j]))
+				return false;
+	}
+	return true;
+}
+
+/*
+ * Rule 5: can @insn, the entry's first instruction, run in place before
+ * the probe? Return: the rsp it moves down (the slot's @undo), or -1.
+ */
+static int keepable_insn(const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops)
+{
+	int undo = stack_only_insn(insn, ops);
+
+	if (undo >= 0)
+		return undo;
+	return scratch_only_insn(insn, ops) ? 0 : -1;
+}
+
 /* Rule 5: move the jmp of plan @p after the entry's first instruction @insn, if it can go there. */
 static void keep_first(const struct site_input *in, const uint8_t *bytes, size_t avail,
 		       const ZydisDecodedInstruction *insn, const ZydisDecodedOperand *ops,
 		       struct site_plan *p)
 {
 	struct site_plan q = *p;
-	int undo = stack_only_insn(insn, ops);
+	int undo = keepable_insn(insn, ops);
 
 	if (undo < 0 || avail <= insn->length)
 		return;

@@ -1,0 +1,1387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend-agent.c - the agent backend of the uprobes layer: probes run
+ * inside the target, in the probed thread (libutrace-agent.so), at
+ * nanosecond cost; the tracer only plans sites, writes the probe table
+ * and reads counters and rings. Runs in the tracer process, in the
+ * session's tracing thread, behind the ops of backend.h.
+ *
+ * HOW A PROCESS GETS ITS AGENT
+ *
+ *  - Launch (utrace_session__launch() after utrace_uprobes__new()): the
+ *    session's launch hook (internal.h launch_hook, launch_prepare()
+ *    below) makes the arena (memfd, 0600) before the fork and has the
+ *    child inherit it at a high fd with the agent first in LD_PRELOAD and
+ *    UTRACE_AGENT_FD, as lib/agent-host.c's own launch does. The arena
+ *    asks for WAIT_START and HELLO (common/abi.h): the agent's constructor
+ *    starts its control thread, waits until it is READY, then executes one
+ *    int3 (__utrace_agent_hello_site). That SIGTRAP is a signal-delivery
+ *    stop of the session: the registry's engine hands it to ->signal
+ *    (agent_signal()), which plans and arms every probe point the registry
+ *    resolved at the exec, while the main thread waits in that stop and
+ *    the control thread executes the commands; then START, and the trap
+ *    is suppressed. main() runs probed from its first instruction.
+ *  - Attach (utrace_session__attach(), then register or sync): ->proc_init
+ *    injects the agent with utrace_session__inject() (lib/inject.c: one
+ *    thread does the calls, the others never stop) and waits for READY.
+ *
+ * Either way the process stays traced by the session (its engines may want
+ * syscalls, signals, exits), which costs a ptrace stop per signal: the
+ * agent's int3-mode sites (sites too short for a jmp, and every site while
+ * it is being upgraded) raise SIGTRAP, which the session delivers to the
+ * agent's handler (foreign to us: ->signal returns UTRACE_RESUME), and the
+ * upgrade signal of the agent goes through the same way. Jmp sites never
+ * stop.
+ *
+ * WHAT THE REGISTRY'S OPS BECOME
+ *
+ *  arm/point_update  a point gets an agent probe id once its probes are
+ *                    known: the union of their built-in actions
+ *                    (point_flags()) is written with the planned site
+ *                    into the arena's probe table at ->commit; a change
+ *                    of the union retires the id (DISARMED) and plans a
+ *                    new one (the agent takes flags only before the
+ *                    first SYNC of an id).
+ *  commit            plan the dirty points (ahost_probe_match()), set
+ *                    @want, one SYNC: the agent patches every site in one
+ *                    transaction without stopping any thread.
+ *  disarm            @want = DISARMED, applied at the next SYNC (commit,
+ *                    or release, which is a DETACH: the agent restores
+ *                    every byte and goes dormant).
+ *  point_counts      the agent's per-thread hit counters and the probe's
+ *                    shared figures (returns, errors, exact sum/min/max,
+ *                    log2 histogram), read while the program runs.
+ *  poll              drain every thread ring into struct utrace_record,
+ *                    strings copied at the hit (STR records) included.
+ *
+ * What the agent cannot honour, and why (probe.h):
+ *  - tracer-side handlers: the hit does not stop, there is no tracer code
+ *    to run (EOPNOTSUPP at registration); C code runs in the target as a
+ *    probe module (utrace/module.h).
+ *  - fork children: the agent removes its patches from a child before it
+ *    runs (agent.c atfork_child); following them (-F) is the CLI's work
+ *    today (the arena's fork announcements), not yet this backend's.
+ *  - figures per probe at a shared point: the agent counts per point; a
+ *    second probe at the same point with other actions gets the point's
+ *    figures for the actions it asked for.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "utrace/inject.h"
+#include "utrace/proc.h"
+#include "abi.h"
+#include "agent-host.h"
+#include "backend.h"
+#include "internal.h"
+#include "uprobes.h"
+
+#define AGENT_PROBES 4096 /* the agent's cap (agent-internal.h AGENT_MAX_PROBES) */
+#define AGENT_THREADS 128
+#define AGENT_RING 8192
+#define READY_WAIT_MS 10000
+
+/* Per process (pp->priv). */
+struct agent_proc {
+	struct ahost h;
+	pid_t pid;
+	bool ready; /* the agent runs and takes commands */
+	bool hello; /* launched: planning waits for the constructor's hello stop */
+	bool anchored; /* only the control thread stays traced (anchor()) */
+	bool dl_pending; /* anchored: the control thread's dl int3 was seen, re-plan */
+	bool attached; /* agent_attach(): injected, its control thread the one traced */
+	bool dirty; /* points to plan or disarm at the next commit */
+	uint64_t hello_site; /* runtime address of the hello int3 */
+	uint64_t dl_site; /* ... and of the dlopen/dlclose one */
+	uint64_t maps_hash, maps_at; /* injected: maps_changed() */
+	uint32_t dl_seen; /* the agent's dl_seq handled */
+	uint64_t drops; /* ring drops reported so far */
+	struct probe_point **by_id; /* agent probe id -> point */
+	/* the record being assembled from a group (ENTRY/RETURN + STR records) */
+	struct utrace_abi_event grp;
+	unsigned int grp_left;
+	char *str[7];
+	size_t str_len[7];
+	unsigned int str_flags[7];
+	uint64_t stack[UTRACE_REC_MAX_STACK];
+	unsigned int nr_stack;
+	bool grp_strs; /* @str holds a string of the group (grp_reset() frees) */
+	struct agent_proc *next; /* layer's list: kept across exec */
+};
+
+/* Per point (pt->priv). */
+struct agent_point {
+	int id; /* agent probe id, -1 while none */
+	uint32_t flags; /* UTRACE_PF_* of @id */
+	bool want; /* armed once committed */
+	int err; /* the planner's or the agent's refusal */
+};
+
+/* Per layer (up->priv). */
+struct agent_layer {
+	char path[PATH_MAX];
+	struct agent_proc *procs;
+	struct agent_proc *launch; /* made by the launch hook, adopted at the exec */
+	utrace_record_fn_t fn; /* poll's callback while draining */
+	void *fn_ctx;
+	int fn_ret;
+	int delivered;
+	struct utrace_uprobes *up;
+};
+
+static struct agent_layer *layer(struct utrace_uprobes *up)
+{
+	return up->priv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finding the agent                                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The agent object: $UTRACE_AGENT, else the build tree's
+ * ($UTRACE_BUILD_DIR), else the installed one. It is loaded into targets,
+ * so nobody but us or root may be able to replace it (inject_check_path()).
+ */
+static int find_agent(struct agent_layer *al, const char *asked, char *why, size_t whylen)
+{
+	const char *env = getenv("UTRACE_AGENT"), *b = getenv("UTRACE_BUILD_DIR");
+	char cand[4][PATH_MAX], real[PATH_MAX], w[PATH_MAX + 64];
+	int n = 0, i;
+
+	if (asked && *asked)
+		snprintf(cand[n++], PATH_MAX, "%s", asked);
+	else if (env && *env)
+		snprintf(cand[n++], PATH_MAX, "%s", env);
+	if (b && *b)
+		snprintf(cand[n++], PATH_MAX, "%s/agent/libutrace-agent.so", b);
+#ifdef UTRACE_LIBDIR
+	snprintf(cand[n++], PATH_MAX, "%s/utrace/libutrace-agent.so", UTRACE_LIBDIR);
+#endif
+	why[0] = 0;
+	for (i = 0; i < n; i++) {
+		if (realpath(cand[i], real) && inject_check_path(real, real, w, sizeof(w)) == 0) {
+			snprintf(al->path, sizeof(al->path), "%s", real);
+			return 0;
+		}
+		if (!why[0]) {
+			const char *e = access(cand[i], R_OK) ? strerror(errno) : w;
+			int l = snprintf(why, whylen, "%.*s", (int)(whylen / 2), cand[i]);
+
+			if (l >= 0 && (size_t)l < whylen)
+				snprintf(why + l, whylen - (size_t)l, ": %.*s", (int)(whylen / 2),
+					 e);
+		}
+	}
+	if (!why[0])
+		snprintf(why, whylen, "libutrace-agent.so is not installed");
+	return -EOPNOTSUPP;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arena                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void arena_header(struct utrace_arena_hdr *hd, uint32_t flags, unsigned int depth)
+{
+	memset(hd, 0, sizeof(*hd));
+	hd->max_probes = AGENT_PROBES;
+	hd->max_threads = AGENT_THREADS;
+	hd->ring_records = AGENT_RING;
+	if (getenv("UTRACE_AGENT_RING")) { /* tests make it small to see drops */
+		unsigned long n = strtoul(getenv("UTRACE_AGENT_RING"), NULL, 0);
+
+		if (n >= 2 && n <= (1UL << 20) && !(n & (n - 1)))
+			hd->ring_records = (uint32_t)n;
+	}
+	hd->flags = flags;
+	hd->max_depth = depth;
+	utrace_abi_layout(hd);
+	hd->host_pid = (uint32_t)getpid();
+}
+
+/*
+ * While a command waits for the agent: the session's stops go on (the
+ * control thread's own, a hello), exits are held (session_pump_hold()): a
+ * process freed under the waiting command would be read after its free.
+ */
+static void pump(void *ctx)
+{
+	session_pump_hold(ctx);
+}
+
+static struct agent_proc *aproc_new(struct utrace_session *s)
+{
+	struct agent_proc *ap = calloc(1, sizeof(*ap));
+
+	if (!ap)
+		return NULL;
+	ap->h.fd = -1;
+	ap->h.stdin_fd = ap->h.stdout_fd = -1;
+	ap->h.session_owned = true;
+	ap->h.pump = pump;
+	ap->h.pump_ctx = s;
+	ap->by_id = calloc(AGENT_PROBES, sizeof(*ap->by_id));
+	if (!ap->by_id) {
+		free(ap);
+		return NULL;
+	}
+	return ap;
+}
+
+/*
+ * The session is over for @ap's agent (abi.h UTRACE_ARENA_F_RELEASED): an
+ * agent that still waits for its START (launched, or exec'ed, and not
+ * planned yet) goes dormant and lets the program run. After a DETACH the
+ * agent has left the arena already: no effect.
+ */
+static void arena_let_go(struct agent_proc *ap)
+{
+	if (!ap->h.hdr)
+		return;
+	__atomic_fetch_or(&ap->h.hdr->flags, UTRACE_ARENA_F_RELEASED, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &ap->h.hdr->cmd_seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+static void aproc_free(struct agent_proc *ap)
+{
+	unsigned int i;
+
+	if (!ap)
+		return;
+	arena_let_go(ap);
+	ahost_close(&ap->h);
+	for (i = 0; i < ARRAY_SIZE(ap->str); i++)
+		free(ap->str[i]);
+	free(ap->by_id);
+	free(ap);
+}
+
+/*
+ * The session's launch hook: an arena for the command about to be forked,
+ * the agent in its LD_PRELOAD. Tracing thread, before the fork.
+ */
+static int launch_prepare(void *data, struct session_launch_extra *x)
+{
+	struct utrace_uprobes *up = data;
+	struct agent_layer *al = layer(up);
+	struct utrace_arena_hdr hd;
+	struct agent_proc *ap;
+	struct rlimit rl;
+
+	aproc_free(al->launch);
+	al->launch = ap = aproc_new(up->s);
+	if (!ap)
+		return -ENOMEM;
+	arena_header(&hd,
+		     UTRACE_ARENA_F_WAIT_START | UTRACE_ARENA_F_HELLO |
+			     (up->flags & UTRACE_UPROBES_RING_WAIT ? UTRACE_ARENA_F_RING_WAIT : 0),
+		     up->max_depth);
+	if (ahost_set_layout(&ap->h, &hd))
+		return -ENOMEM;
+	ap->h.fd = memfd_create("utrace-arena", MFD_CLOEXEC); /* the child dup2()s it */
+	if (ap->h.fd < 0 || fchmod(ap->h.fd, 0600) < 0 ||
+	    ftruncate(ap->h.fd, (off_t)hd.arena_size) < 0)
+		return -errno;
+	ap->h.arena = mmap(NULL, hd.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, ap->h.fd, 0);
+	if (ap->h.arena == MAP_FAILED) {
+		ap->h.arena = NULL;
+		return -errno;
+	}
+	ap->h.hdr = ap->h.arena;
+	memcpy(ap->h.hdr, &hd, sizeof(hd));
+	/* high, out of the numbers programs dup2() onto (agent-host.c high_fd()) */
+	x->keep_fd = ap->h.fd;
+	x->keep_as = 992;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur <= 1024)
+		x->keep_as = rl.rlim_cur >= 64 ? (int)rl.rlim_cur - 32 : 3;
+	snprintf(x->env[0], sizeof(x->env[0]), "UTRACE_AGENT_FD=%d", x->keep_as);
+	snprintf(x->env[1], sizeof(x->env[1]), "LD_PRELOAD=%s", al->path);
+	x->nr_env = 2;
+	ap->hello = true;
+	return 0;
+}
+
+/* The launched process's arena, or the one a process kept across exec. */
+static struct agent_proc *adopt(struct agent_layer *al, pid_t pid)
+{
+	struct agent_proc **l;
+
+	for (l = &al->procs; *l; l = &(*l)->next) {
+		if ((*l)->pid == pid) {
+			struct agent_proc *ap = *l;
+
+			*l = ap->next;
+			ap->next = NULL;
+			return ap;
+		}
+	}
+	if (al->launch && al->up->s && al->up->s->launched_pid == pid) {
+		struct agent_proc *ap = al->launch;
+
+		al->launch = NULL;
+		return ap;
+	}
+	return NULL;
+}
+
+static int prepare_arena(void *arena, size_t size, void *ctx)
+{
+	const struct utrace_arena_hdr *want = ctx;
+
+	if (want->arena_size > size)
+		return -ENOSPC;
+	memcpy(arena, want, sizeof(*want));
+	return 0;
+}
+
+/* Is @pid job-control stopped ("T" in /proc/PID/status)? */
+static bool proc_stopped(pid_t pid)
+{
+	char state[32];
+
+	return proc_status_field(pid, "State", state, sizeof(state)) == 0 && state[0] == 'T';
+}
+
+/* Does the session hold @pid's main thread in a group-stop (SIGSTOP before the attach)? */
+static bool session_group_stopped(struct utrace_session *s, pid_t pid)
+{
+	struct utrace_thread *th = utrace_session__find_thread(s, pid);
+
+	return th && (th->group_stopped || th->stop == TSTOP_GROUP);
+}
+
+/* Attach: load the agent into @pp's process and wait until it is READY. */
+/* A failure's reason: into @why when the caller takes it, else the log. */
+static void __attribute__((format(printf, 3, 4)))
+say(char *why, size_t whylen, const char *fmt, ...)
+{
+	char buf[640];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (why && whylen)
+		snprintf(why, whylen, "%s", buf);
+	else
+		pr_warn("%s\n", buf);
+}
+
+/*
+ * Load the agent into running process @pid (lib/inject.c: one chosen thread
+ * stops; the session keeps what it traced before). The reason of a failure
+ * goes to @why (@whylen bytes), else to the log.
+ */
+static int inject(struct utrace_uprobes *up, pid_t pid, struct agent_proc *ap, char *why,
+		  size_t whylen)
+{
+	struct agent_layer *al = layer(up);
+	struct utrace_arena_hdr hd;
+	struct utrace_injection inj;
+	char errbuf[512] = "";
+	UTRACE_OPTS(utrace_inject_opts, io, .init_symbol = "__utrace_agent_init",
+		    .prepare_arena = prepare_arena, .prepare_ctx = &hd, .errbuf = errbuf,
+		    .errlen = sizeof(errbuf), .allow_copies = true);
+	int err, i;
+
+	arena_header(&hd, up->flags & UTRACE_UPROBES_RING_WAIT ? UTRACE_ARENA_F_RING_WAIT : 0,
+		     up->max_depth);
+	io.arena_size = hd.arena_size;
+	if (proc_stopped(pid) || session_group_stopped(up->s, pid)) {
+		/* its agent's thread could not run: nothing would ever be armed */
+		say(why, whylen,
+		    "pid %d is stopped (state T): continue it (kill -CONT %d), then attach", pid,
+		    pid);
+		return -EAGAIN;
+	}
+	err = utrace_session__inject(up->s, pid, al->path, &io, &inj);
+	if (err) {
+		say(why, whylen, "process %d: cannot load the agent: %s", pid,
+		    errbuf[0] ? errbuf : strerror(-err));
+		return err;
+	}
+	ap->h.fd = inj.arena_fd;
+	ap->h.arena = inj.arena;
+	ap->h.hdr = inj.arena;
+	if (ahost_set_layout(&ap->h, &hd))
+		return -ENOMEM;
+	for (i = 0; i < READY_WAIT_MS; i++) {
+		uint32_t st = __atomic_load_n(&ap->h.hdr->agent_state, __ATOMIC_ACQUIRE);
+		struct timespec ts = { 0, 0 };
+
+		if (st == UTRACE_AGENT_READY) {
+			ahost_adopt_areas(&ap->h); /* a re-attach: the old XOL areas first */
+			return 0;
+		}
+		if (st != UTRACE_AGENT_NONE || (kill(pid, 0) < 0 && errno == ESRCH))
+			break;
+		/* the control thread is traced too: its first stop wants us */
+		session_pump(up->s);
+		ts.tv_nsec = 1000000;
+		syscall(SYS_futex, &ap->h.hdr->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts,
+			NULL, 0);
+	}
+	say(why, whylen, "process %d: the agent did not start (state %u, error %d)", pid,
+	    ap->h.hdr->agent_state, ap->h.hdr->agent_err);
+	return -EPROTO;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops: layer and process                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int agent_init(struct utrace_uprobes *up)
+{
+	struct agent_layer *al = calloc(1, sizeof(*al));
+	int err;
+
+	if (!al)
+		return -ENOMEM;
+	err = find_agent(al, up->agent_path, up->init_why, sizeof(up->init_why));
+	if (err) {
+		free(al);
+		return err;
+	}
+	al->up = up;
+	up->priv = al;
+	if (!up->s->launch_hook) {
+		up->s->launch_hook = launch_prepare;
+		up->s->launch_data = up;
+	}
+	return 0;
+}
+
+static void agent_fini(struct utrace_uprobes *up)
+{
+	struct agent_layer *al = layer(up);
+
+	if (!al)
+		return;
+	if (up->s && up->s->launch_hook == launch_prepare && up->s->launch_data == up)
+		up->s->launch_hook = NULL;
+	while (al->procs) {
+		struct agent_proc *ap = al->procs;
+
+		al->procs = ap->next;
+		aproc_free(ap);
+	}
+	aproc_free(al->launch);
+	free(al);
+	up->priv = NULL;
+}
+
+/*
+ * utrace_uprobes__attach() with agent_untraced (ANCHOR in attach mode): the
+ * agent is injected through one chosen thread, which inject() lets go again;
+ * then its control thread alone is seized. No thread of the program stops
+ * but the one lib/inject.c chose (one in a restartable wait, or running
+ * user code), and none stops at the detach. Tracing thread, not from a
+ * session callback.
+ */
+static int agent_attach(struct utrace_uprobes *up, pid_t pid, char *why, size_t whylen)
+{
+	struct agent_layer *al = layer(up);
+	struct agent_proc *ap;
+	pid_t ctl;
+	int err;
+
+	if (!up->agent_untraced)
+		return utrace_session__attach(up->s, pid);
+	if (uprobes_proc_find(up, pid) || utrace_session__threads(up->s, pid, NULL, 0) > 0)
+		return -EEXIST;
+	ap = aproc_new(up->s);
+	if (!ap)
+		return -ENOMEM;
+	ap->pid = ap->h.pid = pid;
+	err = inject(up, pid, ap, why, whylen);
+	if (err) {
+		ap->h.pid = 0;
+		aproc_free(ap);
+		return err;
+	}
+	ctl = (pid_t)__atomic_load_n(&ap->h.hdr->control_tid, __ATOMIC_ACQUIRE);
+	err = ctl > 0 ? utrace_session__attach_thread(up->s, pid, ctl) : -EPROTO;
+	if (err) {
+		say(why, whylen, "process %d: cannot trace the agent's thread %d: %s", pid,
+		    (int)ctl, strerror(-err));
+		ahost_cmd(&ap->h, UTRACE_CMD_DETACH, 0, 0);
+		aproc_free(ap);
+		return err;
+	}
+	__atomic_fetch_or(&ap->h.hdr->flags, UTRACE_ARENA_F_ANCHOR, __ATOMIC_RELEASE);
+	ap->ready = ap->anchored = ap->attached = true;
+	ap->next = al->procs;
+	al->procs = ap; /* agent_proc_init() takes it */
+	return 0;
+}
+
+static int agent_proc_init(struct uprobes_proc *pp)
+{
+	struct agent_layer *al = layer(pp->up);
+	struct agent_proc *ap = adopt(al, pp->pid);
+	int err;
+
+	if (ap && ap->attached) {
+		pp->priv = ap; /* agent_attach()'s */
+		return 0;
+	}
+	if (ap) {
+		/* launched (or exec'ed): its constructor says hello when READY */
+		ap->pid = pp->pid;
+		ap->h.pid = pp->pid;
+		ap->hello = true;
+		ap->ready = false;
+		ap->hello_site = ap->dl_site = 0; /* a new image: new addresses */
+		memset(ap->by_id, 0, AGENT_PROBES * sizeof(*ap->by_id));
+		pp->priv = ap;
+		return 0;
+	}
+	/*
+	 * A process met inside a session callback is a fork child (followed by
+	 * the session): the agent took its patches out of it before it ran
+	 * (agent.c atfork_child), and no injection may run from a callback.
+	 * Not traced by this layer (probe.h: fork children carry no probes).
+	 */
+	if (pp->up->s->dispatch_depth)
+		return -EOPNOTSUPP;
+	ap = aproc_new(pp->up->s);
+	if (!ap)
+		return -ENOMEM;
+	ap->pid = pp->pid;
+	ap->h.pid = pp->pid;
+	err = inject(pp->up, pp->pid, ap, NULL, 0);
+	if (err) {
+		ap->h.pid = 0;
+		aproc_free(ap);
+		return err;
+	}
+	ap->ready = true;
+	pp->priv = ap;
+	return 0;
+}
+
+/*
+ * The address space is gone (exec, exit) or released. After an exec the
+ * process keeps its arena (the fd and the agent's variables survive
+ * execve, agent.c): kept for proc_init of the new image.
+ */
+static bool proc_is_zombie(pid_t pid)
+{
+	char st[16];
+
+	return proc_status_field(pid, "State", st, sizeof(st)) < 0 || st[0] == 'Z' || st[0] == 'X';
+}
+
+static void agent_proc_forget(struct uprobes_proc *pp)
+{
+	struct agent_layer *al = layer(pp->up);
+	struct agent_proc *ap = pp->priv;
+
+	pp->priv = NULL;
+	if (!ap)
+		return;
+	if (ap->anchored) {
+		/*
+		 * The control thread went without a release: the process
+		 * exited, or exec'ed (an untraced exec kills it): not followed
+		 * yet; its new image's agent goes dormant (F_RELEASED).
+		 */
+		if (kill(pp->pid, 0) == 0 && !proc_is_zombie(pp->pid))
+			pr_warn("process %d: an exec took its probes (the agent backend does not "
+				"follow an exec with agent_untraced yet)\n",
+				pp->pid);
+		aproc_free(ap);
+		return;
+	}
+	if (ap->hello && ap->h.arena && kill(pp->pid, 0) == 0 &&
+	    __atomic_load_n(&ap->h.hdr->agent_state, __ATOMIC_ACQUIRE) == UTRACE_AGENT_READY) {
+		uint32_t id;
+
+		/*
+		 * An exec: the old image's probes and XOL areas are gone with
+		 * it. Every id it used is forgotten without a byte written
+		 * (GONE), so that the new image's agent never arms one at an
+		 * address that now holds other code; the areas are planned
+		 * anew (an old area's address, in reach of the new code by
+		 * chance of ASLR, would be unmapped: 1 run in 5 counted 0).
+		 */
+		for (id = 0; id < ap->h.nr_probes; id++)
+			ahost_set_want(&ap->h, (int)id, UTRACE_PS_GONE);
+		ap->h.xol_base = ap->h.xol_next = ap->h.xol_end = 0;
+		ap->h.nr_areas = ap->h.cur_area = 0;
+		ap->next = al->procs;
+		al->procs = ap;
+		return;
+	}
+	aproc_free(ap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops: points                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* What the probes at @pt ask the agent to do (UTRACE_PF_*). */
+static uint32_t point_flags(const struct probe_point *pt, struct utrace_abi_probe *ab)
+{
+	uint32_t f = 0;
+	unsigned int i;
+
+	if (ab) {
+		ab->err_kind = 0;
+		ab->str_args = 0;
+		ab->str_ret = 0;
+		ab->str_max = 0;
+	}
+	for (i = 0; i < pt->nr_probes; i++) {
+		const struct utrace_probe *p = pt->probes[i];
+		unsigned int a = p->opts.actions, max;
+
+		if (p->dead)
+			continue;
+		if (uprobes_probe_has_entry(p) && (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST)))
+			f |= UTRACE_PF_COUNT;
+		if (uprobes_probe_has_return(p) && pt->entry)
+			f |= UTRACE_PF_RETPROBE | UTRACE_PF_HIST; /* returns are timed */
+		if ((a & UTRACE_ACT_RECORD) && uprobes_probe_has_entry(p))
+			f |= UTRACE_PF_RECORD_ENTRY;
+		if ((a & UTRACE_ACT_RECORD) && uprobes_probe_has_return(p) && pt->entry)
+			f |= UTRACE_PF_RECORD_RETURN;
+		if (a & UTRACE_ACT_STACK)
+			f |= UTRACE_PF_STACK;
+		if ((a & UTRACE_ACT_INJECT) && pt->entry)
+			f |= UTRACE_PF_INJECT;
+		if (!ab)
+			continue;
+		if (pt->popts[i].err_kind)
+			ab->err_kind = (uint8_t)pt->popts[i].err_kind;
+		if (a & UTRACE_ACT_RECORD) {
+			ab->str_args |= (uint8_t)(pt->popts[i].str_args & 0x3f);
+			ab->str_ret |= (pt->popts[i].str_args >> 6) & 1;
+			max = p->opts.str_max ? p->opts.str_max : 32;
+			if (max + 1 > ab->str_max) /* the NUL needs a byte */
+				ab->str_max = (uint16_t)MIN(max + 1, UTRACE_ABI_STR_MAX);
+		}
+		if (a & UTRACE_ACT_INJECT) {
+			ab->inject_value = p->opts.inject_value;
+			ab->inject_every = p->opts.inject_every ? p->opts.inject_every : 1;
+		}
+	}
+	if (pt->entry)
+		f |= UTRACE_PF_ENTRY;
+	if (!(f & UTRACE_PF_RECORD_ENTRY) && ab)
+		ab->str_args = 0;
+	if (!(f & UTRACE_PF_RECORD_RETURN) && ab)
+		ab->str_ret = 0;
+	return f;
+}
+
+static void agent_point_counts(struct uprobes_proc *pp, struct probe_point *pt,
+			       const struct utrace_probe *p, struct utrace_probe_counts *c);
+
+/*
+ * @pt's agent id is retired (disarm, new flags, the process goes): its
+ * figures so far are added to its probes' own, which utrace_probe__counts()
+ * adds to the live points', so nothing counted is lost or counted twice.
+ */
+static void fold_point(struct uprobes_proc *pp, struct agent_proc *ap, struct probe_point *pt)
+{
+	struct agent_point *apt = pt->priv;
+	unsigned int k;
+
+	if (!apt || apt->id < 0)
+		return;
+	for (k = 0; k < pt->nr_probes; k++) {
+		struct utrace_probe_counts one = { 0 };
+
+		agent_point_counts(pp, pt, pt->probes[k], &one);
+		uprobes_retire_counts(pt->probes[k], pt, &one);
+	}
+	ap->by_id[apt->id] = NULL;
+	apt->id = -1;
+}
+
+static int agent_arm(struct uprobes_proc *pp, struct probe_point *pt)
+{
+	struct agent_proc *ap = pp->priv;
+	struct agent_point *apt = pt->priv;
+
+	if (!apt) {
+		apt = calloc(1, sizeof(*apt));
+		if (!apt)
+			return -ENOMEM;
+		apt->id = -1;
+		pt->priv = apt;
+	}
+	apt->want = true;
+	pt->armed = true; /* (for the registry: taken out at the next commit if not) */
+	ap->dirty = true;
+	return 0;
+}
+
+static int agent_point_update(struct uprobes_proc *pp, struct probe_point *pt)
+{
+	struct agent_proc *ap = pp->priv;
+	struct agent_point *apt = pt->priv;
+
+	if (!apt || apt->id < 0 || !ap)
+		return 0;
+	if (point_flags(pt, NULL) == apt->flags)
+		return 0;
+	/* the agent takes flags only before an id's first SYNC: a new id */
+	ahost_set_want(&ap->h, apt->id, UTRACE_PS_DISARMED);
+	fold_point(pp, ap, pt);
+	ap->dirty = true;
+	return 0;
+}
+
+static int agent_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool alive)
+{
+	struct agent_proc *ap = pp->priv;
+	struct agent_point *apt = pt->priv;
+
+	pt->armed = false;
+	if (!apt || !ap)
+		return 0;
+	apt->want = false;
+	if (apt->id >= 0) {
+		ahost_set_want(&ap->h, apt->id, alive ? UTRACE_PS_DISARMED : UTRACE_PS_GONE);
+		fold_point(pp, ap, pt);
+		ap->dirty = true;
+	}
+	return 0;
+}
+
+static void agent_point_free(struct probe_point *pt)
+{
+	free(pt->priv);
+	pt->priv = NULL;
+}
+
+/* Plan @pt as a new agent probe id. */
+static int plan_point(struct uprobes_proc *pp, struct agent_proc *ap, struct probe_point *pt)
+{
+	struct agent_point *apt = pt->priv;
+	struct utrace_abi_probe *ab;
+	uint32_t flags = point_flags(pt, NULL);
+	int id;
+
+	id = ahost_probe_match(&ap->h, pp->img, &pt->match, pt->name, flags, false);
+	if (id < 0) {
+		pr_warn("cannot probe %s in process %d: %s\n", pt->name, pp->pid,
+			ap->h.why[0] ? ap->h.why : strerror(-id));
+		apt->err = id;
+		return id;
+	}
+	ab = ahost_abi(&ap->h, id);
+	point_flags(pt, ab); /* the per-probe fields, before the first SYNC */
+	apt->id = id;
+	apt->flags = flags;
+	apt->err = 0;
+	ap->by_id[id] = pt;
+	ahost_set_want(&ap->h, id, ab->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP : UTRACE_PS_INT3);
+	return 0;
+}
+
+/* Plan every point that has no id yet, then one SYNC. */
+static int sync_proc(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	unsigned int i;
+	int err, planned = 0;
+
+	if (!ap->ready || !pp->img)
+		return 0;
+	ap->dirty = false;
+	if (ahost_plan_begin(&ap->h, pp->img))
+		pr_debug("process %d: planning point by point\n", pp->pid);
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+
+			if (apt && apt->want && apt->id < 0 && !apt->err && pt->nr_probes &&
+			    plan_point(pp, ap, pt) == 0)
+				planned++;
+		}
+	}
+	ahost_plan_end(&ap->h);
+	err = ahost_sync(&ap->h);
+	if (err < 0) {
+		pr_warn("process %d: the agent did not apply the probes: %s\n", pp->pid,
+			ap->h.why[0] ? ap->h.why : strerror(-err));
+		return err;
+	}
+	/* what the agent could not arm is said once, with its reason */
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+			struct utrace_abi_probe *ab;
+
+			if (!apt || apt->id < 0)
+				continue;
+			ab = ahost_abi(&ap->h, apt->id);
+			if (__atomic_load_n(&ab->state, __ATOMIC_ACQUIRE) == UTRACE_PS_FAILED &&
+			    !apt->err) {
+				apt->err = ab->err ? ab->err : -EIO;
+				pr_warn("cannot probe %s in process %d: %s\n", pt->name, pp->pid,
+					strerror(-apt->err));
+			}
+		}
+	}
+	return planned;
+}
+
+static int agent_commit(struct uprobes_proc *pp)
+{
+	struct agent_proc *ap = pp->priv;
+
+	if (!ap || !ap->dirty || !ap->ready)
+		return 0; /* launched: the hello stop plans (agent_signal()) */
+	return sync_proc(pp, ap) < 0 ? -EIO : 0;
+}
+
+/* Every point is disarmed: the session ends for this process (DETACH). */
+static int agent_release(struct uprobes_proc *pp)
+{
+	struct agent_proc *ap = pp->priv;
+	int err;
+
+	if (ap && !ap->ready && ap->hello && ap->h.hdr) {
+		/*
+		 * Launched and released before its hello: nothing is armed,
+		 * and no START will come. The agent takes F_RELEASED as our
+		 * death (its control thread looks every 100 ms) and lets main()
+		 * run; a hello trap still to come is its handler's (agent_signal()
+		 * no longer knows the process).
+		 */
+		arena_let_go(ap);
+		ap->hello = false;
+		return 0;
+	}
+	if (!ap || !ap->ready)
+		return 0;
+	err = ahost_cmd(&ap->h, UTRACE_CMD_DETACH, 0, 0);
+	ap->ready = false;
+	ap->anchored = false; /* its control thread ends now: no exec to warn about */
+	ap->hello = false; /* not kept for an exec: the session let it go */
+	return err < 0 ? err : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops: the hello stop, image changes                                        */
+/* ------------------------------------------------------------------------ */
+
+static void check_images(struct uprobes_proc *pp, struct agent_proc *ap);
+
+/*
+ * ANCHOR. Every ptrace stop of a thread blocked in epoll_wait, semop,
+ * sigtimedwait or io_getevents makes that call fail with EINTR (signal(7)),
+ * and a session stops every thread it traces when it detaches (and when
+ * it attaches: PTRACE_DETACH wants a stopped tracee). So once the probes
+ * are armed the session keeps one thread of the process: the agent's
+ * control thread, which only waits in futex() and poll() (restarted after
+ * a stop) and exits with the process; its exit is the process's for the
+ * registry. The hello thread is let go at this stop (only it and the
+ * control thread run yet, unless a constructor made threads); threads the
+ * program makes later are never traced, so nothing the program waits in
+ * is ever interrupted by us. A dlopen() then waits for dl_ack instead of
+ * an int3 (F_HELLO cleared), which utrace_uprobes__poll() gives.
+ * Not followed this way: an exec (the control thread dies in it: the
+ * process is let go, its new image's agent goes dormant), fork children.
+ */
+static void anchor(struct uprobes_proc *pp, struct agent_proc *ap, struct utrace_thread *th)
+{
+	pid_t ctl = (pid_t)__atomic_load_n(&ap->h.hdr->control_tid, __ATOMIC_ACQUIRE);
+
+	if (!pp->up->agent_untraced || ctl <= 0 || ctl == utrace_thread__tid(th) ||
+	    !utrace_session__find_thread(pp->up->s, ctl))
+		return; /* (an agent without a control_tid: the process stays traced) */
+	/* a dlopen() now wakes the control thread, whose int3 we see (agent.c) */
+	__atomic_fetch_or(&ap->h.hdr->flags, UTRACE_ARENA_F_ANCHOR, __ATOMIC_RELEASE);
+	__atomic_fetch_and(&ap->h.hdr->flags, ~UTRACE_ARENA_F_HELLO, __ATOMIC_RELEASE);
+	ap->anchored = true;
+	session_detach_at_stop(th);
+}
+
+static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, siginfo_t *info)
+{
+	struct uprobes_proc *pp = uprobes_proc_find(up, utrace_thread__pid(th));
+	struct agent_proc *ap = pp ? pp->priv : NULL;
+	struct user_regs_struct regs;
+
+	if (!ap || !ap->hello || info->si_signo != SIGTRAP || info->si_code != SI_KERNEL ||
+	    utrace_thread__get_regs(th, &regs) < 0)
+		return UTRACE_RESUME; /* the agent's own int3 sites: its handler's */
+	if (ap->ready) {
+		/* a dlopen()/dlclose() returned in this thread: re-plan in its stop */
+		if (!ap->dl_site)
+			ap->dl_site =
+				ahost_sym(&ap->h, "libutrace-agent.so:__utrace_agent_dl_site");
+		if (!ap->dl_site || regs.rip - 1 != ap->dl_site)
+			return UTRACE_RESUME;
+		if (ap->anchored) {
+			/* the control thread's: it must run to serve the re-plan (agent_after()) */
+			ap->dl_pending = true;
+			return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+		}
+		check_images(pp, ap);
+		return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+	}
+	if (!ap->hello_site)
+		ap->hello_site = ahost_sym(&ap->h, "libutrace-agent.so:__utrace_agent_hello_site");
+	pr_debug("process %d: SIGTRAP at 0x%llx, hello at 0x%llx\n", pp->pid,
+		 (unsigned long long)regs.rip - 1, (unsigned long long)ap->hello_site);
+	if (!ap->hello_site || regs.rip - 1 != ap->hello_site)
+		return UTRACE_RESUME;
+	if (__atomic_load_n(&ap->h.hdr->agent_state, __ATOMIC_ACQUIRE) != UTRACE_AGENT_READY)
+		return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+	/* the main thread waits here; the control thread runs the commands */
+	ap->ready = true;
+	ap->dl_seen = __atomic_load_n(&ap->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
+	ahost_adopt_areas(&ap->h);
+	/* libc and the other DT_NEEDED objects are mapped now: pending SPECs resolve */
+	uprobes_dl_activity(pp, th);
+	sync_proc(pp, ap);
+	anchor(pp, ap, th);
+	ahost_start(&ap->h);
+	return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+}
+
+/* After a stop: an anchored process's dlopen()/dlclose(), its control thread running. */
+static void agent_after(struct utrace_uprobes *up)
+{
+	struct uprobes_proc *pp;
+
+	for (pp = up->procs; pp; pp = pp->next) {
+		struct agent_proc *ap = pp->priv;
+
+		if (ap && ap->dl_pending && ap->ready) {
+			ap->dl_pending = false;
+			check_images(pp, ap);
+		}
+	}
+}
+
+/*
+ * A dlopen()/dlclose() returned in the target (the agent bumps dl_seq and
+ * waits for dl_ack, a few ms at most): rescan, arm what became resolvable.
+ */
+/*
+ * An injected agent does not see dlopen() (its interposers are not bound):
+ * the target's executable mappings, hashed at most every 100 ms, tell.
+ */
+static bool maps_changed(struct agent_proc *ap)
+{
+	char path[64], buf[8192];
+	uint64_t h = 1469598103934665603ull, now = uprobes_now_ns();
+	ssize_t n;
+	int fd;
+
+	if (now - ap->maps_at < 100000000ull)
+		return false;
+	ap->maps_at = now;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)ap->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* lines of executable mappings only: heaps and stacks come and go */
+	{
+		char line[512];
+		size_t len = 0;
+
+		while ((n = read(fd, buf, sizeof(buf))) > 0) {
+			ssize_t i;
+
+			for (i = 0; i < n; i++) {
+				const char *perms;
+				size_t k;
+
+				if (buf[i] != '\n') {
+					if (len < sizeof(line) - 1)
+						line[len++] = buf[i];
+					continue;
+				}
+				line[len] = 0;
+				perms = strchr(line, ' '); /* "lo-hi perms offset dev inode path" */
+				if (perms && strlen(perms) > 4 && perms[3] == 'x')
+					for (k = 0; k < len; k++)
+						h = (h ^ (uint8_t)line[k]) * 1099511628211ull;
+				len = 0;
+			}
+		}
+	}
+	close(fd);
+	if (h == ap->maps_hash)
+		return false;
+	ap->maps_hash = h; /* (the first look rescans too: a dlopen may predate it) */
+	return true;
+}
+
+static void check_images(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	uint32_t seq = __atomic_load_n(&ap->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
+
+	if (!ap->hello) {
+		if (maps_changed(ap)) {
+			uprobes_dl_activity(pp, NULL);
+			if (ap->dirty)
+				sync_proc(pp, ap);
+		}
+		return;
+	}
+	if (seq == ap->dl_seen)
+		return;
+	ap->dl_seen = seq;
+	uprobes_dl_activity(pp, NULL);
+	if (ap->dirty)
+		sync_proc(pp, ap);
+	__atomic_store_n(&ap->h.hdr->dl_ack, seq, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &ap->h.hdr->dl_ack, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops: figures and events                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void agent_point_counts(struct uprobes_proc *pp, struct probe_point *pt,
+			       const struct utrace_probe *p, struct utrace_probe_counts *c)
+{
+	struct agent_proc *ap = pp->priv;
+	struct agent_point *apt = pt->priv;
+	struct utrace_abi_probe *ab;
+	unsigned int a = p->opts.actions, b;
+	uint64_t every, inj, min;
+
+	if (!ap || !apt || apt->id < 0 || !ap->h.arena)
+		return;
+	ab = ahost_abi(&ap->h, apt->id);
+	every = ab->inject_every ? ab->inject_every : 1;
+	inj = (apt->flags & UTRACE_PF_INJECT) ?
+		      __atomic_load_n(&ab->inject_calls, __ATOMIC_RELAXED) / every :
+		      0;
+	if (a & UTRACE_ACT_INJECT)
+		c->injected = inj;
+	if (a & UTRACE_ACT_COUNT) {
+		c->calls = ahost_hits(&ap->h, apt->id);
+		if (uprobes_probe_has_return(p))
+			c->errors = __atomic_load_n(&ab->errors, __ATOMIC_RELAXED);
+	}
+	if (uprobes_probe_has_return(p) && (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST)))
+		c->returns = __atomic_load_n(&ab->returns, __ATOMIC_RELAXED);
+	c->missed_returns = __atomic_load_n(&ab->missed_ret, __ATOMIC_RELAXED);
+	if (!(a & UTRACE_ACT_HIST))
+		return;
+	for (b = 0; b < UTRACE_HIST_BUCKETS; b++) {
+		c->hist[b] = __atomic_load_n(&ab->hist[b], __ATOMIC_RELAXED);
+		c->timed += c->hist[b];
+	}
+	if (!c->timed)
+		return;
+	/* the target wrote these: a hostile one only lies about itself */
+	c->sum_ns = __atomic_load_n(&ab->sum_ns, __ATOMIC_RELAXED);
+	c->max_ns = __atomic_load_n(&ab->max_ns, __ATOMIC_RELAXED);
+	min = ~__atomic_load_n(&ab->min_inv, __ATOMIC_RELAXED);
+	c->min_ns = min == UINT64_MAX ? c->max_ns : min; /* read mid-update */
+}
+
+static void grp_reset(struct agent_proc *ap)
+{
+	unsigned int i;
+
+	/* most groups carry no string: nothing to clear (a drain's hot path) */
+	for (i = 0; ap->grp_strs && i < ARRAY_SIZE(ap->str); i++) {
+		free(ap->str[i]);
+		ap->str[i] = NULL;
+		ap->str_len[i] = 0;
+		ap->str_flags[i] = 0;
+	}
+	ap->grp_strs = false;
+	ap->grp_left = 0;
+	ap->nr_stack = 0;
+}
+
+/* Deliver the assembled group as one record per probe at the point that records. */
+static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
+{
+	const struct utrace_abi_event *ev = &ap->grp;
+	struct probe_point *pt = ev->probe < AGENT_PROBES ? ap->by_id[ev->probe] : NULL;
+	unsigned int i, k;
+
+	if (!pt || al->fn_ret)
+		goto out;
+	for (k = 0; k < pt->nr_probes && !al->fn_ret; k++) {
+		struct utrace_probe *p = pt->probes[k];
+		struct utrace_record r = { .sz = sizeof(r) };
+
+		if (p->dead || !(p->opts.actions & UTRACE_ACT_RECORD))
+			continue;
+		r.pid = ap->pid;
+		r.tid = (pid_t)ev->tid;
+		r.ts_ns = ev->ts;
+		r.probe = p;
+		r.addr = pt->addr;
+		r.name = pt->name;
+		r.symbol = pt->symbol;
+		r.object = pt->object;
+		r.offset = pt->info.offset;
+		r.depth = ev->depth;
+		if (ev->kind == UTRACE_EV_INJECT) {
+			/* after the call's ENTRY record: it returned the value at once */
+			if (!uprobes_probe_has_return(p) && !(p->opts.actions & UTRACE_ACT_INJECT))
+				continue;
+			r.type = UTRACE_REC_RETURN;
+			r.flags = UTRACE_REC_F_INJECTED;
+			r.retval = ahost_abi(&ap->h, (int)ev->probe)->inject_value;
+		} else if (ev->kind == UTRACE_EV_RETURN) {
+			if (!uprobes_probe_has_return(p))
+				continue;
+			r.type = UTRACE_REC_RETURN;
+			r.retval = ev->args[0];
+			r.dur_ns = ev->dur;
+			if (pt->popts[k].str_args & (1U << 6)) {
+				r.ret_str_flags = ap->str_flags[UTRACE_STR_RET];
+				if (!(r.ret_str_flags & UTRACE_REC_STR_FAULT) ||
+				    ap->str_len[UTRACE_STR_RET]) {
+					r.ret_str = ap->str[UTRACE_STR_RET];
+					r.ret_str_len = ap->str_len[UTRACE_STR_RET];
+				}
+			}
+		} else {
+			if (!uprobes_probe_has_entry(p))
+				continue;
+			r.type = UTRACE_REC_ENTRY;
+			r.nargs = pt->popts[k].nargs;
+			if (p->opts.actions & UTRACE_ACT_STACK) {
+				r.stack = ap->stack;
+				r.nr_stack = ap->nr_stack;
+			}
+			for (i = 0; i < 6; i++) {
+				r.args[i] = ev->args[i];
+				if (i >= r.nargs || !(pt->popts[k].str_args & (1U << i)))
+					continue;
+				/* nothing readable at the pointer: no string (the address stays) */
+				r.str_flags[i] = ap->str_flags[i];
+				if ((ap->str_flags[i] & UTRACE_REC_STR_FAULT) && !ap->str_len[i])
+					continue;
+				r.str[i] = ap->str[i];
+				r.str_len[i] = ap->str_len[i];
+			}
+		}
+		al->fn_ret = al->fn(&r, al->fn_ctx);
+		al->delivered++;
+	}
+out:
+	grp_reset(ap);
+}
+
+/* One STR record: @ext's bytes appended to string UTRACE_STR_INDEX(ext). */
+static void grp_str(struct agent_proc *ap, const struct utrace_abi_event *ev)
+{
+	unsigned int idx = UTRACE_STR_INDEX(ev->ext), len = UTRACE_STR_LEN(ev->ext);
+	char *n;
+
+	if (idx > UTRACE_STR_RET)
+		return;
+	ap->grp_strs = true;
+	n = realloc(ap->str[idx], ap->str_len[idx] + len + 1);
+	if (!n)
+		return;
+	memcpy(n + ap->str_len[idx], ev->args, len);
+	ap->str_len[idx] += len;
+	n[ap->str_len[idx]] = 0;
+	ap->str[idx] = n;
+	if (ev->ext & UTRACE_STR_FAULT)
+		ap->str_flags[idx] |= UTRACE_REC_STR_FAULT;
+	else if (!(ev->ext & UTRACE_STR_END))
+		ap->str_flags[idx] |= UTRACE_REC_STR_TRUNC;
+}
+
+static struct agent_proc *draining;
+
+static void on_record(const struct utrace_abi_event *ev, void *data)
+{
+	struct agent_layer *al = data;
+	struct agent_proc *ap = draining;
+
+	if (ap->grp_left) {
+		ap->grp_left--;
+		if (ev->kind == UTRACE_EV_STR)
+			grp_str(ap, ev);
+		else if (ev->kind == UTRACE_EV_STACK) {
+			unsigned int k;
+
+			for (k = 0; k < ev->ext && ap->nr_stack < UTRACE_REC_MAX_STACK; k++)
+				ap->stack[ap->nr_stack++] = ev->args[k];
+		}
+		if (!ap->grp_left)
+			grp_emit(al, ap);
+		return;
+	}
+	switch (ev->kind) {
+	case UTRACE_EV_ENTRY:
+	case UTRACE_EV_RETURN:
+	case UTRACE_EV_INJECT:
+		ap->grp = *ev;
+		ap->grp_left = ev->ext;
+		if (!ap->grp_left)
+			grp_emit(al, ap);
+		break;
+	case UTRACE_EV_LOST:
+		if (!al->fn_ret) {
+			struct utrace_record r = { .sz = sizeof(r), .type = UTRACE_REC_LOST };
+
+			r.pid = ap->pid;
+			r.tid = (pid_t)ev->tid;
+			r.ts_ns = ev->ts;
+			r.lost = ev->args[0];
+			al->fn_ret = al->fn(&r, al->fn_ctx);
+			al->delivered++;
+		}
+		break;
+	default:
+		break; /* MODULE, STACK outside a group: not records of this API yet */
+	}
+}
+
+static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ctx, int timeout_ms)
+{
+	struct agent_layer *al = layer(up);
+	struct uprobes_proc *pp;
+	int r;
+
+	al->fn = fn;
+	al->fn_ctx = ctx;
+	al->fn_ret = 0;
+	al->delivered = 0;
+	for (;;) {
+		for (pp = up->procs; pp && !al->fn_ret; pp = pp->next) {
+			struct agent_proc *ap = pp->priv;
+			uint64_t drops;
+
+			if (!ap || !ap->ready)
+				continue;
+			check_images(pp, ap);
+			draining = ap;
+			ahost_drain(&ap->h, on_record, al);
+			draining = NULL;
+			drops = ahost_drops(&ap->h);
+			if (drops > ap->drops && !al->fn_ret) {
+				struct utrace_record lr = { .sz = sizeof(lr),
+							    .type = UTRACE_REC_LOST };
+
+				lr.pid = ap->pid;
+				lr.ts_ns = uprobes_now_ns();
+				lr.lost = drops - ap->drops;
+				ap->drops = drops;
+				al->fn_ret = fn(&lr, ctx);
+				al->delivered++;
+			}
+		}
+		if (al->fn_ret)
+			return al->fn_ret;
+		if (al->delivered || !timeout_ms || !up->s)
+			return al->delivered;
+		/*
+		 * Nothing yet: let the session handle its events (exits, the
+		 * hello, signals) for a slice of the wait, then look again.
+		 */
+		r = utrace_session__run(up->s, timeout_ms > 0 && timeout_ms < 20 ? timeout_ms : 20);
+		if (r < 0)
+			return r;
+		if (r != UTRACE_RUN_TIMEOUT)
+			return al->delivered; /* nothing left, a break, an interrupt */
+		if (timeout_ms > 0)
+			timeout_ms = timeout_ms > 20 ? timeout_ms - 20 : 0;
+	}
+}
+
+static int queue_fn(const struct utrace_record *r, void *ctx)
+{
+	uprobes_queue_record(ctx, r);
+	return 0;
+}
+
+/* @pp's points are about to go: its rings' records into the registry's queue. */
+static void agent_proc_flush(struct uprobes_proc *pp)
+{
+	struct agent_layer *al = layer(pp->up);
+	struct agent_proc *ap = pp->priv;
+	utrace_record_fn_t fn = al->fn;
+	void *fn_ctx = al->fn_ctx;
+	int fn_ret = al->fn_ret, delivered = al->delivered;
+
+	unsigned int i;
+
+	if (!ap || !ap->h.arena)
+		return;
+	if (!ap->h.tails)
+		goto fold;
+	al->fn = queue_fn;
+	al->fn_ctx = pp->up;
+	al->fn_ret = 0;
+	draining = ap;
+	ahost_drain(&ap->h, on_record, al);
+	draining = NULL;
+	grp_reset(ap);
+	{
+		/* the drops since the last poll: counted, as the records are */
+		uint64_t drops = ahost_drops(&ap->h);
+		struct utrace_record lr = { .sz = sizeof(lr), .type = UTRACE_REC_LOST };
+
+		if (drops > ap->drops) {
+			lr.pid = ap->pid;
+			lr.ts_ns = uprobes_now_ns();
+			lr.lost = drops - ap->drops;
+			ap->drops = drops;
+			uprobes_queue_record(pp->up, &lr);
+		}
+	}
+	al->fn = fn;
+	al->fn_ctx = fn_ctx;
+	al->fn_ret = fn_ret;
+	al->delivered = delivered;
+fold:
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext)
+			fold_point(pp, ap, pt);
+	}
+}
+
+const struct uprobes_backend_ops uprobes_agent_ops = {
+	.id = UTRACE_BACKEND_AGENT,
+	.name = "agent",
+	.init = agent_init,
+	.fini = agent_fini,
+	.proc_init = agent_proc_init,
+	.after = agent_after,
+	.attach = agent_attach,
+	.proc_forget = agent_proc_forget,
+	.arm = agent_arm,
+	.disarm = agent_disarm,
+	.commit = agent_commit,
+	.point_free = agent_point_free,
+	.release = agent_release,
+	.signal = agent_signal,
+	.point_update = agent_point_update,
+	.point_counts = agent_point_counts,
+	.poll = agent_poll,
+	.proc_flush = agent_proc_flush,
+};

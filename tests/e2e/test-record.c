@@ -1,0 +1,614 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-record - utrace record / replay / report / dump on the target
+ * s-record, whose calls are known exactly (per thread and loop: rec_outer
+ * 1, rec_work 2; every 1000th loop rec_fact 11, rec_jumper and rec_deep 1
+ * each, left by longjmp). report must count every call, replay must give
+ * each thread's calls properly nested, a recording cut short must stay
+ * readable, and a foreign or truncated file gives one line and exit 2.
+ * Both the agent and the ptrace backends.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "trace-util.h"
+
+HARNESS_JOBS(2)
+
+static void tmpname(char *buf, size_t n, const char *tag)
+{
+	snprintf(buf, n, "/tmp/utrace-test-record-%d-%s.rec", (int)getpid(), tag);
+}
+
+/* the report's row of @fn: its Calls column (-1: no row) */
+static long report_calls(const char *rep, const char *fn)
+{
+	const char *l = rep;
+
+	while (l && *l) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l), fl = strlen(fn);
+
+		if (len > fl && !strncmp(l + len - fl, fn, fl) && l[len - fl - 1] == ' ') {
+			/* "  T u  S u  CALLS  ..." : the fifth field */
+			char tot[16], tu[8], self[16], su[8];
+			long calls;
+
+			if (sscanf(l, "%15s %7s %15s %7s %ld", tot, tu, self, su, &calls) == 5)
+				return calls;
+		}
+		l = e ? e + 1 : NULL;
+	}
+	return -1;
+}
+
+static void record(const char *backend, const char *file, const char *threads, const char *loops)
+{
+	const char *args[] = { "record", "-b",	backend,
+			       "-o",	 file,	"-f",
+			       "rec_*",	 "--",	built_path("tests/targets/s-record"),
+			       threads,	 loops, NULL };
+	char *out = NULL, *err = NULL;
+	int rc = run_utrace(args, &out, &err);
+
+	CHECK_MSG(rc == 0, "record -b %s: exit %d: %s", backend, rc, err ? err : "");
+	CHECK_MSG(err && strstr(err, " 0 lost") == NULL && strstr(err, "(0 lost)"),
+		  "record -b %s lost events: %s", backend, err ? err : "");
+	free(out);
+	free(err);
+}
+
+/*
+ * Replay's lines, thread by thread: each return closes the innermost
+ * open call of its function (after the calls longjmp unwound), and the
+ * counts of entries are the calls made.
+ */
+static void check_replay(const char *file, long threads, long loops)
+{
+	const char *args[] = { "replay", file, NULL };
+	char *out = NULL, *err = NULL, *line, *save;
+	struct th {
+		int tid;
+		char open[64][32];
+		int depth;
+		long entries;
+	} th[64];
+	int nth = 0, rc, bad = 0, i;
+	long lines = 0, jumps = (loops + 999) / 1000;
+
+	rc = run_utrace(args, &out, &err);
+	CHECK_MSG(rc == 0, "replay: exit %d: %s", rc, err ? err : "");
+	memset(th, 0, sizeof(th));
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int tid;
+		char fn[32];
+		struct th *t = NULL;
+		bool ret;
+
+		lines++;
+		if (sscanf(line, "[%d] %31[a-z_](", &tid, fn) != 2) {
+			if (bad++ < 3)
+				harness_note("unexpected line '%s'", line);
+			continue;
+		}
+		ret = strstr(line, "() = ") != NULL;
+		for (i = 0; i < nth; i++)
+			if (th[i].tid == tid)
+				t = &th[i];
+		if (!t) {
+			CHECK(nth < 64);
+			t = &th[nth++];
+			t->tid = tid;
+		}
+		if (!ret) {
+			t->entries++;
+			/* longjmp out of rec_jumper/rec_deep: they stay open until the next outer call */
+			if (!strcmp(fn, "rec_outer") || !strcmp(fn, "rec_jumper")) {
+				bool jumped = t->depth == 2 && !strcmp(t->open[0], "rec_jumper") &&
+					      !strcmp(t->open[1], "rec_deep");
+
+				if (t->depth != 0 && !jumped && bad++ < 3)
+					harness_note("tid %d: %s at depth %d", tid, fn, t->depth);
+				t->depth = 0;
+			}
+			CHECK(t->depth < 64);
+			snprintf(t->open[t->depth++], sizeof(t->open[0]), "%s", fn);
+			continue;
+		}
+		if (!t->depth || strcmp(t->open[t->depth - 1], fn)) {
+			if (bad++ < 3)
+				harness_note("tid %d: return of %s, innermost open call %s", tid,
+					     fn, t->depth ? t->open[t->depth - 1] : "none");
+			continue;
+		}
+		t->depth--;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(nth, threads);
+	for (i = 0; i < nth; i++)
+		CHECK_EQ(th[i].entries, 3 * loops + 13 * jumps);
+	/* entries and returns: all but the two longjmp'ed calls return */
+	CHECK_EQ(lines, threads * (6 * loops + 24 * jumps));
+	free(out);
+	free(err);
+}
+
+static void check_report(const char *file, long threads, long loops)
+{
+	const char *args[] = { "report", file, NULL };
+	const char *gargs[] = { "report", "--graph", file, NULL };
+	const char *fargs[] = { "dump", "--folded", file, NULL };
+	const char *cargs[] = { "dump", "--chrome", file, NULL };
+	char *out = NULL, *err = NULL;
+	long jumps = (loops + 999) / 1000;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(report_calls(out, "rec_outer"), threads * loops);
+	CHECK_EQ(report_calls(out, "rec_work"), 2 * threads * loops);
+	CHECK_EQ(report_calls(out, "rec_fact"), 11 * threads * jumps);
+	CHECK_EQ(report_calls(out, "rec_jumper"), threads * jumps);
+	CHECK_EQ(report_calls(out, "rec_deep"), threads * jumps);
+	free(out);
+	free(err);
+	/* the graph: rec_work only under rec_outer, rec_fact under itself 10 deep */
+	CHECK_EQ(run_utrace(gargs, &out, &err), 0);
+	CHECK_MSG(out && strstr(out, " : (") && strstr(out, " +-("), "graph: %s", out);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "(%ld) rec_outer\n", threads * loops);
+		CHECK_MSG(strstr(out, want), "graph lacks '%s': %s", want, out);
+		snprintf(want, sizeof(want), "+-(%ld) rec_work\n", 2 * threads * loops);
+		CHECK_MSG(strstr(out, want), "graph lacks '%s': %s", want, out);
+	}
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(fargs, &out, &err), 0);
+	CHECK(out && strstr(out, "rec_outer;rec_work "));
+	CHECK(strstr(out, "rec_fact;rec_fact;rec_fact;rec_fact;rec_fact;rec_fact;rec_fact;rec_fact;"
+			  "rec_fact;rec_fact;rec_fact "));
+	CHECK(!strstr(out, "rec_deep;rec_outer"));
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(cargs, &out, &err), 0);
+	CHECK(out && strstr(out, "\"traceEvents\"") && strstr(out, "\"name\": \"rec_work\""));
+	free(out);
+	free(err);
+}
+
+static void exact(const char *backend, const char *threads, const char *loops)
+{
+	char file[128];
+
+	tmpname(file, sizeof(file), backend);
+	record(backend, file, threads, loops);
+	check_report(file, atol(threads), atol(loops));
+	check_replay(file, atol(threads), atol(loops));
+	unlink(file);
+}
+
+TEST_TIMEOUT(exact_ptrace, 240)
+{
+	exact("ptrace", "2", "2000");
+}
+
+TEST_TIMEOUT(exact_agent_small, 120)
+{
+	exact("agent", "2", "2000");
+}
+
+/* the figure: 8 threads x 100,000 loops, 4.8 M events, none lost */
+TEST_TIMEOUT(exact_agent_8x100k, 300)
+{
+	exact("agent", "8", "100000");
+}
+
+/* --lossy: the rings drop (and count) rather than wait; the file says so */
+TEST_TIMEOUT(lossy_counts, 120)
+{
+	char file[128], *out = NULL, *err = NULL;
+	const char *args[] = {
+		"record", "--lossy", "-b",    "agent", "-o",
+		file,	  "-f",	     "rec_*", "--",    built_path("tests/targets/s-record"),
+		"2",	  "200000",  NULL
+	};
+	const char *rargs[] = { "report", file, NULL };
+	long outer;
+
+	tmpname(file, sizeof(file), "lossy");
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_MSG(err && strstr(err, "recorded "), "%s", err ? err : "");
+	harness_note("%s", err);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+	outer = report_calls(out, "rec_outer");
+	CHECK(outer > 0 && outer <= 400000);
+	/* whatever was dropped is said, never silent */
+	if (outer < 400000)
+		CHECK_MSG(err && strstr(err, "were lost"), "%s", err ? err : "");
+	free(out);
+	free(err);
+	unlink(file);
+}
+
+/* a file that is not a recording, and one cut inside a block: one line, exit 2 */
+TEST(bad_input)
+{
+	char file[128], cut[128], *out = NULL, *err = NULL, *data;
+	const char *args[] = { "replay", file, NULL };
+	const char *cargs[] = { "report", cut, NULL };
+	struct stat st;
+	int fd;
+
+	tmpname(file, sizeof(file), "foreign");
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "hello, this is not a trace\n", 27) == 27);
+	close(fd);
+	CHECK_EQ(run_utrace(args, &out, &err), 2);
+	CHECK_MSG(err && count_lines(err) == 1 && strstr(err, "not a utrace recording"), "%s", err);
+	free(out);
+	free(err);
+	unlink(file);
+	args[1] = "/nonexistent/x.rec";
+	CHECK_EQ(run_utrace(args, &out, &err), 2);
+	CHECK(err && count_lines(err) == 1);
+	free(out);
+	free(err);
+	args[1] = file;
+
+	/* a real recording, cut 100 bytes before its end: inside a block */
+	tmpname(file, sizeof(file), "whole");
+	tmpname(cut, sizeof(cut), "cut");
+	record("ptrace", file, "1", "300");
+	data = read_file(file);
+	CHECK(data && !stat(file, &st) && st.st_size > 200);
+	fd = open(cut, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	CHECK(write(fd, data, (size_t)st.st_size - 100) == st.st_size - 100);
+	close(fd);
+	free(data);
+	CHECK_EQ(run_utrace(cargs, &out, &err), 2);
+	CHECK_MSG(err && count_lines(err) == 1 && strstr(err, "truncated"), "%s", err);
+	free(out);
+	free(err);
+	/* only the header */
+	CHECK(truncate(cut, 12) == 0);
+	CHECK_EQ(run_utrace(cargs, &out, &err), 2);
+	CHECK_MSG(err && count_lines(err) == 1, "%s", err);
+	free(out);
+	free(err);
+	unlink(file);
+	unlink(cut);
+}
+
+/*
+ * utrace record killed (SIGKILL) while its target runs: the file holds
+ * whole blocks up to the kill, replay and report read them (a note says
+ * the recording was cut short), and the target was not harmed by it
+ * beyond the kill_if_tracer_dies rule.
+ */
+TEST_TIMEOUT(killed_tracer, 120)
+{
+	char file[128], *out = NULL, *err = NULL;
+	const char *rargs[] = { "report", file, NULL };
+	pid_t pid;
+	int st, i;
+	struct stat sb;
+
+	tmpname(file, sizeof(file), "killed");
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(utrace(), "utrace", "record", "-b", "agent", "-o", file, "-f", "rec_*", "--",
+		      built_path("tests/targets/s-record"), "2", "100000000", (char *)NULL);
+		_exit(127);
+	}
+	/* until some blocks are out (64 KiB each) */
+	for (i = 0; i < 200; i++) {
+		usleep(50000);
+		if (!stat(file, &sb) && sb.st_size > 300000)
+			break;
+	}
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK(!stat(file, &sb) && sb.st_size > 300000);
+	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+	CHECK_MSG(err && strstr(err, "cut short"), "%s", err ? err : "");
+	CHECK_MSG(report_calls(out, "rec_work") > 1000, "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+}
+
+/* a copy of @s with each line's leading "[TID]" as "[]"; frees @s */
+static char *strip_tids(char *s)
+{
+	char *c = malloc(strlen(s ? s : "") + 1), *q = c;
+	const char *p;
+
+	for (p = s; c && p && *p; p++) {
+		if (*p == '[' && (p == s || p[-1] == '\n')) {
+			*q++ = '[';
+			while (p[1] && p[1] != ']')
+				p++;
+			continue;
+		}
+		*q++ = *p;
+	}
+	if (c)
+		*q = 0;
+	free(s);
+	return c;
+}
+
+/* replay prints what utrace -f printed live (thread ids aside: two runs) */
+TEST_TIMEOUT(replay_equals_live, 120)
+{
+	char file[128], *out = NULL, *err = NULL, *live = NULL, *rep = NULL;
+	const char *largs[] = { "-b",	 "ptrace", "-f",
+				"rec_*", "--",	   built_path("tests/targets/s-record"),
+				"1",	 "1500",   NULL };
+	const char *rargs[] = {
+		"record", "-q",	  "-b",	   "ptrace", "-o",
+		file,	  "-f",	  "rec_*", "--",     built_path("tests/targets/s-record"),
+		"1",	  "1500", NULL
+	};
+	const char *pargs[] = { "replay", file, NULL };
+	char *p;
+
+	tmpname(file, sizeof(file), "live");
+	CHECK_EQ(run_utrace(largs, &out, &live), 0);
+	free(out);
+	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(pargs, &rep, &err), 0);
+	free(err);
+	/* "[TID] " -> "[] " in both */
+	/* (the live run's end note on unwound returns is not an event line) */
+	if (live && (p = strstr(live, "\nutrace: note: ")))
+		p[1] = 0;
+	live = strip_tids(live);
+	rep = strip_tids(rep);
+	CHECK(live && rep);
+	if (count_lines(rep) != 6 * 1500 + 24 * 2) {
+		FILE *f = fopen("/tmp/utrace-test-record-rep.txt", "w");
+
+		if (f) {
+			fputs(rep, f);
+			fclose(f);
+		}
+	}
+	CHECK_MSG(count_lines(rep) == 6 * 1500 + 24 * 2, "%d lines", count_lines(rep));
+	CHECK_MSG(!strcmp(live, rep), "live and replayed lines differ");
+	free(live);
+	free(rep);
+	/* --format json: one object per event, as utrace --format json writes them */
+	{
+		const char *jargs[] = { "replay", "--format", "json", file, NULL };
+
+		CHECK_EQ(run_utrace(jargs, &rep, &err), 0);
+		CHECK_EQ(count_lines(rep), 6 * 1500 + 24 * 2);
+		CHECK_EQ(count(rep, "{\"ts_ns\": "), 6 * 1500 + 24 * 2);
+		CHECK_EQ(count(rep, "\"type\": \"entry\", \"probe\": \"s-record:rec_work\", "
+				    "\"name\": \"rec_work\", \"args\": ["),
+			 2 * 1500);
+		CHECK_EQ(count(rep, "\"name\": \"rec_fact\", \"ret\": 3628800, \"dur_ns\": "), 2);
+		free(rep);
+		free(err);
+	}
+	unlink(file);
+}
+
+/* the target killed while it is recorded: the recording ends, whole, and reads */
+TEST_TIMEOUT(killed_target, 120)
+{
+	char file[128], *out = NULL, *err = NULL;
+	const char *rargs[] = { "report", file, NULL };
+	pid_t pid, target = 0;
+	int st, i;
+	struct stat sb;
+
+	tmpname(file, sizeof(file), "ktarget");
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(utrace(), "utrace", "record", "-b", "agent", "-o", file, "-f", "rec_*", "--",
+		      built_path("tests/targets/s-record"), "2", "100000000", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 200 && !target; i++) {
+		char cmd[256], buf[64] = "";
+		FILE *f;
+
+		usleep(50000);
+		if (stat(file, &sb) || sb.st_size < 300000)
+			continue;
+		snprintf(cmd, sizeof(cmd), "pgrep -P %d s-record", (int)pid);
+		f = popen(cmd, "r");
+		if (f && fgets(buf, sizeof(buf), f))
+			target = atoi(buf);
+		if (f)
+			pclose(f);
+	}
+	CHECK(target > 0);
+	kill(target, SIGKILL);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGKILL, "utrace status %#x", st);
+	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+	CHECK_MSG(!err || !strstr(err, "cut short"), "%s", err);
+	CHECK_MSG(report_calls(out, "rec_work") > 1000, "%s", out);
+	free(out);
+	free(err);
+	unlink(file);
+}
+
+/*
+ * The tracer killed while the target's threads wait for room in their
+ * rings (-p: the target is not killed with it): the agent sees its host
+ * gone, the threads stop waiting, and the target runs to its end, its
+ * own checks passing.
+ */
+TEST_TIMEOUT(tracer_dies_target_runs_on, 180)
+{
+	char file[128], spid[16];
+	pid_t target, pid;
+	int st, i;
+	struct stat sb;
+
+	tmpname(file, sizeof(file), "tdies");
+	target = fork();
+	CHECK(target >= 0);
+	if (!target) {
+		execl(built_path("tests/targets/s-record"), "s-record", "2", "1", "8",
+		      (char *)NULL);
+		_exit(127);
+	}
+	usleep(20000);
+	snprintf(spid, sizeof(spid), "%d", (int)target);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(utrace(), "utrace", "record", "-b", "agent", "-o", file, "-f", "rec_*", "-p",
+		      spid, (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 300; i++) {
+		usleep(20000);
+		if (!stat(file, &sb) && sb.st_size > 200000)
+			break;
+		if (waitpid(target, &st, WNOHANG) == target) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			unlink(file);
+			SKIP("the target ended (status %#x) before the recording was under way",
+			     st);
+		}
+	}
+	/* stopped first: the rings fill and the probed threads wait on it */
+	kill(pid, SIGSTOP);
+	usleep(300000);
+	kill(pid, SIGKILL);
+	CHECK(waitpid(pid, NULL, 0) == pid);
+	for (i = 0; i < 1200; i++) {
+		if (waitpid(target, &st, WNOHANG) == target)
+			break;
+		usleep(50000);
+	}
+	if (i == 1200) {
+		kill(target, SIGKILL);
+		waitpid(target, &st, 0);
+		CHECK_MSG(0, "the target did not run on after its tracer died (60 s)");
+	}
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %#x", st);
+	unlink(file);
+}
+
+/*
+ * A stopped tracer (SIGSTOP for 3.5 s) while it records: the probed
+ * threads wait for room at most 2 s (UTRACE_RING_WAIT_STALL_MS), then
+ * drop and count; the target runs on, and once the tracer runs again
+ * the recording ends normally and says what was lost.
+ */
+TEST_TIMEOUT(stalled_tracer_drops_after_2s, 120)
+{
+	char file[128], *out = NULL, *err = NULL;
+	const char *rargs[] = { "report", file, NULL };
+	pid_t pid;
+	int st, i;
+	struct stat sb;
+
+	tmpname(file, sizeof(file), "stall");
+	pid = fork();
+	CHECK(pid >= 0);
+	if (!pid) {
+		int nul = open("/dev/null", O_RDWR);
+
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(utrace(), "utrace", "record", "-b", "agent", "-o", file, "-f", "rec_*", "--",
+		      built_path("tests/targets/s-record"), "2", "1", "6", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 300; i++) {
+		usleep(20000);
+		if (!stat(file, &sb) && sb.st_size > 200000)
+			break;
+	}
+	CHECK(i < 300);
+	kill(pid, SIGSTOP);
+	usleep(3500000);
+	kill(pid, SIGCONT);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "utrace status %#x", st);
+	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+	CHECK_MSG(err && strstr(err, "were lost"), "no loss said: %s", err ? err : "");
+	CHECK(report_calls(out, "rec_work") > 1000);
+	free(out);
+	free(err);
+	unlink(file);
+}
+
+/*
+ * A recording with random bytes changed (after its header): replay and
+ * report never crash; they read it (exit 0) or say in one line what does
+ * not decode (exit 2).
+ */
+TEST_TIMEOUT(corrupt_bytes, 180)
+{
+	char file[128], bad[128], *data, *out = NULL, *err = NULL;
+	const char *rargs[] = { "replay", bad, NULL },
+		   *gargs[] = { "report", "--graph", bad, NULL };
+	unsigned int seed = 1;
+	struct stat st;
+	int k, fd, rc;
+
+	tmpname(file, sizeof(file), "fzsrc");
+	tmpname(bad, sizeof(bad), "fz");
+	record("ptrace", file, "1", "300");
+	data = read_file(file);
+	CHECK(data && !stat(file, &st) && st.st_size > 1000);
+	for (k = 0; k < harness_size(60, 600); k++) {
+		char *d = malloc((size_t)st.st_size);
+		int n = 1 + rand_r(&seed) % 8, j;
+
+		CHECK(d);
+		memcpy(d, data, (size_t)st.st_size);
+		for (j = 0; j < n; j++)
+			d[16 + rand_r(&seed) % (st.st_size - 16)] = (char)rand_r(&seed);
+		fd = open(bad, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		CHECK(fd >= 0);
+		CHECK(write(fd, d, (size_t)st.st_size) == st.st_size);
+		close(fd);
+		free(d);
+		rc = run_utrace(k % 2 ? gargs : rargs, &out, &err);
+		CHECK_MSG(rc == 0 || (rc == 2 && err && count_lines(err) >= 1),
+			  "mutation %d: exit %d: %s", k, rc, err ? err : "");
+		free(out);
+		free(err);
+	}
+	free(data);
+	unlink(file);
+	unlink(bad);
+}

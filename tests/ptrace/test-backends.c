@@ -1,0 +1,681 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-backends.c - one behaviour suite of the uprobes layer, written
+ * against the public API (include/utrace/) and run once per backend with
+ * the same expectations: the built-in actions (probe.h) must give the same
+ * figures whether they run in the tracer at each ptrace stop, inside the
+ * target (the agent) or in BPF (the kernel, where it is built and allowed;
+ * it cannot inject: refused). Each scenario runs on every backend in turn:
+ *  - count_exact_threads: launch, COUNT of work() in 4 threads x 5,000
+ *    calls: exactly 20,000 on every backend.
+ *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
+ *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
+ *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
+ *    (EBADF: the prototype's NEG32 rule).
+ *  - record_strings_at_the_hit: s-strings: strtol()'s string argument and
+ *    name_of()'s returned string, copied at the hit (the target overwrites
+ *    both at once), delivered by utrace_uprobes__poll() as struct
+ *    utrace_record in order; bad_str()'s bad pointer is a FAULT flag;
+ *    name_of() and bad_str() are points of one SPEC whose strings differ
+ *    (utrace_probe_opts.point_opts); name_of()'s stacks start in main().
+ *  - attach_counts_live: attach to a running loop, COUNT read twice while
+ *    it runs (the second read is larger), unregister, free, detach: the
+ *    code bytes are the file's again and the program goes on.
+ *  - inject_every_nth: get_value() returns 7 at every 2nd call: the sum
+ *    the program prints and the injected count agree.
+ *  - dlopen_pending_spec: a SPEC on a library the program dlopen()s
+ *    later stays pending and is armed when it is loaded, before its first
+ *    call: every call counted; the session is run with
+ *    utrace_session__run() only (no poll): the agent's dlopen() is one
+ *    stop in which the tracer re-plans, not a wait for a poll that never
+ *    comes (without it lib_func() ran unprobed: 0 counted).
+ *  - attach_then_dlopen: attached first, a SPEC pending on a library the
+ *    program dlopen()s afterwards is armed before its first call (the
+ *    agent, injected, does not see the dlopen: its maps are watched).
+ *  - exec_rearms: N calls, execve of the same program, M calls: the SPEC
+ *    is armed again in the new image, N + M counted.
+ *  - fork_child_is_clean: a fork child (not followed) runs without the
+ *    parent's probes: its work() bytes are the file's, the parent's 2 x N
+ *    calls are counted, none of the child's M.
+ *  - agent_refuses_tracer_handlers: a handler on the agent backend is
+ *    EOPNOTSUPP; AUTO says why it chose what it chose.
+ * Suite 'ptrace'.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "utrace/utrace.h"
+#include "ptrace-util.h"
+
+static const enum utrace_backend backends[] = { UTRACE_BACKEND_PTRACE, UTRACE_BACKEND_AGENT,
+						UTRACE_BACKEND_KERNEL };
+
+/*
+ * The kernel backend runs where it is built and allowed (root or
+ * CAP_BPF + CAP_PERFMON, BTF); elsewhere its turn is skipped with a note.
+ */
+static bool backend_here(enum utrace_backend b)
+{
+	static int kernel = -1;
+
+	if (b != UTRACE_BACKEND_KERNEL)
+		return true;
+	if (kernel < 0) {
+		UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = b);
+		struct utrace_session *s = utrace_session__new(NULL);
+		struct utrace_uprobes *up = s ? utrace_uprobes__new(s, &uo) : NULL;
+
+		kernel = up != NULL;
+		if (!up)
+			harness_note("the kernel backend is not here (%s): its turns are skipped",
+				     strerror(errno));
+		utrace_uprobes__free(up);
+		utrace_session__close(s);
+	}
+	return kernel;
+}
+
+#define FOR_EACH_BACKEND(b)                                                                \
+	for (unsigned int b##_i = 0;                                                       \
+	     b##_i < sizeof(backends) / sizeof(backends[0]) && ((b) = backends[b##_i], 1); \
+	     b##_i++)                                                                      \
+		if (backend_here(b))
+
+static int out_fd = -1;
+
+static uint64_t sym_addr(pid_t pid, const char *sym)
+{
+	struct utrace_image *img = utrace_image__open_pid(pid);
+	struct utrace_spec spec;
+	struct utrace_match *m = NULL;
+	size_t nr = 0;
+	uint64_t addr;
+
+	CHECK(img);
+	CHECK_EQ(utrace_spec__parse(sym, &spec, NULL, 0), 0);
+	CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
+	CHECK(nr >= 1);
+	addr = m[0].addr;
+	free(m);
+	utrace_spec__clear(&spec);
+	utrace_image__close(img);
+	return addr;
+}
+
+/* the launched command's stdout into a pipe the test reads (not the TAP stream) */
+static int pre_exec(void *ctx)
+{
+	(void)ctx;
+	return out_fd >= 0 && dup2(out_fd, 1) < 0;
+}
+
+struct run {
+	struct utrace_session *s;
+	struct utrace_uprobes *up;
+	pid_t pid;
+	int out; /* read end of the command's stdout */
+};
+
+static struct run run_new(enum utrace_backend b)
+{
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = b);
+	struct run r = { 0 };
+
+	r.s = utrace_session__new(NULL);
+	CHECK(r.s);
+	r.up = utrace_uprobes__new(r.s, &uo);
+	CHECK_MSG(r.up, "backend %s: %s", utrace_backend_str(b), strerror(errno));
+	CHECK_EQ(utrace_uprobes__backend(r.up), b);
+	return r;
+}
+
+static void run_launch(struct run *r, const char *target, const char *const *args)
+{
+	UTRACE_OPTS(utrace_launch_opts, lo, .pre_exec = pre_exec);
+	char *argv[12];
+	int p[2], i = 0;
+
+	CHECK(pipe2(p, O_CLOEXEC) == 0);
+	argv[i++] = (char *)target_path(target);
+	while (args && *args && i < 11)
+		argv[i++] = (char *)*args++;
+	argv[i] = NULL;
+	out_fd = p[1];
+	r->pid = utrace_session__launch(r->s, argv, &lo);
+	out_fd = -1;
+	close(p[1]);
+	r->out = p[0];
+	CHECK_MSG(r->pid > 0, "launch %s: %s", target, strerror(-r->pid));
+}
+
+/* Run the session until the command exits; its exit status. */
+static int run_to_exit(struct run *r, utrace_record_fn_t fn, void *ctx)
+{
+	int st, rounds;
+
+	for (rounds = 0; rounds < 600; rounds++) { /* 60 s */
+		int n = fn ? utrace_uprobes__poll(r->up, fn, ctx, 100) :
+			     utrace_session__run(r->s, 100);
+
+		CHECK_MSG(n >= 0, "poll/run: %s", strerror(-n));
+		st = utrace_session__exit_status(r->s);
+		if (st != -EAGAIN) {
+			while (fn && utrace_uprobes__poll(r->up, fn, ctx, 0) > 0)
+				; /* what the rings still hold */
+			return st;
+		}
+	}
+	CHECK_MSG(0, "the command did not exit in 60 s");
+	return -1;
+}
+
+static void run_free(struct run *r)
+{
+	utrace_uprobes__free(r->up);
+	utrace_session__close(r->s);
+	if (r->out >= 0)
+		close(r->out);
+}
+
+static struct utrace_probe *probe(struct run *r, const char *spec, unsigned int actions,
+				  int err_kind)
+{
+	UTRACE_OPTS(utrace_probe_opts, o, .actions = actions, .err_kind = err_kind);
+	struct utrace_probe *p = utrace_probe__register_spec(r->up, spec, &o);
+
+	CHECK_MSG(p, "register %s on %s: %s", spec,
+		  utrace_backend_str(utrace_uprobes__backend(r->up)), strerror(errno));
+	return p;
+}
+
+TEST(count_exact_threads)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "mt", "5000", "4", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+		struct utrace_probe_counts c;
+
+		run_launch(&r, "s-uprobes", args);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_MSG(c.calls == 20000, "%s: %llu calls of work(), want 20000",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		CHECK_EQ(c.returns, 0);
+		run_free(&r);
+	}
+}
+
+struct rows {
+	int n;
+	char name[128];
+	uint64_t calls, errors;
+};
+
+static int row_cb(const char *name, const char *symbol, const char *object,
+		  const struct utrace_probe_counts *c, void *ctx)
+{
+	struct rows *rw = ctx;
+
+	(void)symbol;
+	(void)object;
+	rw->n++;
+	snprintf(rw->name, sizeof(rw->name), "%s", name);
+	rw->calls += c->calls;
+	rw->errors += c->errors;
+	return 0;
+}
+
+TEST(hist_and_errors)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		struct run r = run_new(b);
+		struct utrace_probe *pt = probe(&r, "timed", UTRACE_ACT_COUNT | UTRACE_ACT_HIST, 0);
+		struct utrace_probe *pc =
+			probe(&r, "libc:close", UTRACE_ACT_COUNT, UTRACE_ERRK_NEG32);
+		struct utrace_probe_counts c;
+		uint64_t in_buckets = 0;
+		const char *n = utrace_backend_str(b);
+		unsigned int i;
+
+		run_launch(&r, "s-timed", NULL);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK_EQ(utrace_probe__counts(pt, &c), 0);
+		CHECK_MSG(c.calls == 3 && c.returns == 3 && c.timed == 3,
+			  "%s: timed() calls %llu returns %llu timed %llu, want 3", n,
+			  (unsigned long long)c.calls, (unsigned long long)c.returns,
+			  (unsigned long long)c.timed);
+		CHECK_MSG(c.sum_ns >= 10000000 && c.min_ns >= 2000000 && c.max_ns >= 5000000 &&
+				  c.max_ns < c.sum_ns && c.min_ns <= c.max_ns,
+			  "%s: sum %llu min %llu max %llu ns", n, (unsigned long long)c.sum_ns,
+			  (unsigned long long)c.min_ns, (unsigned long long)c.max_ns);
+		for (i = 0; i < UTRACE_HIST_BUCKETS; i++)
+			in_buckets += c.hist[i];
+		CHECK_EQ(in_buckets, 3);
+		/* every bucket holding a call has room for >= 2 ms; [1ms, 2ms) is empty */
+		for (i = 0; i < UTRACE_HIST_BUCKETS; i++) {
+			uint64_t lo, hi;
+
+			utrace_hist_bucket_range(i, &lo, &hi);
+			CHECK_MSG(!c.hist[i] || hi > 2000000, "%s: a call in [%llu, %llu) ns", n,
+				  (unsigned long long)lo, (unsigned long long)hi);
+			if (lo == 1000000)
+				CHECK_MSG(hi == 2000000 && !c.hist[i], "%s: [1ms, 2ms)", n);
+		}
+		CHECK_EQ(utrace_probe__counts(pc, &c), 0);
+		CHECK_MSG(c.calls == 4 && c.errors == 3, "%s: close() calls %llu errors %llu", n,
+			  (unsigned long long)c.calls, (unsigned long long)c.errors);
+		/* point by point, after the exit: the one row, under its name */
+		{
+			struct rows rw = { 0 };
+
+			CHECK_EQ(utrace_probe__point_counts(pc, row_cb, &rw), 0);
+			CHECK_MSG(rw.n == 1 && strstr(rw.name, ":close") && rw.calls == 4 &&
+					  rw.errors == 3,
+				  "%s: %d rows, '%s' %llu calls %llu errors", n, rw.n, rw.name,
+				  (unsigned long long)rw.calls, (unsigned long long)rw.errors);
+		}
+		run_free(&r);
+	}
+}
+
+struct strs {
+	int strtol_seen, heap_seen, name_seen, bad_fault, stacks_in_main;
+	char why[256];
+};
+
+/*
+ * Is @ret inside main() of s-strings, whose name_of() was hit at runtime
+ * address @name_of_at? (The load bias from the hit: the process is gone.)
+ */
+static bool in_main(uint64_t name_of_at, uint64_t ret)
+{
+	struct utrace_elf *elf = utrace_elf__open(target_path("s-strings"));
+	uint64_t bias = 0, lo = 0, hi = 0;
+	size_t i;
+
+	CHECK(elf);
+	for (i = 0; i < utrace_elf__sym_count(elf); i++) {
+		const struct utrace_sym *y = utrace_elf__sym(elf, i);
+
+		if (!strcmp(y->name, "name_of"))
+			bias = name_of_at - y->addr;
+		if (!strcmp(y->name, "main")) {
+			lo = y->addr;
+			hi = y->addr + y->size;
+		}
+	}
+	utrace_elf__close(elf);
+	return ret > lo + bias && ret < hi + bias;
+}
+
+static int on_rec(const struct utrace_record *rec, void *ctx)
+{
+	struct strs *s = ctx;
+	char want[32];
+
+	if (!rec->probe || !rec->name)
+		return 0;
+	if (rec->type == UTRACE_REC_ENTRY && strstr(rec->name, ":strtol") && rec->str[0] &&
+	    !strncmp(rec->str[0], "heap-", 5)) {
+		/* atoi("heap-i") calls strtol() inside libc: probed too */
+		snprintf(want, sizeof(want), "heap-%d", s->heap_seen);
+		if (strcmp(rec->str[0], want) && !s->why[0])
+			snprintf(s->why, sizeof(s->why), "strtol via atoi #%d got '%s'",
+				 s->heap_seen, rec->str[0]);
+		s->heap_seen++;
+	} else if (rec->type == UTRACE_REC_ENTRY && strstr(rec->name, ":strtol")) {
+		/* main's atoi(argv[1]) first ("5"), then the rounds' "0" .. "4" */
+		snprintf(want, sizeof(want), "%d", s->strtol_seen ? s->strtol_seen - 1 : 5);
+		if ((!rec->str[0] || strcmp(rec->str[0], want)) && !s->why[0])
+			snprintf(s->why, sizeof(s->why), "strtol #%d got '%s'", s->strtol_seen,
+				 rec->str[0] ? rec->str[0] : "(null)");
+		s->strtol_seen++;
+	} else if (rec->type == UTRACE_REC_RETURN && strstr(rec->name, ":name_of")) {
+		snprintf(want, sizeof(want), "name-%d", s->name_seen);
+		if ((!rec->ret_str || strcmp(rec->ret_str, want)) && !s->why[0])
+			snprintf(s->why, sizeof(s->why), "name_of #%d returned '%s'", s->name_seen,
+				 rec->ret_str ? rec->ret_str : "(null)");
+		s->name_seen++;
+	} else if (rec->type == UTRACE_REC_ENTRY && strstr(rec->name, ":name_of")) {
+		/* ACT_STACK: the caller first */
+		s->stacks_in_main += rec->nr_stack >= 1 && in_main(rec->addr, rec->stack[0]);
+	} else if (rec->type == UTRACE_REC_ENTRY && strstr(rec->name, ":bad_str")) {
+		s->bad_fault += !!(rec->str_flags[0] & UTRACE_REC_STR_FAULT);
+	}
+	return 0;
+}
+
+/* name_of() returns a string; bad_str() takes one; the rest of the glob: nothing */
+static void strings_per_point(struct utrace_probe *p, const struct utrace_probe_point_info *pt,
+			      struct utrace_point_opts *po, void *data)
+{
+	(void)p;
+	(void)data;
+	po->nargs = 1;
+	po->str_args = !pt->symbol		      ? 0 :
+		       !strcmp(pt->symbol, "name_of") ? 1U << 6 :
+		       !strcmp(pt->symbol, "bad_str") ? 1 :
+							0;
+}
+
+TEST(record_strings_at_the_hit)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "5", NULL };
+		UTRACE_OPTS(utrace_probe_opts, os, .actions = UTRACE_ACT_RECORD | UTRACE_ACT_NORET,
+			    .nargs = 3, .str_args = 1);
+		/* one SPEC, two functions with other strings: set per point */
+		UTRACE_OPTS(utrace_probe_opts, on, .actions = UTRACE_ACT_RECORD | UTRACE_ACT_STACK,
+			    .point_opts = strings_per_point);
+		struct run r = run_new(b);
+		struct strs s = { 0 };
+		const char *n = utrace_backend_str(b);
+
+		CHECK(utrace_probe__register_spec(r.up, "libc:strtol", &os));
+		CHECK(utrace_probe__register_spec(r.up, "*a*_*", &on)); /* name_of, bad_str ... */
+		run_launch(&r, "s-strings", args);
+		CHECK_EQ(run_to_exit(&r, on_rec, &s), 0);
+		CHECK_MSG(!s.why[0], "%s: %s", n, s.why);
+		CHECK_MSG(s.strtol_seen == 6 && s.heap_seen == 5 && s.name_seen == 5,
+			  "%s: %d strtol, %d through atoi, %d name_of", n, s.strtol_seen,
+			  s.heap_seen, s.name_seen);
+		CHECK_MSG(s.bad_fault >= 5, "%s: %d bad_str() faults flagged", n, s.bad_fault);
+		CHECK_MSG(s.stacks_in_main == 5, "%s: %d of 5 stacks start in main()", n,
+			  s.stacks_in_main);
+		run_free(&r);
+	}
+}
+
+TEST(attach_counts_live)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "2", NULL };
+		struct target t = target_start("s-uprobes", args, -1);
+		struct run r = run_new(b);
+		struct utrace_probe_counts c1, c2;
+		struct utrace_probe *p;
+		char line[128];
+		uint8_t before[16], after[16];
+		uint64_t addr;
+
+		r.out = -1;
+		target_wait_ready(&t);
+		addr = sym_addr(t.pid, "work");
+		CHECK(utrace_mem__read(t.pid, addr, before, sizeof(before)) == sizeof(before));
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+		CHECK_EQ(utrace_session__run(r.s, 200), UTRACE_RUN_TIMEOUT);
+		CHECK_EQ(utrace_probe__counts(p, &c1), 0);
+		CHECK_EQ(utrace_session__run(r.s, 200), UTRACE_RUN_TIMEOUT);
+		CHECK_EQ(utrace_probe__counts(p, &c2), 0);
+		CHECK_MSG(c1.calls > 0 && c2.calls > c1.calls, "%s: %llu then %llu calls",
+			  utrace_backend_str(b), (unsigned long long)c1.calls,
+			  (unsigned long long)c2.calls);
+		CHECK_EQ(utrace_probe__unregister(p), 0);
+		utrace_uprobes__free(r.up);
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		utrace_session__close(r.s);
+		CHECK(utrace_mem__read(t.pid, addr, after, sizeof(after)) == sizeof(after));
+		CHECK_MSG(!memcmp(before, after, sizeof(before)), "%s: work() differs after",
+			  utrace_backend_str(b));
+		CHECK(write(t.in, "x\n", 2) == 2);
+		close(t.in);
+		t.in = -1;
+		CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
+		CHECK_MSG(strstr(line, " ok"), "%s", line);
+		CHECK_EQ(target_reap(&t, 10000), 0);
+	}
+}
+
+/* a kernel uprobe cannot change a user function's return: refused */
+static void kernel_refuses_inject(void)
+{
+	UTRACE_OPTS(utrace_probe_opts, ko, .actions = UTRACE_ACT_INJECT, .inject_value = 7);
+	struct run kr = run_new(UTRACE_BACKEND_KERNEL);
+
+	errno = 0;
+	CHECK(!utrace_probe__register_spec(kr.up, "get_value", &ko));
+	CHECK_EQ(errno, EOPNOTSUPP);
+	run_free(&kr);
+}
+
+static void inject_on(enum utrace_backend b)
+{
+	const char *args[] = { "value", "10", NULL };
+	UTRACE_OPTS(utrace_probe_opts, o, .actions = UTRACE_ACT_INJECT | UTRACE_ACT_COUNT,
+		    .inject_value = 7, .inject_every = 2);
+	struct run r = run_new(b);
+	struct utrace_probe *p = utrace_probe__register_spec(r.up, "get_value", &o);
+	struct utrace_probe_counts c;
+	char line[64];
+
+	CHECK(p);
+	run_launch(&r, "s-uprobes", args);
+	CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+	CHECK(read_line(r.out, line, sizeof(line), 5000) > 0);
+	CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	CHECK_MSG(c.calls == 10 && c.injected == 5, "%s: %llu calls, %llu injected",
+		  utrace_backend_str(b), (unsigned long long)c.calls,
+		  (unsigned long long)c.injected);
+	/* get_value() returns 42 (s-uprobes): 5 x 42 + 5 x 7 */
+	CHECK_MSG(!strcmp(line, "sum=245"), "%s: the program said '%s'", utrace_backend_str(b),
+		  line);
+	run_free(&r);
+}
+
+TEST(inject_every_nth)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		if (b == UTRACE_BACKEND_KERNEL)
+			kernel_refuses_inject();
+		else
+			inject_on(b);
+	}
+}
+
+TEST(dlopen_pending_spec)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		char lib[4096];
+		const char *args[] = { "dlopen", lib, "300", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *p;
+		struct utrace_probe_counts c;
+		struct timespec t0, t1;
+		double secs;
+
+		snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-dl.so"));
+		p = probe(&r, "libuprobe-dl:lib_func", UTRACE_ACT_COUNT | UTRACE_ACT_HIST, 0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		run_launch(&r, "s-uprobes", args);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_MSG(c.calls == 300 && c.returns == 300,
+			  "%s: lib_func %llu calls %llu returns", utrace_backend_str(b),
+			  (unsigned long long)c.calls, (unsigned long long)c.returns);
+		(void)secs; /* (a timing is no test: the counts say the rescan came in time) */
+		run_free(&r);
+	}
+}
+
+static int ignore_rec(const struct utrace_record *rec, void *ctx)
+{
+	(void)rec;
+	(void)ctx;
+	return 0;
+}
+
+TEST(attach_then_dlopen)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		char lib[4096], line[128];
+		const char *args[] = { "dlwait", lib, "200", NULL };
+		struct target t;
+		struct run r = run_new(b);
+		struct utrace_probe *p;
+		struct utrace_probe_counts c;
+		int i;
+
+		snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-dl.so"));
+		t = target_start("s-uprobes", args, -1);
+		r.out = -1;
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		p = probe(&r, "libuprobe-dl:lib_func", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+		CHECK(write(t.in, "x\n", 2) == 2);
+		for (i = 0; i < 100; i++) { /* until "loaded" */
+			struct pollfd pf = { t.out, POLLIN, 0 };
+
+			CHECK(utrace_uprobes__poll(r.up, ignore_rec, NULL, 20) >= 0);
+			if (poll(&pf, 1, 0) == 1)
+				break;
+		}
+		CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+		CHECK_MSG(!strcmp(line, "loaded"), "%s", line);
+		for (i = 0; i < 15; i++) /* 300 ms: the tracer notices the new object */
+			CHECK(utrace_uprobes__poll(r.up, ignore_rec, NULL, 20) >= 0);
+		CHECK(write(t.in, "x\n", 2) == 2);
+		for (i = 0; i < 100; i++) {
+			struct pollfd pf = { t.out, POLLIN, 0 };
+
+			CHECK(utrace_uprobes__poll(r.up, ignore_rec, NULL, 20) >= 0);
+			if (poll(&pf, 1, 0) == 1)
+				break;
+		}
+		CHECK(read_line(t.out, line, sizeof(line), 5000) > 0);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_MSG(c.calls == 200, "%s: %llu calls of lib_func, want 200 ('%s')",
+			  utrace_backend_str(b), (unsigned long long)c.calls, line);
+		utrace_uprobes__free(r.up);
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		utrace_session__close(r.s);
+		close(t.in);
+		t.in = -1;
+		CHECK_EQ(target_reap(&t, 10000), 0);
+	}
+}
+
+TEST(exec_rearms)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "exec", "100", "250", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+		struct utrace_probe_counts c;
+
+		run_launch(&r, "s-uprobes", args);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_MSG(c.calls == 350, "%s: %llu calls of work() across the exec, want 350",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		run_free(&r);
+	}
+}
+
+/* The first 8 code bytes of @sym in s-uprobes' file (hex), as it prints them. */
+static void file_bytes_hex(const char *sym, char *hex)
+{
+	struct utrace_elf *elf = utrace_elf__open(target_path("s-uprobes"));
+	uint8_t b[8];
+	size_t i, k;
+
+	CHECK(elf);
+	for (i = 0; i < utrace_elf__sym_count(elf); i++) {
+		const struct utrace_sym *s = utrace_elf__sym(elf, i);
+
+		if (!strcmp(s->name, sym) && !(s->flags & UTRACE_SYM_PLT)) {
+			CHECK_EQ(utrace_elf__read(elf, s->addr, b, 8), 8);
+			for (k = 0; k < 8; k++)
+				sprintf(hex + 2 * k, "%02x", b[k]);
+			utrace_elf__close(elf);
+			return;
+		}
+	}
+	CHECK(!"symbol not found");
+}
+
+TEST(fork_child_is_clean)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "fork", "40", "60", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+		struct utrace_probe_counts c;
+		char line[128], want[40];
+
+		run_launch(&r, "s-uprobes", args);
+		file_bytes_hex("work", want);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK(read_line(r.out, line, sizeof(line), 5000) > 0);
+		CHECK_MSG(!strncmp(line, "child bytes=", 12) && !strcmp(line + 12, want),
+			  "%s: '%s', the file has %s", utrace_backend_str(b), line, want);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_MSG(c.calls == 80, "%s: %llu calls, want the parent's 80",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		run_free(&r);
+	}
+}
+
+static int handler(struct utrace_probe_ctx *ctx, void *data)
+{
+	(void)ctx;
+	(void)data;
+	return 0;
+}
+
+TEST(agent_refuses_tracer_handlers)
+{
+	UTRACE_OPTS(utrace_probe_opts, o, .handler = handler);
+	struct run r = run_new(UTRACE_BACKEND_AGENT);
+	struct utrace_uprobes *up;
+
+	errno = 0;
+	CHECK(!utrace_probe__register_spec(r.up, "work", &o));
+	CHECK_EQ(errno, EOPNOTSUPP);
+	run_free(&r);
+	r.s = utrace_session__new(NULL);
+	up = utrace_uprobes__new(r.s, NULL);
+	CHECK(up);
+	CHECK_EQ(utrace_uprobes__backend(up), UTRACE_BACKEND_AGENT);
+	CHECK_MSG(strstr(utrace_uprobes__backend_why(up), "agent: works"), "%s",
+		  utrace_uprobes__backend_why(up));
+	utrace_uprobes__free(up);
+	utrace_session__close(r.s);
+}
