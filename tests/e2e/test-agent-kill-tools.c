@@ -262,43 +262,6 @@ static bool traced_by(pid_t pid, pid_t tracer)
 	return yes;
 }
 
-/* A child of @u (any of its threads) running @exe: the command has exec'ed. */
-static pid_t launched(pid_t u, const char *exe)
-{
-	char path[96], buf[256];
-	struct dirent *de;
-	pid_t found = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)u);
-	d = opendir(path);
-	while (d && !found && (de = readdir(d))) {
-		FILE *f;
-		int c;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)u, de->d_name);
-		f = fopen(path, "re");
-		while (f && !found && fscanf(f, "%d", &c) == 1) {
-			ssize_t n;
-
-			snprintf(path, sizeof(path), "/proc/%d/exe", c);
-			n = readlink(path, buf, sizeof(buf) - 1);
-			if (n > 0) {
-				buf[n] = 0;
-				if (!strcmp(buf, exe))
-					found = c;
-			}
-		}
-		if (f)
-			fclose(f);
-	}
-	if (d)
-		closedir(d);
-	return found;
-}
-
 /* The agent is mapped in @pid (the injection got as far as the dlopen). */
 static bool agent_mapped(pid_t pid)
 {

@@ -10,11 +10,13 @@
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -525,19 +527,47 @@ TEST_TIMEOUT(tracer_dies_target_runs_on, 180)
 	unlink(file);
 }
 
+/* @pid exists and is not a zombie (a child of utrace: utrace reaps it). */
+static bool running(pid_t pid)
+{
+	char path[64], *st, *p;
+	bool yes;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	st = read_file(path);
+	p = st ? strrchr(st, ')') : NULL;
+	yes = p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	free(st);
+	return yes;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /*
  * A stopped tracer (SIGSTOP for 3.5 s) while it records: the probed
  * threads wait for room at most 2 s (UTRACE_RING_WAIT_STALL_MS), then
  * drop and count; the target runs on, and once the tracer runs again
- * the recording ends normally and says what was lost.
+ * the recording ends normally and says what was lost. The target runs
+ * 10 s; the test checks it is still running 2.5 s into the stall (on a
+ * loaded machine utrace can take seconds to start: CI once began the
+ * stall so late that the target ended inside it, and nothing was lost).
  */
 TEST_TIMEOUT(stalled_tracer_drops_after_2s, 120)
 {
 	char file[128], *out = NULL, *err = NULL;
 	const char *rargs[] = { "report", file, NULL };
-	pid_t pid;
+	const char *exe = built_path("tests/targets/s-record");
+	double t0 = now_s(), t_stop;
+	pid_t pid, target = 0;
 	int st, i;
 	struct stat sb;
+	bool alive;
 
 	tmpname(file, sizeof(file), "stall");
 	pid = fork();
@@ -548,22 +578,31 @@ TEST_TIMEOUT(stalled_tracer_drops_after_2s, 120)
 		dup2(nul, 1);
 		dup2(nul, 2);
 		execl(utrace(), "utrace", "record", "-b", "agent", "-o", file, "-f", "rec_*", "--",
-		      built_path("tests/targets/s-record"), "2", "1", "6", (char *)NULL);
+		      exe, "2", "1", "10", (char *)NULL);
 		_exit(127);
 	}
-	for (i = 0; i < 300; i++) {
+	for (i = 0; i < 400; i++) {
 		usleep(20000);
-		if (!stat(file, &sb) && sb.st_size > 200000)
+		if (!target)
+			target = launched(pid, exe);
+		if (target && !stat(file, &sb) && sb.st_size > 200000)
 			break;
 	}
-	CHECK(i < 300);
+	CHECK_MSG(i < 400, "no recording of 200 kB after %.1f s (target pid %d)", now_s() - t0,
+		  (int)target);
+	t_stop = now_s() - t0;
 	kill(pid, SIGSTOP);
-	usleep(3500000);
+	usleep(2500000);
+	alive = running(target);
+	usleep(1000000);
 	kill(pid, SIGCONT);
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "utrace status %#x", st);
+	CHECK_MSG(alive, "the target (10 s) ended within 2.5 s of the stall, begun at %.1f s",
+		  t_stop);
 	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
-	CHECK_MSG(err && strstr(err, "were lost"), "no loss said: %s", err ? err : "");
+	CHECK_MSG(err && strstr(err, "were lost"), "no loss said (stall begun at %.1f s): %s",
+		  t_stop, err ? err : "");
 	CHECK(report_calls(out, "rec_work") > 1000);
 	free(out);
 	free(err);

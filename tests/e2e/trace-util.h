@@ -34,6 +34,9 @@ const char *life(void);
 uint64_t life_sum(uint64_t threads, uint64_t batches);
 /* Threads of @pid that have a tracer. */
 int traced_threads(pid_t pid);
+
+/* A child of @u (any of its threads) running @exe, or 0. */
+pid_t launched(pid_t u, const char *exe);
 /*
  * Every r-xp mapping of @pid's program equals the file. Return: mappings
  * compared (> 0), or -1 on a difference or error.
