@@ -414,20 +414,23 @@ int uk_return_multi(struct pt_regs *ctx)
 /* ------------------------------------------------------------------------ */
 
 /*
- * The tracepoints' records (their "format" files; stable ABI): the common
- * header, then the syscall number and its arguments or return value.
+ * Raw tracepoints (attached by name through bpf(BPF_RAW_TRACEPOINT_OPEN)):
+ * unlike the tracefs ones they need no tracefs mounted (containers and
+ * minimal systems often have none: "cannot attach uk_sys_enter: No such
+ * file or directory") and cost less per event. sys_enter's arguments
+ * are (struct pt_regs *regs, long id), sys_exit's (regs, long ret); the
+ * system call's arguments are read from the saved user registers in the
+ * x86-64 syscall order: rdi, rsi, rdx, r10, r8, r9.
  */
-struct uk_tp_sys_enter {
-	__u64 common;
-	long id;
-	unsigned long args[6];
-};
-
-struct uk_tp_sys_exit {
-	__u64 common;
-	long id;
-	long ret;
-};
+static __always_inline void sc_args(const struct pt_regs *regs, __u64 *args)
+{
+	bpf_probe_read_kernel(&args[0], 8, &regs->rdi);
+	bpf_probe_read_kernel(&args[1], 8, &regs->rsi);
+	bpf_probe_read_kernel(&args[2], 8, &regs->rdx);
+	bpf_probe_read_kernel(&args[3], 8, &regs->r10);
+	bpf_probe_read_kernel(&args[4], 8, &regs->r8);
+	bpf_probe_read_kernel(&args[5], 8, &regs->r9);
+}
 
 /* processes whose syscalls count: UK_SC_TRACED, or UK_SC_AT_EXEC until their exec */
 struct {
@@ -471,25 +474,25 @@ static __always_inline int sc_traced(__u32 tgid)
 	return v && *v == UK_SC_TRACED;
 }
 
-SEC("tracepoint/raw_syscalls/sys_enter")
-int uk_sys_enter(struct uk_tp_sys_enter *ctx)
+SEC("raw_tracepoint/sys_enter")
+int uk_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32, i;
 	__u32 *v = bpf_map_lookup_elem(&sc_tgids, &tgid);
-	struct uk_sc_start st;
+	long nr = (long)ctx->args[1];
+	struct uk_sc_start st = {};
 
 	/*
 	 * a process waiting for its exec: only an execve, kept until its
 	 * return, which counts if the exec happened (uk_sc_exec())
 	 */
-	if (!v || (*v != UK_SC_TRACED && !(*v == UK_SC_AT_EXEC && ctx->id == 59)))
+	if (!v || (*v != UK_SC_TRACED && !(*v == UK_SC_AT_EXEC && nr == 59)))
 		return 0;
 	st.ts_ns = bpf_ktime_get_ns();
-	st.nr = ctx->id;
-	for (i = 0; i < 6; i++)
-		st.args[i] = ctx->args[i];
-	if ((ctx->id == 60 || ctx->id == 231) && *v == UK_SC_TRACED) {
+	st.nr = nr;
+	sc_args((const struct pt_regs *)ctx->args[0], st.args);
+	if ((nr == 60 || nr == 231) && *v == UK_SC_TRACED) {
 		/* exit, exit_group: no return to record them at; recorded here (dur ~0) */
 		__u32 zero = 0, *conf = bpf_map_lookup_elem(&sc_conf, &zero);
 		struct uk_sc_rec r = {
@@ -498,7 +501,7 @@ int uk_sys_enter(struct uk_tp_sys_enter *ctx)
 			.tgid = tgid,
 			.tid = tid,
 			.ts_ns = st.ts_ns,
-			.nr = ctx->id,
+			.nr = nr,
 			.dur_ns = ~0ULL,
 		};
 
@@ -514,15 +517,15 @@ int uk_sys_enter(struct uk_tp_sys_enter *ctx)
 	return 0;
 }
 
-SEC("tracepoint/raw_syscalls/sys_exit")
-int uk_sys_exit(struct uk_tp_sys_exit *ctx)
+SEC("raw_tracepoint/sys_exit")
+int uk_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), dur, old;
 	__u32 tid = (__u32)id, tgid = id >> 32, nr, i, zero = 0;
 	struct uk_sc_start *st = bpf_map_lookup_elem(&sc_start, &tid);
 	__u32 *conf = bpf_map_lookup_elem(&sc_conf, &zero);
 	struct uk_sc_counts *c;
-	long ret = ctx->ret;
+	long ret = (long)ctx->args[1];
 
 	if (!st)
 		return 0;
@@ -585,8 +588,8 @@ int uk_sys_exit(struct uk_tp_sys_exit *ctx)
  * counts (its entry kept by uk_sys_enter()); the failed ones before it
  * (the launcher's search of $PATH) did not.
  */
-SEC("tracepoint/sched/sched_process_exec")
-int uk_sc_exec(void *ctx)
+SEC("raw_tracepoint/sched_process_exec")
+int uk_sc_exec(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, traced = UK_SC_TRACED;

@@ -21,6 +21,14 @@
 #include "utrace/utrace.h"
 #include "ptrace-util.h"
 
+/* run a utrace command line that must exit 0; on failure its stderr tells why */
+#define RUN_OK(argv, out, err)                                                            \
+	do {                                                                              \
+		int rc_ = harness_run(argv, out, err, 60);                                \
+		CHECK_MSG(rc_ == 0, "%s %s %s ... exit %d: %.600s", (argv)[0], (argv)[1], \
+			  (argv)[2], rc_, *(err) ? *(err) : "");                          \
+	} while (0)
+
 /* each test has its own targets; bpftrace probes a private copy */
 HARNESS_JOBS(2)
 
@@ -697,7 +705,7 @@ TEST_TIMEOUT(cli_hist, 120)
 		char *argv[] = { (char *)utrace, "-b", "kernel", "-H", "-f",
 				 "timed",	 "--", tgt,	 NULL };
 
-		CHECK_EQ(harness_run(argv, &out, &err, 60), 0);
+		RUN_OK(argv, &out, &err);
 	}
 	CHECK_MSG(err && strstr(err, "@timed [s-timed:timed]: 3 calls, latency"), "%s", err);
 	CHECK_MSG(!strstr(err, "us)") && !strstr(err, "[1ms, 2ms)"), "%s", err);
@@ -846,7 +854,7 @@ TEST_TIMEOUT(cli_all_processes, 180)
 
 		snprintf(cmd, sizeof(cmd), "%s mt 3 1; %s mt 2 1", copy, copy);
 		argv[7] = cmd;
-		CHECK_EQ(harness_run(argv, &out, &err, 60), 0);
+		RUN_OK(argv, &out, &err);
 		for (p = err; p && (p = strstr(p, "] s-uprobes[")); p++)
 			lines++;
 		CHECK_MSG(lines == 5, "%d lines with a comm and pid: %s", lines, err);
@@ -982,7 +990,7 @@ TEST_TIMEOUT(cli_syscalls_counted_as_strace, 180)
 		char *argv[] = { (char *)utrace, "-b",	    "kernel", "-c",	      "-s", "-F",
 				 "--",		 "/bin/sh", "-c",     (char *)script, NULL };
 
-		CHECK_EQ(harness_run(argv, &out, &err, 60), 0);
+		RUN_OK(argv, &out, &err);
 		k = sc_rows(err);
 		free(out);
 		free(err);
@@ -993,7 +1001,7 @@ TEST_TIMEOUT(cli_syscalls_counted_as_strace, 180)
 		char *argv[] = { (char *)utrace, "-b",	    "ptrace", "-c",	      "-s", "-F",
 				 "--",		 "/bin/sh", "-c",     (char *)script, NULL };
 
-		CHECK_EQ(harness_run(argv, &out, &err, 60), 0);
+		RUN_OK(argv, &out, &err);
 		p = sc_rows(err);
 		free(out);
 		free(err);
@@ -1004,7 +1012,7 @@ TEST_TIMEOUT(cli_syscalls_counted_as_strace, 180)
 		char *argv[] = { "/usr/bin/strace", "-c", "-f", "/bin/sh", "-c",
 				 (char *)script,    NULL };
 
-		CHECK_EQ(harness_run(argv, &out, &err, 60), 0);
+		RUN_OK(argv, &out, &err);
 		p = sc_rows(err);
 		CHECK_STREQ(k, p);
 		harness_note("kernel = strace -c -f:\n%s", k);
@@ -1090,7 +1098,7 @@ TEST_TIMEOUT(cli_follow_forks, 120)
 
 		if (i == 1)
 			argv[4] = "-q"; /* no -F */
-		CHECK_EQ(harness_run(argv, &out, &err, 60), 0);
+		RUN_OK(argv, &out, &err);
 		CHECK_MSG(row_calls(err, "work") == (i == 1 ? 200 : 250), "%s %s: %s", argv[2],
 			  argv[4], err);
 		free(out);
