@@ -86,7 +86,7 @@ struct cli_opts {
 	const char *output; /* -o */
 	enum cli_format format;
 	bool follow_forks; /* -F */
-	bool lossy; /* --lossy: utrace record drops (and counts) when a ring is full */
+	bool lossy; /* --lossy: drop (and count) when a ring is full, never wait */
 	bool all; /* -a: every process that runs the SPECs' files (the kernel backend) */
 	enum cli_backend backend;
 	double duration; /* -d SEC, 0 = none */

@@ -2494,6 +2494,9 @@ int cmd_trace_agent(struct cli_opts *opts, const struct cli_probe *probes, int n
 	}
 	if (opts->follow_forks)
 		ho.flags |= UTRACE_ARENA_F_FOLLOW_FORK; /* fork children keep their probes */
+	/* a full ring makes the hit wait for the drain, bounded (agent/ring.c) */
+	if (!opts->lossy)
+		ho.flags |= UTRACE_ARENA_F_RING_WAIT;
 	why = trace_agent_unsupported(opts);
 	if (why) {
 		cli_error("%s is not available with the agent backend yet (use -b ptrace)", why);

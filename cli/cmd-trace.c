@@ -2128,7 +2128,7 @@ int cmd_trace(struct cli_opts *opts)
 	uint64_t deadline = 0;
 	const char *auto_why = "", *no_agent;
 	static char why[640], agent_why[PATH_MAX + 128];
-	int ret, err, r, i;
+	int ret, err, r, i, polled = 0;
 
 	memset(t, 0, sizeof(*t));
 	t->opts = opts;
@@ -2176,6 +2176,8 @@ int cmd_trace(struct cli_opts *opts)
 		uopts.agent_path = trace_agent_path();
 		/* the program's waits never see a stop of ours once it is armed */
 		uopts.agent_untraced = true;
+		/* a burst is delivered, not dropped: a full ring waits (agent/ring.c) */
+		uopts.flags |= opts->lossy ? 0 : UTRACE_UPROBES_RING_WAIT;
 		auto_why = opts->backend == CLI_BACKEND_AUTO ?
 				   " (auto: the agent could be loaded, handlers run in the probed "
 				   "threads)" :
@@ -2390,7 +2392,16 @@ int cmd_trace(struct cli_opts *opts)
 	}
 
 	for (;;) {
-		r = utrace_session__run(t->s, output_live_wait(&t->out, timeout_left(deadline)));
+		int wait = output_live_wait(&t->out, timeout_left(deadline));
+
+		/*
+		 * The library's rings: drained between 1 ms runs of the
+		 * session, without waiting while they hold records (a full
+		 * ring makes the probed thread wait for this drain)
+		 */
+		if (t->lib)
+			wait = polled > 0 ? 0 : wait > 1 ? 1 : wait;
+		r = utrace_session__run(t->s, wait);
 		if (t->lib && t->opts->stack && t->main_pid && kill(t->main_pid, 0) == 0) {
 			/*
 			 * -k: the image while it can be read (records may come
@@ -2402,7 +2413,7 @@ int cmd_trace(struct cli_opts *opts)
 				symcache_get(t, t->main_pid, true);
 		}
 		if (t->lib)
-			utrace_uprobes__poll(t->up, on_record, t, 0); /* the rings, never waits */
+			polled = utrace_uprobes__poll(t->up, on_record, t, 0); /* never waits */
 		output_live(&t->out);
 		if (r == UTRACE_RUN_TIMEOUT && (!deadline || now_mono_ns() < deadline))
 			continue; /* the live-output bound, not -d */

@@ -166,7 +166,8 @@ static void usage(FILE *f)
 		"                           before or after (implies -b kernel)\n"
 		"  -b, --backend auto|agent|ptrace|kernel\n"
 		"  -d, --duration SEC       detach after SEC seconds\n"
-		"      --lossy              utrace record: drop (and count) rather than wait\n"
+		"      --lossy              drop (and count) events when a ring is full,\n"
+		"                           rather than make the probed thread wait\n"
 		"  -t, -tt, -ttt, -T        timestamps and durations, as in strace\n"
 		"  -q, -v                   quieter, more verbose\n"
 		"      --color auto|always|never\n"
@@ -1270,12 +1271,6 @@ int main(int argc, char **argv)
 		argv++;
 	}
 	if (parse_args(argc, argv, &opts)) {
-		opts_clear(&opts);
-		return check_output(EXIT_USAGE);
-	}
-	if (opts.lossy && !record) {
-		/* live tracing drops when its rings are full anyway (docs/record.md) */
-		cli_error("--lossy is an option of utrace record");
 		opts_clear(&opts);
 		return check_output(EXIT_USAGE);
 	}

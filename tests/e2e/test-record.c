@@ -327,7 +327,9 @@ TEST_TIMEOUT(killed_tracer, 120)
 	kill(pid, SIGKILL);
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(!stat(file, &sb) && sb.st_size > 300000);
-	CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+	i = run_utrace(rargs, &out, &err);
+	CHECK_MSG(i == 0, "report of the cut file (%lld bytes): exit %d: %s", (long long)sb.st_size,
+		  i, err ? err : "");
 	CHECK_MSG(err && strstr(err, "cut short"), "%s", err ? err : "");
 	CHECK_MSG(report_calls(out, "rec_work") > 1000, "%s", out);
 	free(out);

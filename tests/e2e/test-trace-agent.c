@@ -343,12 +343,16 @@ TEST_TIMEOUT(summary_counts_calls_at_entry, 120)
 	free(aerr);
 }
 
+/*
+ * --lossy: a full ring drops and counts (rings of 16 records); what was
+ * delivered plus what was lost is every event.
+ */
 TEST_TIMEOUT(agent_drops_are_counted, 120)
 {
 	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
 	int fd = mkstemp(file);
-	const char *args[] = { "-b",   "agent", "--format", "json",  "-o",     file, "-f",
-			       "work", "--",	target(),   "calls", "200000", NULL };
+	const char *args[] = { "-b", "agent", "--lossy", "--format", "json",  "-o",	file,
+			       "-f", "work",  "--",	 target(),   "calls", "200000", NULL };
 	const char *py_lost = "import json, sys\n"
 			      "ev = 0; lost = 0\n"
 			      "for line in open(sys.argv[1]):\n"
@@ -373,6 +377,47 @@ TEST_TIMEOUT(agent_drops_are_counted, 120)
 		CHECK_EQ(run_python(py_lost, file, &py), 0);
 		note_lines(py);
 		CHECK_MSG(strstr(py, "events+lost 400000 lost>0 True"), "lib %d: %s", lib, py);
+		free(out);
+		free(err);
+		free(py);
+	}
+	unlink(file);
+}
+
+/*
+ * Without --lossy a live trace loses nothing: a full ring (16 records
+ * here) makes the probed thread wait for the tracer's drain. Every one
+ * of the 2 x 20000 events is in the JSON, none lost, on the CLI's agent
+ * path and the library's.
+ */
+TEST_TIMEOUT(agent_live_is_lossless, 120)
+{
+	char file[] = "/tmp/utrace-e2e-agent-XXXXXX";
+	int fd = mkstemp(file);
+	const char *args[] = { "-b",   "agent", "--format", "json",  "-o",    file, "-f",
+			       "work", "--",	target(),   "calls", "20000", NULL };
+	const char *py_count = "import json, sys\n"
+			       "n = {}\n"
+			       "for line in open(sys.argv[1]):\n"
+			       "    t = json.loads(line)['type']\n"
+			       "    n[t] = n.get(t, 0) + 1\n"
+			       "print('entry', n.get('entry'), 'return', n.get('return'),"
+			       " 'lost', n.get('lost', 0))\n";
+	char *out = NULL, *err = NULL, *py = NULL;
+	int lib;
+
+	CHECK(fd >= 0);
+	close(fd);
+	for (lib = 0; lib < 2; lib++) {
+		setenv("UTRACE_AGENT_RING", "16", 1);
+		if (lib)
+			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		unsetenv("UTRACE_AGENT_RING");
+		unsetenv("UTRACE_CLI_LIBAGENT");
+		CHECK_MSG(!strstr(err, "lost"), "lib %d: %s", lib, err);
+		CHECK_EQ(run_python(py_count, file, &py), 0);
+		CHECK_MSG(strstr(py, "entry 20000 return 20000 lost 0\n"), "lib %d: %s", lib, py);
 		free(out);
 		free(err);
 		free(py);
