@@ -288,11 +288,23 @@ static struct aggr_stat *point_stat(struct tracer *t, const struct utrace_probe_
 	return st;
 }
 
+/* the first line of @path into @buf (no newline), or "" */
+static void read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
 static void thread_seen(struct tracer *t, pid_t pid, pid_t tid)
 {
 	struct seen **pp = &t->seen[(unsigned int)tid % SEEN_HASH], *s;
 	char path[64], comm[64] = "";
-	FILE *f;
 
 	for (s = *pp; s; s = s->next)
 		if (s->tid == tid)
@@ -305,12 +317,23 @@ static void thread_seen(struct tracer *t, pid_t pid, pid_t tid)
 	*pp = s;
 	if (!t->chrome_on)
 		return;
+	/*
+	 * Records can be drained after their thread (or process) is gone
+	 * (the library's agent path): then the process's name, else the
+	 * command's, as a thread's comm is its process's unless it renamed
+	 * itself.
+	 */
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(comm, sizeof(comm), f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
+	read_line(path, comm, sizeof(comm));
+	if (!comm[0]) {
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		read_line(path, comm, sizeof(comm));
+	}
+	if (!comm[0] && pid == t->main_pid && t->opts->exe) {
+		const char *b = strrchr(t->opts->exe, '/');
+
+		/* the kernel's comm: the exec'd file's base name, 15 bytes */
+		snprintf(comm, 16, "%s", b ? b + 1 : t->opts->exe);
 	}
 	if (tid == pid)
 		chrome_name_process(&t->chrome, pid, comm[0] ? comm : "?");
@@ -355,8 +378,11 @@ static struct symcache *symcache_get(struct tracer *t, pid_t pid, bool refresh)
 		struct utrace_maps *m = utrace_maps__read(pid);
 		struct utrace_image *img = m ? utrace_image__open_pid(pid) : NULL;
 
-		/* a process gone keeps the image it was last seen with */
-		if (m && img) {
+		/*
+		 * a process gone keeps the image it was last seen with (a
+		 * zombie, which kill(pid, 0) still finds, has no mappings)
+		 */
+		if (m && m->nr && img) {
 			utrace_maps__free(c->maps);
 			utrace_image__close(c->img);
 			c->maps = m;
@@ -391,13 +417,37 @@ static void symcache_clear(struct tracer *t)
 }
 
 /* Has @pid mapped more since @c was read (a dlopen)? Compares the mapping count. */
+/*
+ * @pid's executable mappings are not those @c was read with: a library
+ * came or went, or an exec (a launched command's first read can be of the
+ * child before its exec, utrace's own image, with as many mappings as the
+ * command's: counting them was not enough).
+ */
 static bool maps_grew(pid_t pid, const struct symcache *c)
 {
 	struct utrace_maps *m = utrace_maps__read(pid);
-	bool grew = m && c->maps && m->nr != c->maps->nr;
+	bool changed = false;
+	size_t i, j;
 
+	if (!m || !c->maps) {
+		utrace_maps__free(m);
+		return false;
+	}
+	for (i = j = 0; !changed; i++, j++) {
+		while (i < m->nr && !(m->maps[i].prot & UTRACE_MAP_EXEC))
+			i++;
+		while (j < c->maps->nr && !(c->maps->maps[j].prot & UTRACE_MAP_EXEC))
+			j++;
+		if (i >= m->nr || j >= c->maps->nr) {
+			changed = (i >= m->nr) != (j >= c->maps->nr);
+			break;
+		}
+		changed = m->maps[i].start != c->maps->maps[j].start ||
+			  m->maps[i].end != c->maps->maps[j].end ||
+			  m->maps[i].inode != c->maps->maps[j].inode;
+	}
 	utrace_maps__free(m);
-	return grew;
+	return changed;
 }
 
 static bool is_code(struct symcache *c, uint64_t addr)
@@ -1714,8 +1764,10 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 /* The built-in actions of a -f/-u/-r SPEC on the library's agent. */
 static void lib_probe_opts(struct tracer *t, const struct tprobe *tp, struct utrace_probe_opts *po)
 {
-	unsigned int counts = (t->opts->summary || t->opts->hist) ? UTRACE_ACT_COUNT : 0;
-	unsigned int rec = t->quiet_events ? 0 : UTRACE_ACT_RECORD;
+	/* -v: its last line adds up the entry hits (report_missed()) */
+	unsigned int counts =
+		(t->opts->summary || t->opts->hist || t->opts->verbose > 0) ? UTRACE_ACT_COUNT : 0;
+	unsigned int rec = t->quiet_events && !t->chrome_on ? 0 : UTRACE_ACT_RECORD;
 
 	po->handler = NULL;
 	po->ret_handler = NULL;
@@ -2371,7 +2423,11 @@ int cmd_trace(struct cli_opts *opts)
 					 agent_why);
 				auto_why = why;
 			}
-			if (opts->verbose > 0)
+			if (opts->verbose > 0 && opts->nr_pids > 1)
+				cli_error("backend: %s (%d processes)%s",
+					  utrace_backend_str(utrace_uprobes__backend(t->up)),
+					  opts->nr_pids, auto_why);
+			else if (opts->verbose > 0)
 				cli_error("backend: %s%s",
 					  utrace_backend_str(utrace_uprobes__backend(t->up)),
 					  auto_why);
