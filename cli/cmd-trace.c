@@ -121,6 +121,7 @@ struct tracer {
 	bool chrome_on;
 	bool syscalls_on; /* -s: cmd-syscalls.c's engine in this session (syscalls_embed()) */
 	bool quiet_events; /* -c / -H: no per-event lines */
+	bool corrupt; /* a process's agent arena failed a check (the library detached it) */
 	struct aggr aggr;
 	struct tprobe *probes;
 	int nr_probes;
@@ -2470,6 +2471,10 @@ int cmd_trace(struct cli_opts *opts)
 		}
 		if (t->lib)
 			polled = utrace_uprobes__poll(t->up, on_record, t, 0); /* never waits */
+		if (polled == -EBADMSG) {
+			t->corrupt = true; /* the library said which process, and detached it */
+			polled = 0;
+		}
 		output_live(&t->out);
 		if (r == UTRACE_RUN_TIMEOUT && (!deadline || now_mono_ns() < deadline))
 			continue; /* the live-output bound, not -d */
@@ -2533,7 +2538,8 @@ all_done:
 		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
 			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	} else {
-		ret = 0; /* attach mode: a clean detach */
+		/* attach mode: a clean detach, unless a process's arena was corrupt */
+		ret = t->corrupt ? EXIT_TRACE : 0;
 	}
 	for (i = 0; i < t->nr_injects; i++)
 		if (opts->verbose > 0)

@@ -103,6 +103,7 @@ struct agent_proc {
 	bool anchored; /* only the control thread stays traced (anchor()) */
 	bool dl_pending; /* anchored: the control thread's dl int3 was seen, re-plan */
 	bool attached; /* agent_attach(): injected, its control thread the one traced */
+	bool corrupt_said; /* its arena failed a check: said once, the process to detach */
 	bool dirty; /* points to plan or disarm at the next commit */
 	uint64_t hello_site; /* runtime address of the hello int3 */
 	uint64_t dl_site; /* ... and of the dlopen/dlclose one */
@@ -964,6 +965,30 @@ static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, sig
 }
 
 /* After a stop: an anchored process's dlopen()/dlclose(), its control thread running. */
+/*
+ * The processes whose arena failed a check go (their probes out through
+ * the agent's DETACH, as at any detach); not while the session dispatches
+ * an event (a poll from an exit callback): then at its after hook
+ * (@in_hook: called from it, where the session's deferred work runs).
+ */
+static void detach_corrupt(struct utrace_uprobes *up, bool in_hook)
+{
+	struct uprobes_proc *pp;
+
+	if (!up->s || up->s->dispatch_depth || (up->s->in_after && !in_hook) || up->hit_depth)
+		return;
+	for (pp = up->procs; pp;) {
+		struct agent_proc *ap = pp->priv;
+
+		if (ap && ap->corrupt_said) {
+			utrace_uprobes__detach_pid(up, pp->pid);
+			pp = up->procs; /* the list changed */
+			continue;
+		}
+		pp = pp->next;
+	}
+}
+
 static void agent_after(struct utrace_uprobes *up)
 {
 	struct uprobes_proc *pp;
@@ -976,6 +1001,7 @@ static void agent_after(struct utrace_uprobes *up)
 			check_images(pp, ap);
 		}
 	}
+	detach_corrupt(up, true);
 }
 
 /*
@@ -1263,6 +1289,7 @@ static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ct
 {
 	struct agent_layer *al = layer(up);
 	struct uprobes_proc *pp;
+	pid_t corrupt = 0;
 	int r;
 
 	al->fn = fn;
@@ -1274,12 +1301,25 @@ static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ct
 			struct agent_proc *ap = pp->priv;
 			uint64_t drops;
 
-			if (!ap || !ap->ready)
+			if (!ap || !ap->ready || ap->corrupt_said)
 				continue;
 			check_images(pp, ap);
 			draining = ap;
 			ahost_drain(&ap->h, on_record, al);
 			draining = NULL;
+			if (ap->h.corrupt) {
+				/*
+				 * The target wrote what its agent never would
+				 * (lib/agent-arena.c's checks): nothing more of
+				 * it is believed; its probes go (the agent's
+				 * DETACH, as at any detach) once out of this loop.
+				 */
+				pr_warn("the agent's arena in pid %d is corrupt (%s): detaching\n",
+					(int)ap->pid, ap->h.why);
+				ap->corrupt_said = true;
+				corrupt = ap->pid;
+				continue;
+			}
 			drops = ahost_drops(&ap->h);
 			if (drops > ap->drops && !al->fn_ret) {
 				struct utrace_record lr = { .sz = sizeof(lr),
@@ -1295,6 +1335,10 @@ static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ct
 		}
 		if (al->fn_ret)
 			return al->fn_ret;
+		if (corrupt) {
+			detach_corrupt(up, false);
+			return -EBADMSG;
+		}
 		if (al->delivered || !timeout_ms || !up->s)
 			return al->delivered;
 		/*

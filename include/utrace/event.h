@@ -125,7 +125,9 @@ typedef int (*utrace_record_fn_t)(const struct utrace_record *ev, void *ctx);
  * (the stops are where the events come from); with the agent it drains
  * the target's rings. Dropped records arrive as UTRACE_REC_LOST.
  * @return the number of events delivered (>= 0); @fn's nonzero return;
- * or a negative error code
+ * or a negative error code: -EBADMSG when a process's agent arena failed a
+ * check (the target wrote what its agent never would): said through the
+ * log, that process detached (its probes out), the others traced on
  */
 UTRACE_API int utrace_uprobes__poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ctx,
 				    int timeout_ms);

@@ -144,6 +144,19 @@ TEST_TIMEOUT(launch_malformed_records, 60)
 	launch_mode("records");
 }
 
+/*
+ * The same on the library's agent (lib/backend-agent.c): the poll says it
+ * (-EBADMSG), the process is detached, the CLI exits 1 in attach mode.
+ */
+TEST_TIMEOUT(library_agent_attach_and_launch, 120)
+{
+	setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+	attach_mode("records");
+	attach_mode("header");
+	launch_mode("records");
+	unsetenv("UTRACE_CLI_LIBAGENT");
+}
+
 /* A fork announcement for pid 1 (not a child): ignored, not opened. */
 TEST_TIMEOUT(attach_fork_entry_naming_pid_1_is_ignored, 60)
 {
