@@ -1969,10 +1969,23 @@ static void report_missed(struct tracer *t, bool detached)
 			  "exceptions, or nesting deeper than 64 calls)",
 			  st.missed_returns);
 	/* one shape for every backend (test-agent-behaviour.c reads it) */
-	if (t->opts->verbose > 0)
+	if (t->opts->verbose > 0 && t->lib && t->opts->nr_pids > 1) {
+		/* several pids: one line each, as cmd-trace-agent.c says them */
+		for (i = 0; i < t->opts->nr_pids; i++) {
+			struct utrace_uprobes_stats ps;
+
+			if (utrace_uprobes__pid_stats(t->up, t->opts->pids[i], &ps))
+				continue;
+			cli_error("pid %d: %" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
+				  " returns missed, %" PRIu64 " probe points%s",
+				  (int)t->opts->pids[i], ps.hits, ps.returns, ps.missed_returns,
+				  ps.points, detached ? " (detached)" : "");
+		}
+	} else if (t->opts->verbose > 0) {
 		cli_error("%" PRIu64 " entry hits, %" PRIu64 " returns, %" PRIu64
 			  " returns missed, %" PRIu64 " probe points%s",
 			  hits, rets, st.missed_returns, st.points, detached ? " (detached)" : "");
+	}
 }
 
 /* The layer and its probes go; what the session still reports finds none. */

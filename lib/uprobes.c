@@ -1486,6 +1486,49 @@ int utrace_uprobes__stats(const struct utrace_uprobes *up, struct utrace_uprobes
 	return 0;
 }
 
+int utrace_uprobes__pid_stats(const struct utrace_uprobes *up, pid_t pid,
+			      struct utrace_uprobes_stats *st)
+{
+	const struct utrace_probe *p;
+	const struct uprobes_retired *r;
+	const struct uprobes_proc *pp;
+	bool known = false;
+	unsigned int i, k;
+
+	if (!up || !st || pid <= 0)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	/* the points gone (an exited process, an exec's old image): their probes keep them */
+	for (p = up->probes; p; p = p->next)
+		for (r = p->retired; r; r = r->next)
+			if (r->pid == pid) {
+				known = true;
+				st->hits += r->c.calls;
+				st->returns += r->c.returns;
+				st->missed_returns += r->c.missed_returns;
+			}
+	for (pp = up->procs; pp && pp->pid != pid; pp = pp->next)
+		;
+	for (i = 0; pp && i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			st->points++;
+			for (k = 0; k < pt->nr_probes; k++) {
+				struct utrace_probe_counts one = pt->pcnt[k];
+
+				if (up->ops->point_counts)
+					up->ops->point_counts((struct uprobes_proc *)pp, pt,
+							      pt->probes[k], &one);
+				st->hits += one.calls;
+				st->returns += one.returns;
+				st->missed_returns += one.missed_returns;
+			}
+		}
+	}
+	return pp || known ? 0 : -ESRCH;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Hits                                                                      */
 /* ------------------------------------------------------------------------ */
@@ -2030,18 +2073,21 @@ void uprobes_counts_add(struct utrace_probe_counts *c, const struct utrace_probe
 void uprobes_retire_counts(struct utrace_probe *p, const struct probe_point *pt,
 			   const struct utrace_probe_counts *c)
 {
+	pid_t pid = pt->proc ? pt->proc->pid : 0;
 	struct uprobes_retired *r;
 
 	if (!c->calls && !c->returns && !c->timed && !c->injected && !c->errors &&
 	    !c->missed_returns)
 		return;
+
 	for (r = p->retired; r; r = r->next)
-		if (!strcmp(r->name, pt->name ? pt->name : "?"))
+		if (r->pid == pid && !strcmp(r->name, pt->name ? pt->name : "?"))
 			break;
 	if (!r) {
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return;
+		r->pid = pid;
 		r->name = strdup(pt->name ? pt->name : "?");
 		r->symbol = pt->symbol ? strdup(pt->symbol) : NULL;
 		r->object = pt->object ? strdup(pt->object) : NULL;

@@ -60,6 +60,7 @@ struct utrace_probe {
 /* The built-in figures of a probe at points that are gone (exit, exec, unload). */
 struct uprobes_retired {
 	struct uprobes_retired *next;
+	pid_t pid; /* the process the point was in (utrace_uprobes__pid_stats()) */
 	char *name, *symbol, *object;
 	struct utrace_probe_counts c;
 };

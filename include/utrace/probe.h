@@ -243,6 +243,17 @@ UTRACE_API int utrace_uprobes__stats(const struct utrace_uprobes *up,
 				     struct utrace_uprobes_stats *st);
 
 /**
+ * @brief **utrace_uprobes__pid_stats()** one process's share, from its
+ * probes' figures (on every backend, the in-target counters included):
+ * hits (entry calls counted), returns, missed_returns, and points (armed
+ * in it now); the other fields are 0. A process gone or detached keeps
+ * its hits and returns.
+ * @return 0; -ESRCH if @pid was never traced by @up; -EINVAL
+ */
+UTRACE_API int utrace_uprobes__pid_stats(const struct utrace_uprobes *up, pid_t pid,
+					 struct utrace_uprobes_stats *st);
+
+/**
  * Handler return values. UTRACE_PROBE_OK: go on. UTRACE_PROBE_REMOVE:
  * unregister this probe after the hit (deferred, like any unregistration from
  * a handler).

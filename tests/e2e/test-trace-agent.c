@@ -499,25 +499,32 @@ TEST_TIMEOUT(agent_several_pids, 120)
 	char pids[32], ap[40], bp[40];
 	const char *args[] = { "-v", "-b", "agent", "-f", "work", "-p", pids, "-d", "1", NULL };
 	char *out = NULL, *err = NULL;
+	int lib;
 
 	snprintf(pids, sizeof(pids), "%d,%d", (int)a.pid, (int)b.pid);
 	CHECK_EQ(code_matches_file(a.pid), 1);
-	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	CHECK(strstr(err, "utrace: backend: agent (2 processes)\n"));
-	snprintf(ap, sizeof(ap), "[%d] work(", (int)a.pid);
-	snprintf(bp, sizeof(bp), "[%d] work(", (int)b.pid);
-	CHECK(count(err, ap) > 10);
-	CHECK(count(err, bp) > 10);
-	snprintf(ap, sizeof(ap), "pid %d: ", (int)a.pid);
-	snprintf(bp, sizeof(bp), "pid %d: ", (int)b.pid);
-	CHECK(strstr(err, ap) && strstr(err, bp));
-	CHECK_EQ(count(err, "probe points (detached)\n"), 2);
-	CHECK_EQ(code_matches_file(a.pid), 1);
-	CHECK_EQ(code_matches_file(b.pid), 1);
+	/* the CLI's agent path, then the library's (utrace_uprobes__pid_stats() lines) */
+	for (lib = 0; lib < 2; lib++) {
+		if (lib)
+			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		unsetenv("UTRACE_CLI_LIBAGENT");
+		CHECK_MSG(strstr(err, "utrace: backend: agent (2 processes)\n"), "lib %d", lib);
+		snprintf(ap, sizeof(ap), "[%d] work(", (int)a.pid);
+		snprintf(bp, sizeof(bp), "[%d] work(", (int)b.pid);
+		CHECK(count(err, ap) > 10);
+		CHECK(count(err, bp) > 10);
+		snprintf(ap, sizeof(ap), "pid %d: ", (int)a.pid);
+		snprintf(bp, sizeof(bp), "pid %d: ", (int)b.pid);
+		CHECK_MSG(strstr(err, ap) && strstr(err, bp), "lib %d", lib);
+		CHECK_EQ(count(err, "probe points (detached)\n"), 2);
+		CHECK_EQ(code_matches_file(a.pid), 1);
+		CHECK_EQ(code_matches_file(b.pid), 1);
+		free(out);
+		free(err);
+	}
 	bg_finish(&a);
 	bg_finish(&b);
-	free(out);
-	free(err);
 }
 
 TEST(agent_bad_input_one_line)
