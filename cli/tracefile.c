@@ -7,7 +7,9 @@
  * Each block goes out in one write(2) of a whole block (header and
  * payload), so a tracer killed between two writes leaves a file whose
  * blocks are all complete, and one killed inside a write leaves at most
- * one partial block at the end, which the reader skips and reports.
+ * one partial block at the end, cut on a page boundary, which the reader
+ * skips (a note: cut short). A partial block ending anywhere else is a
+ * file truncated afterwards: reported, exit 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +27,8 @@
 
 #define TF_HDR_SIZE 16
 #define TF_BLK_HDR 8
+/* the page size of x86_64, where a killed writev() stops (tf_reader_open) */
+#define TF_PAGE 4096
 /* the largest event record: tag, ids, 6 args, 7 strings of 1024, 32 frames */
 #define TF_EV_MAX (64 + 6 * 10 + 7 * (2 + 10 + 1024) + 1 + 32 * 10)
 
@@ -551,7 +555,7 @@ struct tf_reader {
 	size_t nr_points;
 	struct rthread *threads;
 	size_t nr_threads;
-	bool complete;
+	bool complete, cut_by_kill;
 	uint64_t truncated, lost;
 	char corrupt[160];
 };
@@ -762,6 +766,16 @@ struct tf_reader *tf_reader_open(const char *path, char *why, size_t whylen)
 			break; /* MAPS, BUILDID: for symbolisers */
 		}
 	}
+	/*
+	 * A partial last block that ends on a page boundary is what SIGKILL
+	 * leaves when it hits the tracer inside write_block()'s writev(): the
+	 * kernel's generic_perform_write() checks fatal_signal_pending()
+	 * before each page it copies and returns the short count written so
+	 * far. That file is a killed recording (read up to its last whole
+	 * block, a note, exit 0), not one cut by hand or by a full disk.
+	 */
+	if (r->truncated && !r->complete && !(r->size % TF_PAGE))
+		r->cut_by_kill = true;
 done:
 	return r;
 oom:
@@ -812,7 +826,7 @@ bool tf_reader_complete(const struct tf_reader *r)
 
 uint64_t tf_reader_truncated(const struct tf_reader *r)
 {
-	return r->truncated;
+	return r->cut_by_kill ? 0 : r->truncated;
 }
 
 const char *tf_reader_corrupt(const struct tf_reader *r)
