@@ -105,6 +105,10 @@ struct agent_proc {
 	bool attached; /* agent_attach(): injected, its control thread the one traced */
 	bool corrupt_said; /* its arena failed a check: said once, the process to detach */
 	bool dirty; /* points to plan or disarm at the next commit */
+	bool exec_wait; /* anchored, launched: exec'ed, its new image's agent not seen yet */
+	uint32_t exec_seen; /* the agent's exec_seq handled */
+	uint64_t exec_since; /* when exec_wait began (follow_execs()) */
+	bool exec_waited; /* follow_execs() waited for this exec's agent once */
 	uint64_t hello_site; /* runtime address of the hello int3 */
 	uint64_t dl_site; /* ... and of the dlopen/dlclose one */
 	uint64_t maps_hash, maps_at; /* injected: maps_changed() */
@@ -540,6 +544,13 @@ static int agent_proc_init(struct uprobes_proc *pp)
 		pp->priv = ap; /* agent_attach()'s */
 		return 0;
 	}
+	if (ap && ap->exec_wait) {
+		/* follow_execs(): the new image's agent serves commands already */
+		ap->exec_wait = false;
+		ap->ready = true;
+		pp->priv = ap;
+		return 0;
+	}
 	if (ap) {
 		/* launched (or exec'ed): its constructor says hello when READY */
 		ap->pid = pp->pid;
@@ -587,6 +598,25 @@ static bool proc_is_zombie(pid_t pid)
 	return proc_status_field(pid, "State", st, sizeof(st)) < 0 || st[0] == 'Z' || st[0] == 'X';
 }
 
+/*
+ * An exec: the old image's probes and XOL areas are gone with it. Every id
+ * it used is forgotten without a byte written (GONE), so that the new
+ * image's agent never arms one at an address that now holds other code;
+ * the areas are planned anew (an old area's address, in reach of the new
+ * code by chance of ASLR, would be unmapped: 1 run in 5 counted 0).
+ */
+static void image_gone(struct agent_proc *ap)
+{
+	uint32_t id;
+
+	for (id = 0; id < ap->h.nr_probes; id++)
+		ahost_set_want(&ap->h, (int)id, UTRACE_PS_GONE);
+	ap->h.xol_base = ap->h.xol_next = ap->h.xol_end = 0;
+	ap->h.nr_areas = ap->h.cur_area = 0;
+	ap->hello_site = ap->dl_site = 0; /* a new image: new addresses */
+	memset(ap->by_id, 0, AGENT_PROBES * sizeof(*ap->by_id));
+}
+
 static void agent_proc_forget(struct uprobes_proc *pp)
 {
 	struct agent_layer *al = layer(pp->up);
@@ -598,32 +628,39 @@ static void agent_proc_forget(struct uprobes_proc *pp)
 	if (ap->anchored) {
 		/*
 		 * The control thread went without a release: the process
-		 * exited, or exec'ed (an untraced exec kills it): not followed
-		 * yet; its new image's agent goes dormant (F_RELEASED).
+		 * exited, or exec'ed (execve() kills every other thread).
+		 * Launched, the new image preloads the agent again
+		 * (agent/interpose.c gives execve its variables back), which
+		 * finds this arena, starts a control thread, bumps exec_seq and
+		 * holds main() for START: follow_execs() arms it. Injected, the
+		 * new image has no agent: the probes went with the old one.
 		 */
-		if (kill(pp->pid, 0) == 0 && !proc_is_zombie(pp->pid))
-			pr_warn("process %d: an exec took its probes (the agent backend does not "
-				"follow an exec with agent_untraced yet)\n",
-				pp->pid);
-		aproc_free(ap);
+		if (kill(pp->pid, 0) || proc_is_zombie(pp->pid)) {
+			aproc_free(ap);
+			return;
+		}
+		if (!ap->hello || pp->up->freeing) {
+			if (!pp->up->freeing)
+				pr_warn("process %d ran execve(): its probes went with the old image "
+					"(an agent loaded into a running process is not in the new "
+					"one; start the command under utrace to follow its execs)\n",
+					pp->pid);
+			aproc_free(ap);
+			return;
+		}
+		image_gone(ap);
+		ap->ready = false;
+		ap->exec_wait = true;
+		ap->exec_waited = false;
+		ap->exec_since = uprobes_now_ns();
+		ap->next = al->procs;
+		al->procs = ap;
 		return;
 	}
 	if (ap->hello && ap->h.arena && kill(pp->pid, 0) == 0 &&
 	    __atomic_load_n(&ap->h.hdr->agent_state, __ATOMIC_ACQUIRE) == UTRACE_AGENT_READY) {
-		uint32_t id;
-
-		/*
-		 * An exec: the old image's probes and XOL areas are gone with
-		 * it. Every id it used is forgotten without a byte written
-		 * (GONE), so that the new image's agent never arms one at an
-		 * address that now holds other code; the areas are planned
-		 * anew (an old area's address, in reach of the new code by
-		 * chance of ASLR, would be unmapped: 1 run in 5 counted 0).
-		 */
-		for (id = 0; id < ap->h.nr_probes; id++)
-			ahost_set_want(&ap->h, (int)id, UTRACE_PS_GONE);
-		ap->h.xol_base = ap->h.xol_next = ap->h.xol_end = 0;
-		ap->h.nr_areas = ap->h.cur_area = 0;
+		/* an exec, seen by the session: its hello stop arms the new image */
+		image_gone(ap);
 		ap->next = al->procs;
 		al->procs = ap;
 		return;
@@ -903,8 +940,9 @@ static void check_images(struct uprobes_proc *pp, struct agent_proc *ap);
  * program makes later are never traced, so nothing the program waits in
  * is ever interrupted by us. A dlopen() then waits for dl_ack instead of
  * an int3 (F_HELLO cleared), which utrace_uprobes__poll() gives.
- * Not followed this way: an exec (the control thread dies in it: the
- * process is let go, its new image's agent goes dormant), fork children.
+ * An exec kills the control thread: a launched process's new image is
+ * followed (follow_execs()), an attached one's is let go. Not followed this
+ * way: fork children.
  */
 static void anchor(struct uprobes_proc *pp, struct agent_proc *ap, struct utrace_thread *th)
 {
@@ -917,7 +955,121 @@ static void anchor(struct uprobes_proc *pp, struct agent_proc *ap, struct utrace
 	__atomic_fetch_or(&ap->h.hdr->flags, UTRACE_ARENA_F_ANCHOR, __ATOMIC_RELEASE);
 	__atomic_fetch_and(&ap->h.hdr->flags, ~UTRACE_ARENA_F_HELLO, __ATOMIC_RELEASE);
 	ap->anchored = true;
+	ap->exec_seen = __atomic_load_n(&ap->h.hdr->exec_seq, __ATOMIC_ACQUIRE);
 	session_detach_at_stop(th);
+}
+
+/* Take @ap off the layer's list of processes between two images. */
+static void unlist(struct agent_layer *al, struct agent_proc *ap)
+{
+	struct agent_proc **l;
+
+	for (l = &al->procs; *l; l = &(*l)->next)
+		if (*l == ap) {
+			*l = ap->next;
+			ap->next = NULL;
+			return;
+		}
+}
+
+#define EXEC_WAIT_NS 10000000000ull /* the agent's own wait for START, one round */
+#define EXEC_HOOK_MS 1000
+
+/*
+ * The new image's agent bumps exec_seq (and wakes it) once it serves the
+ * mailbox: wait for that, at most @ms, in 10 ms slices that look whether
+ * the process still lives. The execve() itself went on once the session
+ * reaped the old control thread (de_thread() waits for that zombie).
+ */
+static bool exec_answered(struct agent_proc *ap, int ms)
+{
+	for (; ms > 0; ms -= 10) {
+		uint32_t ex = __atomic_load_n(&ap->h.hdr->exec_seq, __ATOMIC_ACQUIRE);
+		struct timespec ts = { 0, 10000000 };
+
+		if (ex != ap->exec_seen)
+			return true;
+		if (kill(ap->pid, 0) || proc_is_zombie(ap->pid))
+			return false;
+		syscall(SYS_futex, &ap->h.hdr->exec_seq, FUTEX_WAIT, ex, &ts, NULL, 0);
+	}
+	return __atomic_load_n(&ap->h.hdr->exec_seq, __ATOMIC_ACQUIRE) != ap->exec_seen;
+}
+
+/*
+ * An anchored, launched process exec'ed (agent_proc_forget()): when its new
+ * image's agent has bumped exec_seq (agent.c control_main(), after READY;
+ * main() waits in the constructor for START), seize its new control thread,
+ * arm the SPEC probes in the new image, START. An image without the agent
+ * (a static or set-id program: ld.so ignores LD_PRELOAD) never answers: after
+ * EXEC_WAIT_NS it is let go with one line. Tracing thread, from
+ * utrace_uprobes__poll() and from the session's after hook (@hook: the
+ * first look after the old control thread's exit waits EXEC_HOOK_MS for
+ * the new agent, so that a user who only runs utrace_session__run(),
+ * which sees no event of an untraced process, gets the new image armed
+ * too); never inside a session callback (it attaches).
+ */
+static void follow_execs(struct utrace_uprobes *up, bool hook)
+{
+	struct agent_layer *al = layer(up);
+	struct agent_proc *ap, *next;
+
+	if (!up->s || up->s->dispatch_depth || up->freeing)
+		return;
+	for (ap = al->procs; ap; ap = next) {
+		uint32_t ex;
+		struct uprobes_proc *pp;
+		pid_t ctl;
+		int err;
+
+		next = ap->next;
+		if (!ap->exec_wait)
+			continue;
+		if (hook && !ap->exec_waited) {
+			ap->exec_waited = true;
+			exec_answered(ap, EXEC_HOOK_MS);
+		}
+		ex = __atomic_load_n(&ap->h.hdr->exec_seq, __ATOMIC_ACQUIRE);
+		if (ex == ap->exec_seen) {
+			bool gone = kill(ap->pid, 0) || proc_is_zombie(ap->pid);
+
+			if (!gone && uprobes_now_ns() - ap->exec_since < EXEC_WAIT_NS)
+				continue;
+			if (!gone)
+				pr_warn("process %d ran execve(): its new image did not load the agent "
+					"in %llu s (a static or set-id program?): it runs unprobed\n",
+					ap->pid, EXEC_WAIT_NS / 1000000000ull);
+			unlist(al, ap);
+			aproc_free(ap);
+			continue;
+		}
+		ap->exec_seen = ex;
+		ctl = (pid_t)__atomic_load_n(&ap->h.hdr->control_tid, __ATOMIC_ACQUIRE);
+		err = ctl > 0 ? utrace_session__attach_thread(up->s, ap->pid, ctl) : -EPROTO;
+		if (err) {
+			pr_warn("process %d ran execve(): cannot trace its new agent thread %d: %s; "
+				"it runs unprobed\n",
+				ap->pid, (int)ctl, strerror(-err));
+			unlist(al, ap);
+			aproc_free(ap); /* F_RELEASED: main() runs */
+			continue;
+		}
+		pp = uprobes_proc_exec_pid(up, ap->pid); /* agent_proc_init() adopts @ap */
+		if (!pp || pp->priv != ap) {
+			if (!pp)
+				pr_warn("process %d ran execve(): its new image cannot be probed\n",
+					ap->pid);
+			if (!ap->exec_wait)
+				continue; /* adopted, then freed with its process */
+			unlist(al, ap);
+			aproc_free(ap);
+			continue;
+		}
+		ap->dl_seen = __atomic_load_n(&ap->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
+		ahost_adopt_areas(&ap->h);
+		sync_proc(pp, ap);
+		ahost_start(&ap->h); /* main() of the new image runs, probed */
+	}
 }
 
 static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, siginfo_t *info)
@@ -1001,6 +1153,7 @@ static void agent_after(struct utrace_uprobes *up)
 			check_images(pp, ap);
 		}
 	}
+	follow_execs(up, true);
 	detach_corrupt(up, true);
 }
 
@@ -1297,6 +1450,7 @@ static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ct
 	al->fn_ret = 0;
 	al->delivered = 0;
 	for (;;) {
+		follow_execs(up, false);
 		for (pp = up->procs; pp && !al->fn_ret; pp = pp->next) {
 			struct agent_proc *ap = pp->priv;
 			uint64_t drops;

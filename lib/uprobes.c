@@ -1899,7 +1899,18 @@ void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func)
  */
 void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th)
 {
-	pid_t pid = utrace_thread__pid(th);
+	uprobes_proc_exec_pid(up, utrace_thread__pid(th));
+}
+
+/**
+ * uprobes_proc_exec_pid - uprobes_proc_exec() for a process none of whose
+ * threads saw the exec (the agent backend's ANCHOR: only the agent's
+ * control thread is traced, and it died in the execve; the new image's
+ * agent answered): the SPEC probes are armed in the new image.
+ * Return: the new image's process, or NULL (nothing to arm, or it failed)
+ */
+struct uprobes_proc *uprobes_proc_exec_pid(struct utrace_uprobes *up, pid_t pid)
+{
 	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
 	struct utrace_probe *p;
 	bool any = false;
@@ -1913,8 +1924,8 @@ void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th)
 			any = true;
 	/* utrace_uprobes__free() is quiescing: nothing to arm any more */
 	if (!any || up->freeing || up->all)
-		return; /* (system-wide: the new image's files are probed already, or not wanted) */
-	proc_setup(up, pid, true);
+		return NULL; /* (system-wide: the new image's files are probed already, or not wanted) */
+	return proc_setup(up, pid, true);
 }
 
 /**

@@ -235,6 +235,7 @@ void uprobes_run_return(struct uprobes_proc *pp, const struct utrace_return_inst
 			struct utrace_probe_ctx *ctx);
 void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func);
 void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th);
+struct uprobes_proc *uprobes_proc_exec_pid(struct utrace_uprobes *up, pid_t pid);
 void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid);
 void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, bool vfork,
 		       bool followed);

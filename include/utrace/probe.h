@@ -123,9 +123,11 @@ struct utrace_uprobes_opts {
 	 * agent's control thread traced (backend-agent.c, ANCHOR), so that no
 	 * ptrace stop (a detach's, a signal's) ever makes the program's
 	 * epoll_wait, semop, sigtimedwait or io_getevents fail with EINTR, and
-	 * its signals cost no stop. Not yet with it: an exec of the process
-	 * (its new image runs unprobed and the process is let go, with a
-	 * warning). Attach mode ignores it today.
+	 * its signals cost no stop. An exec of a launched process is
+	 * followed (the new image preloads the agent again, which is armed
+	 * before its main() runs); one of an attached process is not (the
+	 * agent was loaded into the old image only: a warning). Attach mode:
+	 * utrace_uprobes__attach().
 	 */
 	bool agent_untraced;
 	unsigned int flags;

@@ -606,6 +606,49 @@ TEST(exec_rearms)
 	}
 }
 
+static int count_records(const struct utrace_record *rec, void *ctx)
+{
+	(void)rec;
+	++*(int *)ctx;
+	return 0;
+}
+
+/*
+ * The agent with agent_untraced: only its control thread stays traced, and
+ * execve() kills it; the new image's agent (preloaded again) is found and
+ * armed, by the session's after hook (a user who only runs the session)
+ * and by utrace_uprobes__poll(). Without the follow, the new image ran
+ * unprobed: 100 of 350 counted, and the layer warned "an exec took its
+ * probes".
+ */
+TEST(exec_rearms_agent_untraced)
+{
+	int round;
+
+	for (round = 0; round < 2; round++) {
+		UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_AGENT,
+			    .agent_untraced = true);
+		const char *args[] = { "exec", "100", "250", NULL };
+		struct run r = { 0 };
+		struct utrace_probe *p;
+		struct utrace_probe_counts c;
+		int recs = 0;
+
+		r.s = utrace_session__new(NULL);
+		CHECK(r.s);
+		r.up = utrace_uprobes__new(r.s, &uo);
+		CHECK_MSG(r.up, "agent: %s", strerror(errno));
+		p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+		run_launch(&r, "s-uprobes", args);
+		CHECK_EQ(run_to_exit(&r, round ? count_records : NULL, &recs), 0);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_MSG(c.calls == 350,
+			  "%s: %llu calls of work() across the exec, want 350 (100 + 250)",
+			  round ? "polled" : "session run only", (unsigned long long)c.calls);
+		run_free(&r);
+	}
+}
+
 /* The first 8 code bytes of @sym in s-uprobes' file (hex), as it prints them. */
 static void file_bytes_hex(const char *sym, char *hex)
 {
