@@ -2193,10 +2193,11 @@ int cmd_trace(struct cli_opts *opts)
 	bool launched = opts->argc > 0, interrupted = false, detach = false;
 	uint64_t deadline = 0;
 	const char *auto_why = "", *no_agent;
-	static char why[640], agent_why[PATH_MAX + 128];
+	static char why[640], agent_why[PATH_MAX + 128], nohello[640];
 	int ret, err, r, i, polled = 0;
 
 	memset(t, 0, sizeof(*t));
+	nohello[0] = 0;
 	t->opts = opts;
 	aggr_init(&t->aggr);
 	ret = setup(t, opts);
@@ -2520,6 +2521,8 @@ all_done:
 		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
 			;
 		lib_figures(t);
+		if (launched)
+			snprintf(nohello, sizeof(nohello), "%s", utrace_uprobes__attach_why(t->up));
 	}
 	layer_free(t);
 	if (detach) {
@@ -2535,7 +2538,13 @@ all_done:
 	output_flush(&t->out);
 	if (t->lost && opts->verbose >= 0)
 		cli_error("%" PRIu64 " events were lost (ring buffers full)", t->lost);
-	if (launched && !interrupted) {
+	if (nohello[0]) {
+		/* its agent never answered: the command ran once, unprobed */
+		cli_error("cannot start '%s' with the agent (%s): %s (it is not started again; "
+			  "use -b ptrace)",
+			  opts->exe, trace_agent_path(), nohello);
+		ret = EXIT_TRACE;
+	} else if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
 		if (ret < 0)
 			ret = EXIT_TRACE;

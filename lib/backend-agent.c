@@ -665,6 +665,25 @@ static void agent_proc_forget(struct uprobes_proc *pp)
 		al->procs = ap;
 		return;
 	}
+	if (ap->hello && !ap->ready && !pp->up->freeing && ap->h.hdr &&
+	    (kill(pp->pid, 0) || proc_is_zombie(pp->pid))) {
+		/*
+		 * Launched, and gone without its hello: the program ran without
+		 * probes (an agent that is not ours, one that failed, a program
+		 * that exits in a constructor before ours). Said through
+		 * utrace_uprobes__attach_why(): the command is never started
+		 * again (its side effects happened once).
+		 */
+		uint32_t st = __atomic_load_n(&ap->h.hdr->agent_state, __ATOMIC_ACQUIRE);
+
+		if (st == UTRACE_AGENT_FAILED)
+			snprintf(pp->up->attach_why, sizeof(pp->up->attach_why),
+				 "the agent failed in the target: %s",
+				 strerror(-(int)ap->h.hdr->agent_err));
+		else
+			snprintf(pp->up->attach_why, sizeof(pp->up->attach_why),
+				 "target exited before the agent was ready");
+	}
 	aproc_free(ap);
 }
 

@@ -183,7 +183,12 @@ UTRACE_API void utrace_uprobes__free(struct utrace_uprobes *up);
  */
 UTRACE_API int utrace_uprobes__attach(struct utrace_uprobes *up, pid_t pid);
 
-/** @brief **utrace_uprobes__attach_why()** why the last attach failed ("" if it did not). */
+/**
+ * @brief **utrace_uprobes__attach_why()** why the last attach failed ("" if
+ * it did not); with the agent, also why a launched command ran without its
+ * probes ("target exited before the agent was ready": its agent never
+ * answered).
+ */
 UTRACE_API const char *utrace_uprobes__attach_why(const struct utrace_uprobes *up);
 
 /** @brief **utrace_uprobes__backend()** the backend in use (never AUTO). */
