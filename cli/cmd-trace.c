@@ -169,6 +169,14 @@ struct tracer {
 	uint64_t inj_stack[UTRACE_REC_MAX_STACK];
 	bool inj_pending;
 	uint64_t lost; /* records the agent's rings dropped */
+	/* -vv: each point's placement said so far (say_sites()) */
+	struct said_site {
+		pid_t pid;
+		uint64_t addr;
+		enum utrace_site site;
+	} *said;
+	size_t nr_said, cap_said;
+	uint64_t sites_at; /* when say_sites() last looked */
 };
 
 static struct tracer *the_tracer;
@@ -1655,6 +1663,12 @@ static const char *unmatched_spec(struct tracer *t)
  * (nor waits for a library). Return: true if some SPEC has a point or is
  * pending.
  */
+static int site_not_failed(const struct utrace_point_site *ps, void *ctx)
+{
+	(void)ctx;
+	return ps->site != UTRACE_SITE_FAILED;
+}
+
 static bool any_armed(struct tracer *t)
 {
 	int i;
@@ -1664,7 +1678,10 @@ static bool any_armed(struct tracer *t)
 			i < t->nr_probes ? t->probes[i].p : t->injects[i - t->nr_probes].p;
 		struct utrace_probe_stats st;
 
-		if (p && !utrace_probe__stats(p, &st) && (st.points || st.pending))
+		if (!p || utrace_probe__stats(p, &st))
+			continue;
+		/* a point the agent refused at its SYNC stays a point: its site says */
+		if (st.pending || (st.points && utrace_probe__sites(p, site_not_failed, NULL) > 0))
 			return true;
 	}
 	return false;
@@ -1796,6 +1813,128 @@ static void lib_probe_opts(struct tracer *t, const struct tprobe *tp, struct utr
 		po->actions = UTRACE_ACT_COUNT | UTRACE_ACT_NORET;
 }
 
+/* The placement said for a point (pid, addr): an open-addressing table. */
+static struct said_site *said_slot(struct tracer *t, pid_t pid, uint64_t addr)
+{
+	size_t i, h;
+
+	if (t->nr_said * 2 >= t->cap_said) {
+		size_t cap = t->cap_said ? t->cap_said * 2 : 256, k;
+		struct said_site *n = calloc(cap, sizeof(*n)), *old = t->said;
+
+		if (!n)
+			return NULL;
+		t->said = n;
+		for (k = 0; k < t->cap_said; k++)
+			if (old[k].addr) {
+				for (h = (old[k].addr ^ (uint64_t)old[k].pid * 0x9e3779b97f4a7c15ull) %
+					 cap;
+				     n[h].addr; h = (h + 1) % cap)
+					;
+				n[h] = old[k];
+			}
+		free(old);
+		t->cap_said = cap;
+	}
+	h = (addr ^ (uint64_t)pid * 0x9e3779b97f4a7c15ull) % t->cap_said;
+	for (i = 0; i < t->cap_said; i++, h = (h + 1) % t->cap_said) {
+		struct said_site *ss = &t->said[h];
+
+		if (!ss->addr) {
+			ss->addr = addr;
+			ss->pid = pid;
+			ss->site = UTRACE_SITE_PENDING;
+			t->nr_said++;
+			return ss;
+		}
+		if (ss->addr == addr && ss->pid == pid)
+			return ss;
+	}
+	return NULL;
+}
+
+struct say_ctx {
+	struct tracer *t;
+	const char *spec;
+};
+
+/*
+ * A point's placement changed: -vv says each ("NAME armed (jmp)"); a site
+ * the agent gave back (a kernel uprobe was put on it: bpftrace, perf
+ * probe; or its code was changed) is said at every verbosity, once.
+ */
+static int say_site(const struct utrace_point_site *ps, void *ctx)
+{
+	struct say_ctx *sc = ctx;
+	struct tracer *t = sc->t;
+	struct said_site *ss;
+	char pfx[32] = "";
+
+	if (ps->site == UTRACE_SITE_PENDING || !ps->addr)
+		return 0;
+	ss = said_slot(t, ps->pid, ps->addr);
+	if (!ss || ss->site == ps->site)
+		return 0;
+	ss->site = ps->site;
+	if (t->opts->nr_pids > 1 || t->opts->all)
+		snprintf(pfx, sizeof(pfx), "pid %d: ", (int)ps->pid);
+	if (ps->site == UTRACE_SITE_TAKEN) {
+		const char *spec = sc->spec ? sc->spec : ps->name;
+		bool glob = strpbrk(spec, "*?[") != NULL;
+
+		if (t->opts->verbose < 0)
+			return 0;
+		cli_error("%sprobe '%s'%s%s%s: %s; utrace's probe there is off", pfx, spec,
+			  glob ? " (" : "", glob ? ps->name : "", glob ? ")" : "",
+			  ps->err == -EEXIST ? "a kernel uprobe was placed on it" :
+					       "its code was changed by someone else");
+		return 0;
+	}
+	/* (a failure: the library's warning said it once) */
+	if (t->opts->verbose >= 2 && ps->site != UTRACE_SITE_FAILED)
+		cli_error("%s%s armed (%s)", pfx, ps->name, utrace_site_str(ps->site));
+	return 0;
+}
+
+/*
+ * Each probe point's placement, looked at every 50 ms at most (a glob
+ * has thousands of points), and @now at the end.
+ */
+static void say_sites(struct tracer *t, bool now)
+{
+	uint64_t ns = now_mono_ns();
+	struct say_ctx sc = { t, NULL };
+	int i;
+
+	if (!t->up || (!now && ns - t->sites_at < 50000000ull) ||
+	    (t->opts->verbose < 2 && utrace_uprobes__backend(t->up) != UTRACE_BACKEND_AGENT))
+		return; /* (only the agent gives sites back) */
+	t->sites_at = ns;
+	for (i = 0; i < t->nr_probes; i++)
+		if (t->probes[i].p) {
+			sc.spec = t->probes[i].spec;
+			utrace_probe__sites(t->probes[i].p, say_site, &sc);
+		}
+	for (i = 0; i < t->nr_injects; i++)
+		if (t->injects[i].p) {
+			sc.spec = t->injects[i].spec;
+			utrace_probe__sites(t->injects[i].p, say_site, &sc);
+		}
+}
+
+/* A point of @p goes (exit, exec, unload): its placement is said first, if not yet. */
+static void said_before_drop(struct utrace_probe *p, pid_t pid, enum utrace_drop_reason why,
+			     void *data)
+{
+	struct say_ctx sc = { the_tracer, NULL };
+
+	(void)pid;
+	(void)why;
+	(void)data;
+	if (the_tracer)
+		utrace_probe__sites(p, say_site, &sc);
+}
+
 static int register_probes(struct tracer *t)
 {
 	int i, refused = 0, n = t->nr_injects + t->nr_probes;
@@ -1858,6 +1997,8 @@ static int register_probes(struct tracer *t)
 			}
 		}
 reg:
+		if (t->opts->verbose > 1)
+			po.dropped = said_before_drop; /* a short program's points too */
 		p = utrace_probe__register_spec(t->up, spec, &po);
 		if (!p && t->opts->nr_pids &&
 		    (errno == EEXIST || errno == EBUSY || errno == UTRACE_ERRNO__NOT_PATCHABLE ||
@@ -1897,7 +2038,8 @@ reg:
 					spec);
 		}
 	}
-	if (refused && !any_armed(t)) {
+	/* (the agent refuses a site at its SYNC: registered, but not placed) */
+	if ((refused || (t->lib && t->opts->nr_pids)) && !any_armed(t)) {
 		if (n > 1)
 			cli_error("no probe point to arm in pid %d (every match was refused, see "
 				  "above)",
@@ -2245,6 +2387,8 @@ int cmd_trace(struct cli_opts *opts)
 		uopts.agent_untraced = true;
 		/* a burst is delivered, not dropped: a full ring waits (agent/ring.c) */
 		uopts.flags |= opts->lossy ? 0 : UTRACE_UPROBES_RING_WAIT;
+		/* as the ptrace backend's on_exec(): nothing armed, the command never runs */
+		uopts.flags |= launched && !t->check_after_exec ? UTRACE_UPROBES_LAUNCH_ARMED : 0;
 		auto_why = opts->backend == CLI_BACKEND_AUTO ?
 				   " (auto: the agent could be loaded, handlers run in the probed "
 				   "threads)" :
@@ -2489,6 +2633,18 @@ int cmd_trace(struct cli_opts *opts)
 			t->corrupt = true; /* the library said which process, and detached it */
 			polled = 0;
 		}
+		say_sites(t, false);
+		if (t->lib && launched &&
+		    !strncmp(utrace_uprobes__attach_why(t->up), UTRACE_WHY_NOTHING_ARMED,
+			     strlen(UTRACE_WHY_NOTHING_ARMED))) {
+			/* the library killed it before main(): on_exec()'s rule */
+			if (t->nr_probes + t->nr_injects > 1)
+				cli_error("no probe point to arm in %s (every match was refused, "
+					  "see above)",
+					  t->opts->argv[0]);
+			t->nomatch = t->noarm = true;
+			break;
+		}
 		output_live(&t->out);
 		if (r == UTRACE_RUN_TIMEOUT && (!deadline || now_mono_ns() < deadline))
 			continue; /* the live-output bound, not -d */
@@ -2520,6 +2676,7 @@ all_done:
 		/* what the rings still hold, then the target's figures */
 		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
 			;
+		say_sites(t, true);
 		lib_figures(t);
 		if (launched)
 			snprintf(nohello, sizeof(nohello), "%s", utrace_uprobes__attach_why(t->up));
@@ -2591,6 +2748,7 @@ out_free:
 		free(t->probes[i].owned);
 	free(t->injects);
 	free(t->probes);
+	free(t->said);
 	modules_free();
 	return ret;
 }

@@ -822,6 +822,41 @@ static int agent_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool al
 	return 0;
 }
 
+/* utrace_probe__sites(): the agent's state of @pt's id (PENDING before a SYNC). */
+static void agent_site(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_point_site *ps)
+{
+	struct agent_proc *ap = pp->priv;
+	struct agent_point *apt = pt->priv;
+	struct utrace_abi_probe *ab;
+
+	ps->site = UTRACE_SITE_PENDING;
+	if (apt && apt->err) {
+		ps->site = UTRACE_SITE_FAILED;
+		ps->err = apt->err;
+	}
+	if (!ap || !apt || apt->id < 0 || !ap->ready || !ap->h.hdr)
+		return;
+	ab = ahost_abi(&ap->h, apt->id);
+	switch (__atomic_load_n(&ab->state, __ATOMIC_ACQUIRE)) {
+	case UTRACE_PS_INT3:
+		ps->site = UTRACE_SITE_INT3;
+		break;
+	case UTRACE_PS_JMP:
+		ps->site = UTRACE_SITE_JMP;
+		break;
+	case UTRACE_PS_TAKEN:
+		ps->site = UTRACE_SITE_TAKEN;
+		ps->err = ab->err; /* -EEXIST: a kernel uprobe (agent/patch.c) */
+		break;
+	case UTRACE_PS_FAILED:
+		ps->site = UTRACE_SITE_FAILED;
+		ps->err = ab->err ? ab->err : -EIO;
+		break;
+	default:
+		break;
+	}
+}
+
 static void agent_point_free(struct probe_point *pt)
 {
 	free(pt->priv);
@@ -1091,6 +1126,28 @@ static void follow_execs(struct utrace_uprobes *up, bool hook)
 	}
 }
 
+/* Is some point of @pp placed by the agent (after a SYNC)? */
+static bool proc_placed(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	unsigned int i;
+
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+			uint32_t st;
+
+			if (!apt || apt->id < 0 || apt->err)
+				continue;
+			st = __atomic_load_n(&ahost_abi(&ap->h, apt->id)->state, __ATOMIC_ACQUIRE);
+			if (st == UTRACE_PS_INT3 || st == UTRACE_PS_JMP)
+				return true;
+		}
+	}
+	return false;
+}
+
 static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, siginfo_t *info)
 {
 	struct uprobes_proc *pp = uprobes_proc_find(up, utrace_thread__pid(th));
@@ -1130,6 +1187,16 @@ static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, sig
 	/* libc and the other DT_NEEDED objects are mapped now: pending SPECs resolve */
 	uprobes_dl_activity(pp, th);
 	sync_proc(pp, ap);
+	if ((up->flags & UTRACE_UPROBES_LAUNCH_ARMED) && !proc_placed(pp, ap) &&
+	    !uprobes_proc_pending(pp)) {
+		/* probe.h: killed before main() rather than run unprobed */
+		snprintf(up->attach_why, sizeof(up->attach_why),
+			 UTRACE_WHY_NOTHING_ARMED " in process %d (every site was refused): it was "
+						  "killed before its first instruction",
+			 pp->pid);
+		kill(pp->pid, SIGKILL);
+		return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
+	}
 	anchor(pp, ap, th);
 	ahost_start(&ap->h);
 	return UTRACE_RESUME | UTRACE_SIGNAL_IGNORE;
@@ -1585,6 +1652,7 @@ fold:
 const struct uprobes_backend_ops uprobes_agent_ops = {
 	.id = UTRACE_BACKEND_AGENT,
 	.name = "agent",
+	.site_checks = true,
 	.init = agent_init,
 	.fini = agent_fini,
 	.proc_init = agent_proc_init,
@@ -1599,6 +1667,7 @@ const struct uprobes_backend_ops uprobes_agent_ops = {
 	.signal = agent_signal,
 	.point_update = agent_point_update,
 	.point_counts = agent_point_counts,
+	.site = agent_site,
 	.poll = agent_poll,
 	.proc_flush = agent_proc_flush,
 };

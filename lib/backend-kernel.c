@@ -1364,6 +1364,13 @@ static void kernel_fork_clean(struct uprobes_proc *parent, pid_t child)
 		utrace_mem__write(child, kp->dl_addr, &kp->dl_orig, 1);
 }
 
+/* utrace_probe__sites(): a kernel uprobe once its link is made */
+static void kernel_site(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_point_site *ps)
+{
+	(void)pp;
+	ps->site = pt->armed ? UTRACE_SITE_KERNEL : UTRACE_SITE_PENDING;
+}
+
 const struct uprobes_backend_ops uprobes_kernel_ops = {
 	.id = UTRACE_BACKEND_KERNEL,
 	.name = "kernel",
@@ -1388,6 +1395,7 @@ const struct uprobes_backend_ops uprobes_kernel_ops = {
 	.commit = kernel_commit,
 	.armed_all = kernel_armed_all,
 	.point_counts = kernel_point_counts,
+	.site = kernel_site,
 	.poll = kernel_poll,
 	.count_syscalls = kernel_count_syscalls,
 	.how = kernel_how,

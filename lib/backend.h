@@ -158,6 +158,14 @@ struct uprobes_backend_ops {
 	 */
 	bool file_bytes;
 	/*
+	 * The backend checks a site's live bytes itself when it plans it:
+	 * an int3 already on a function's entry is not refused by the
+	 * registry (the agent keeps a kernel uprobe's int3 there and puts its
+	 * jmp after the first instruction, lib/agent-host.c; it refuses a site
+	 * someone else patched, -EBUSY).
+	 */
+	bool site_checks;
+	/*
 	 * System calls counted outside the tracer (utrace_uprobes__count_syscalls(),
 	 * utrace_uprobes__syscall_counts()); NULL: -EOPNOTSUPP.
 	 */
@@ -169,6 +177,11 @@ struct uprobes_backend_ops {
 	 * kernel makes its uprobe_multi links here and at ->commit).
 	 */
 	void (*armed_all)(struct uprobes_proc *pp);
+	/*
+	 * How @pt is placed (utrace_probe__sites()): @ps->site and @ps->err.
+	 * NULL: UTRACE_SITE_INT3 once armed (the registry's breakpoints).
+	 */
+	void (*site)(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_point_site *ps);
 	/* utrace_uprobes__backend_how(); NULL: "" */
 	const char *(*how)(struct utrace_uprobes *up);
 };

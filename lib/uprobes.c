@@ -572,6 +572,22 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 			return -EFAULT;
 		}
 	}
+	if (pt->orig[0] == 0xcc && pp->up->ops->site_checks) {
+		/*
+		 * The backend looks at the live bytes itself (the agent keeps
+		 * a kernel uprobe's int3 on an entry and puts its jmp after
+		 * the first instruction): the file's bytes, for the length.
+		 */
+		struct utrace_elf *elf = utrace_image__elf(pp->img, m->object);
+
+		n = elf ? utrace_elf__read(elf, m->file_addr + (plan.addr - m->addr), pt->orig,
+					   sizeof(pt->orig)) :
+			  -EFAULT;
+		if (n <= 0) {
+			free(pt);
+			return -EFAULT;
+		}
+	}
 	if (pt->orig[0] == 0xcc) {
 		/* someone else's breakpoint (a debugger): not ours to displace */
 		snprintf(
@@ -1451,6 +1467,24 @@ const char *utrace_probe__name(const struct utrace_probe *p)
 	return p ? p->name : NULL;
 }
 
+/* Does a live SPEC probe wait for a library @pp has not loaded yet? */
+bool uprobes_proc_pending(struct uprobes_proc *pp)
+{
+	struct utrace_probe *p;
+	bool any = false;
+
+	for (p = pp->up->probes; p && !any && pp->img; p = p->next) {
+		struct utrace_match *m = NULL;
+		size_t nr = 0;
+
+		if (p->is_spec && !p->dead &&
+		    utrace_image__resolve(pp->img, &p->spec, &m, &nr, &any) != 0)
+			any = false;
+		free(m);
+	}
+	return any;
+}
+
 int utrace_probe__stats(const struct utrace_probe *p, struct utrace_probe_stats *st)
 {
 	struct uprobes_proc *pp;
@@ -2144,6 +2178,54 @@ int utrace_probe__point_counts(const struct utrace_probe *p, utrace_point_counts
 		}
 	}
 	return 0;
+}
+
+int utrace_probe__sites(const struct utrace_probe *p, utrace_point_site_fn_t fn, void *ctx)
+{
+	struct uprobes_proc *pp;
+	int ret;
+
+	if (!p || !fn)
+		return -EINVAL;
+	for (pp = p->up->procs; pp; pp = pp->next) {
+		unsigned int i, k;
+
+		for (i = 0; i < PROC_HASH; i++) {
+			struct probe_point *pt;
+
+			for (pt = pp->points[i]; pt; pt = pt->hnext) {
+				struct utrace_point_site ps = { .sz = sizeof(ps) };
+
+				for (k = 0; k < pt->nr_probes && pt->probes[k] != p; k++)
+					;
+				if (k == pt->nr_probes)
+					continue;
+				ps.pid = pp->pid;
+				ps.addr = pt->addr;
+				ps.name = pt->name;
+				ps.symbol = pt->symbol;
+				ps.object = pt->object;
+				ps.site = pt->armed ? UTRACE_SITE_INT3 : UTRACE_SITE_PENDING;
+				if (p->up->ops->site)
+					p->up->ops->site(pp, pt, &ps);
+				ret = fn(&ps, ctx);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+const char *utrace_site_str(enum utrace_site site)
+{
+	static const char *const names[] = {
+		[UTRACE_SITE_PENDING] = "pending", [UTRACE_SITE_INT3] = "int3",
+		[UTRACE_SITE_JMP] = "jmp",	   [UTRACE_SITE_KERNEL] = "uprobe",
+		[UTRACE_SITE_FAILED] = "failed",   [UTRACE_SITE_TAKEN] = "taken",
+	};
+
+	return (unsigned int)site < ARRAY_SIZE(names) ? names[site] : "?";
 }
 
 static int counts_row(const char *name, const char *symbol, const char *object,

@@ -237,6 +237,7 @@ void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func);
 void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th);
 struct uprobes_proc *uprobes_proc_exec_pid(struct utrace_uprobes *up, pid_t pid);
 void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid);
+bool uprobes_proc_pending(struct uprobes_proc *pp);
 void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, bool vfork,
 		       bool followed);
 void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th);

@@ -142,6 +142,17 @@ struct utrace_uprobes_opts {
  * Agent backend (the ptrace backend never drops; the kernel's ring does).
  */
 #define UTRACE_UPROBES_RING_WAIT (1U << 0)
+/*
+ * Launch mode (agent backend): a command none of whose probe points could
+ * be placed at its start (every site refused: a kernel uprobe's int3 on a
+ * short function, a planner refusal), and with no SPEC waiting for a
+ * library, is killed before its first instruction instead of running
+ * unprobed; utrace_uprobes__attach_why() then begins with
+ * UTRACE_WHY_NOTHING_ARMED. (The ptrace backend arms at the exec event,
+ * where utrace_probe__stats() tells the same before anything runs.)
+ */
+#define UTRACE_UPROBES_LAUNCH_ARMED (1U << 1)
+#define UTRACE_WHY_NOTHING_ARMED "no probe point could be armed"
 #define utrace_uprobes_opts__last_field max_depth
 
 /**
@@ -523,6 +534,61 @@ typedef int (*utrace_point_counts_fn_t)(const char *name, const char *symbol, co
  */
 UTRACE_API int utrace_probe__point_counts(const struct utrace_probe *p, utrace_point_counts_fn_t fn,
 					  void *ctx);
+
+/*
+ * enum utrace_site - how a probe point is placed in its process.
+ * @UTRACE_SITE_PENDING: not placed yet (the agent's next SYNC, a launched
+ *	command before its hello)
+ * @UTRACE_SITE_INT3: a breakpoint (ptrace: every point; the agent: a site
+ *	too short for a jmp, or one being upgraded)
+ * @UTRACE_SITE_JMP: the agent's 5-byte jmp into its trampoline (no trap)
+ * @UTRACE_SITE_KERNEL: a kernel uprobe (the kernel backend)
+ * @UTRACE_SITE_FAILED: refused or failed: utrace_point_site.err says why
+ * @UTRACE_SITE_TAKEN: the agent gave its site back to a kernel uprobe
+ *	placed on it since (bpftrace, perf probe): no longer counted
+ */
+enum utrace_site {
+	UTRACE_SITE_PENDING,
+	UTRACE_SITE_INT3,
+	UTRACE_SITE_JMP,
+	UTRACE_SITE_KERNEL,
+	UTRACE_SITE_FAILED,
+	UTRACE_SITE_TAKEN,
+};
+
+/**
+ * struct utrace_point_site - one live probe point of a probe.
+ * @sz: size of this struct
+ * @pid: its process (0: every process of the file, system-wide)
+ * @addr: its runtime address
+ * @name, @symbol, @object: as in utrace_point_counts_fn_t
+ * @site: how it is placed
+ * @err: UTRACE_SITE_FAILED: the negative errno
+ */
+struct utrace_point_site {
+	size_t sz;
+	pid_t pid;
+	uint64_t addr;
+	const char *name;
+	const char *symbol;
+	const char *object;
+	enum utrace_site site;
+	int err;
+};
+typedef int (*utrace_point_site_fn_t)(const struct utrace_point_site *ps, void *ctx);
+
+/**
+ * @brief **utrace_probe__sites()** calls @fn for each live probe point of
+ * @p with how it is placed (`utrace -vv`: "NAME armed (jmp)"), so a tool
+ * can tell an int3 site (a trap per hit) from a jmp one, and say why a
+ * point failed. The strings are valid during the call.
+ * @return 0; the callback's nonzero return; -EINVAL
+ */
+UTRACE_API int utrace_probe__sites(const struct utrace_probe *p, utrace_point_site_fn_t fn,
+				   void *ctx);
+
+/** @brief **utrace_site_str()** "int3", "jmp", "uprobe", "pending", "failed", "taken". */
+UTRACE_API const char *utrace_site_str(enum utrace_site site);
 
 /* ------------------------------------------------------------------------ */
 /* System calls in the kernel (the kernel backend)                           */
