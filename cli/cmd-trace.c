@@ -121,7 +121,11 @@ struct tracer {
 	bool chrome_on;
 	bool syscalls_on; /* -s: cmd-syscalls.c's engine in this session (syscalls_embed()) */
 	bool quiet_events; /* -c / -H: no per-event lines */
-	bool corrupt; /* a process's agent arena failed a check (the library detached it) */
+	/*
+	 * attach mode exits 1: a process's agent arena failed a check (the
+	 * library detached it), or SIGTRAP killed a process (on_exit_ev())
+	 */
+	bool agent_failed;
 	struct aggr aggr;
 	struct tprobe *probes;
 	int nr_probes;
@@ -174,7 +178,7 @@ struct tracer {
 		pid_t pid;
 		uint64_t addr;
 		enum utrace_site site;
-	} *said;
+	} * said;
 	size_t nr_said, cap_said;
 	uint64_t sites_at; /* when say_sites() last looked */
 };
@@ -1761,6 +1765,19 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 	if (t->lib && tid == pid && t->up)
 		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
 			;
+	/*
+	 * An attached process killed by SIGTRAP: a thread reached an int3 of
+	 * the agent's while it blocked SIGTRAP (the kernel forces the signal,
+	 * with SIG_DFL: a raw rt_sigprocmask no interposer sees). Our failure,
+	 * not the program's: said, and utrace exits 1.
+	 */
+	if (t->lib && tid == pid && t->opts->nr_pids && WIFSIGNALED(status) &&
+	    WTERMSIG(status) == SIGTRAP && utrace_uprobes__backend(t->up) == UTRACE_BACKEND_AGENT) {
+		cli_error("pid %d was killed by SIGTRAP: one of its threads reached a probe's "
+			  "breakpoint while it blocked SIGTRAP",
+			  (int)pid);
+		t->agent_failed = true;
+	}
 	/* attach mode: the exit status cannot say it (launch mode: it does) */
 	if (tid == pid && t->opts->nr_pids && wanted(t, pid) && !t->quiet_events &&
 	    !t->syscalls_on) /* (-s: its engine says "+++ exited with N +++") */
@@ -1827,7 +1844,8 @@ static struct said_site *said_slot(struct tracer *t, pid_t pid, uint64_t addr)
 		t->said = n;
 		for (k = 0; k < t->cap_said; k++)
 			if (old[k].addr) {
-				for (h = (old[k].addr ^ (uint64_t)old[k].pid * 0x9e3779b97f4a7c15ull) %
+				for (h = (old[k].addr ^
+					  (uint64_t)old[k].pid * 0x9e3779b97f4a7c15ull) %
 					 cap;
 				     n[h].addr; h = (h + 1) % cap)
 					;
@@ -2630,7 +2648,8 @@ int cmd_trace(struct cli_opts *opts)
 		if (t->lib)
 			polled = utrace_uprobes__poll(t->up, on_record, t, 0); /* never waits */
 		if (polled == -EBADMSG) {
-			t->corrupt = true; /* the library said which process, and detached it */
+			t->agent_failed =
+				true; /* the library said which process, and detached it */
 			polled = 0;
 		}
 		say_sites(t, false);
@@ -2717,8 +2736,8 @@ all_done:
 		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
 			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 	} else {
-		/* attach mode: a clean detach, unless a process's arena was corrupt */
-		ret = t->corrupt ? EXIT_TRACE : 0;
+		/* attach mode: a clean detach, unless the agent failed a process */
+		ret = t->agent_failed ? EXIT_TRACE : 0;
 	}
 	for (i = 0; i < t->nr_injects; i++)
 		if (opts->verbose > 0)

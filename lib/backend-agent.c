@@ -823,7 +823,8 @@ static int agent_disarm(struct uprobes_proc *pp, struct probe_point *pt, bool al
 }
 
 /* utrace_probe__sites(): the agent's state of @pt's id (PENDING before a SYNC). */
-static void agent_site(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_point_site *ps)
+static void agent_site(struct uprobes_proc *pp, struct probe_point *pt,
+		       struct utrace_point_site *ps)
 {
 	struct agent_proc *ap = pp->priv;
 	struct agent_point *apt = pt->priv;

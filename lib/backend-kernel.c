@@ -1365,7 +1365,8 @@ static void kernel_fork_clean(struct uprobes_proc *parent, pid_t child)
 }
 
 /* utrace_probe__sites(): a kernel uprobe once its link is made */
-static void kernel_site(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_point_site *ps)
+static void kernel_site(struct uprobes_proc *pp, struct probe_point *pt,
+			struct utrace_point_site *ps)
 {
 	(void)pp;
 	ps->site = pt->armed ? UTRACE_SITE_KERNEL : UTRACE_SITE_PENDING;
