@@ -2551,8 +2551,14 @@ int cmd_trace(struct cli_opts *opts)
 		 * strace --kill-on-exit): its int3s would otherwise stay in its
 		 * code with nobody to take the traps, and it would die of
 		 * SIGTRAP at its next probed call. A detach leaves it running.
+		 * Not with the agent: it notices its host's death (within
+		 * ~100 ms), puts every byte back and lets the program run on;
+		 * the control thread the session keeps (ANCHOR) must not take
+		 * the whole process with it (a SIGKILL to one thread is the
+		 * group's).
 		 */
-		UTRACE_OPTS(utrace_launch_opts, lo, .kill_if_tracer_dies = true);
+		UTRACE_OPTS(utrace_launch_opts, lo,
+			    .kill_if_tracer_dies = !(t->lib && uopts.backend == UTRACE_BACKEND_AGENT));
 		pid_t pid;
 
 		/* registered before the launch: armed at the exec, before main() */
