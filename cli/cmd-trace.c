@@ -168,10 +168,13 @@ struct tracer {
 	 * the last call of an inject probe, shown only if its injected return
 	 * follows (the agent records every call of the point)
 	 */
-	struct utrace_record inj_entry;
-	char *inj_str[6], *inj_name, *inj_symbol, *inj_object; /* its copies */
-	uint64_t inj_stack[UTRACE_REC_MAX_STACK];
-	bool inj_pending;
+	struct inj_pending {
+		struct utrace_record entry;
+		char *str[6], *name, *symbol, *object; /* its copies */
+		uint64_t stack[UTRACE_REC_MAX_STACK];
+		bool pending;
+	} * inj; /* one per thread: a ring may be drained between a call's entry and return */
+	size_t nr_inj;
 	uint64_t lost; /* records the agent's rings dropped */
 	/* -vv: each point's placement said so far (say_sites()) */
 	struct said_site {
@@ -1059,29 +1062,64 @@ static void lib_dispatch(struct tracer *t, const struct utrace_record *r, struct
 	t->cur = NULL;
 }
 
-static void inj_clear(struct tracer *t)
+static void inj_slot_clear(struct inj_pending *q)
 {
 	unsigned int i;
 
 	for (i = 0; i < 6; i++) {
-		free(t->inj_str[i]);
-		t->inj_str[i] = NULL;
+		free(q->str[i]);
+		q->str[i] = NULL;
 	}
-	free(t->inj_name);
-	free(t->inj_symbol);
-	free(t->inj_object);
-	t->inj_name = t->inj_symbol = t->inj_object = NULL;
-	t->inj_pending = false;
+	free(q->name);
+	free(q->symbol);
+	free(q->object);
+	q->name = q->symbol = q->object = NULL;
+	q->pending = false;
+}
+
+static void inj_clear(struct tracer *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nr_inj; i++)
+		inj_slot_clear(&t->inj[i]);
+	free(t->inj);
+	t->inj = NULL;
+	t->nr_inj = 0;
+}
+
+/* Thread @tid's slot (a free one if it has none; NULL: out of memory). */
+static struct inj_pending *inj_slot(struct tracer *t, pid_t tid, bool create)
+{
+	struct inj_pending *n, *free_slot = NULL;
+	size_t i;
+
+	for (i = 0; i < t->nr_inj; i++) {
+		if (t->inj[i].pending && t->inj[i].entry.tid == tid)
+			return &t->inj[i];
+		if (!t->inj[i].pending && !free_slot)
+			free_slot = &t->inj[i];
+	}
+	if (!create || free_slot)
+		return free_slot;
+	n = realloc(t->inj, (t->nr_inj + 1) * sizeof(*n));
+	if (!n)
+		return NULL;
+	t->inj = n;
+	memset(&t->inj[t->nr_inj], 0, sizeof(*n));
+	return &t->inj[t->nr_inj++];
 }
 
 /*
  * The records of an inject probe (no -f shows its SPEC): an entry waits for
- * the injected return of the same thread, which comes next if the call was
- * one of the Nth; then both lines, as the ptrace path's on_inject() shows.
+ * the injected return of the same thread, which comes next in that
+ * thread's ring if the call was one of the Nth; then both lines, as the
+ * ptrace path's on_inject() shows.
  */
 static int lib_inject_record(struct tracer *t, const struct utrace_record *r)
 {
 	struct inject *in = NULL;
+	struct inj_pending *q;
 	int i;
 
 	for (i = 0; i < t->nr_injects; i++)
@@ -1090,34 +1128,39 @@ static int lib_inject_record(struct tracer *t, const struct utrace_record *r)
 	if (!in)
 		return 0;
 	if (r->type == UTRACE_REC_ENTRY) {
-		inj_clear(t);
-		t->inj_entry = *r;
+		q = inj_slot(t, r->tid, true);
+		if (!q)
+			return 0;
+		inj_slot_clear(q);
+		q->entry = *r;
 		/* (a record may be a queued copy, freed after this call) */
-		t->inj_entry.name = t->inj_name = r->name ? strdup(r->name) : NULL;
-		t->inj_entry.symbol = t->inj_symbol = r->symbol ? strdup(r->symbol) : NULL;
-		t->inj_entry.object = t->inj_object = r->object ? strdup(r->object) : NULL;
+		q->entry.name = q->name = r->name ? strdup(r->name) : NULL;
+		q->entry.symbol = q->symbol = r->symbol ? strdup(r->symbol) : NULL;
+		q->entry.object = q->object = r->object ? strdup(r->object) : NULL;
 		for (i = 0; i < 6; i++) {
 			if (!r->str[i])
 				continue;
-			t->inj_str[i] = malloc(r->str_len[i] + 1);
-			if (t->inj_str[i]) {
-				memcpy(t->inj_str[i], r->str[i], r->str_len[i]);
-				t->inj_str[i][r->str_len[i]] = 0;
+			q->str[i] = malloc(r->str_len[i] + 1);
+			if (q->str[i]) {
+				memcpy(q->str[i], r->str[i], r->str_len[i]);
+				q->str[i][r->str_len[i]] = 0;
 			}
-			t->inj_entry.str[i] = t->inj_str[i];
+			q->entry.str[i] = q->str[i];
 		}
-		t->inj_entry.nr_stack =
+		q->entry.nr_stack =
 			r->nr_stack < UTRACE_REC_MAX_STACK ? r->nr_stack : UTRACE_REC_MAX_STACK;
 		if (r->nr_stack)
-			memcpy(t->inj_stack, r->stack, t->inj_entry.nr_stack * sizeof(uint64_t));
-		t->inj_entry.stack = t->inj_stack;
-		t->inj_pending = true;
+			memcpy(q->stack, r->stack, q->entry.nr_stack * sizeof(uint64_t));
+		q->entry.stack = q->stack;
+		q->pending = true;
 		return 0;
 	}
-	if ((r->flags & UTRACE_REC_F_INJECTED) && t->inj_pending && t->inj_entry.tid == r->tid &&
-	    t->inj_entry.addr == r->addr) {
+	q = inj_slot(t, r->tid, false);
+	if (!q || !q->pending || q->entry.tid != r->tid)
+		return 0;
+	if ((r->flags & UTRACE_REC_F_INJECTED) && q->entry.addr == r->addr) {
 		struct tprobe tp = { .kind = CLI_PROBE_FUNC, .spec = in->spec, .t = t };
-		struct utrace_record e = t->inj_entry;
+		struct utrace_record e = q->entry;
 
 		e.flags = 0;
 		t->inj_tid = e.tid;
@@ -1126,7 +1169,7 @@ static int lib_inject_record(struct tracer *t, const struct utrace_record *r)
 		t->inj_value = r->retval;
 		lib_dispatch(t, &e, &tp);
 	}
-	inj_clear(t);
+	inj_slot_clear(q);
 	return 0;
 }
 
@@ -2114,6 +2157,8 @@ static void report_missed(struct tracer *t, bool detached)
 		/* hits that never stop the tracer: the backend's own counters */
 		hits = rets = 0;
 		st.missed_returns = 0;
+		/* and the points made in all, as the old agent path said them */
+		st.points = st.points_made;
 		for (i = 0; i < t->nr_probes; i++) {
 			struct utrace_probe_counts c;
 
@@ -2558,7 +2603,8 @@ int cmd_trace(struct cli_opts *opts)
 		 * group's).
 		 */
 		UTRACE_OPTS(utrace_launch_opts, lo,
-			    .kill_if_tracer_dies = !(t->lib && uopts.backend == UTRACE_BACKEND_AGENT));
+			    .kill_if_tracer_dies =
+				    !(t->lib && uopts.backend == UTRACE_BACKEND_AGENT));
 		pid_t pid;
 
 		/* registered before the launch: armed at the exec, before main() */

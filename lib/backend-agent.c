@@ -109,6 +109,7 @@ struct agent_proc {
 	uint32_t exec_seen; /* the agent's exec_seq handled */
 	uint64_t exec_since; /* when exec_wait began (follow_execs()) */
 	bool exec_waited; /* follow_execs() waited for this exec's agent once */
+	bool guarded; /* injected, with return probes: the unwinders guarded (guard_unwinders()) */
 	uint64_t hello_site; /* runtime address of the hello int3 */
 	uint64_t dl_site; /* ... and of the dlopen/dlclose one */
 	uint64_t maps_hash, maps_at; /* injected: maps_changed() */
@@ -615,6 +616,7 @@ static void image_gone(struct agent_proc *ap)
 	ap->h.nr_areas = ap->h.cur_area = 0;
 	ap->hello_site = ap->dl_site = 0; /* a new image: new addresses */
 	memset(ap->by_id, 0, AGENT_PROBES * sizeof(*ap->by_id));
+	ap->guarded = false;
 }
 
 static void agent_proc_forget(struct uprobes_proc *pp)
@@ -642,8 +644,9 @@ static void agent_proc_forget(struct uprobes_proc *pp)
 		if (!ap->hello || pp->up->freeing) {
 			if (!pp->up->freeing)
 				pr_warn("process %d ran execve(): its probes went with the old image "
-					"(an agent loaded into a running process is not in the new "
-					"one; start the command under utrace to follow its execs)\n",
+					"and the agent is not in the new one (attach again to trace "
+					"it, or start the command under utrace to follow its "
+					"execs)\n",
 					pp->pid);
 			aproc_free(ap);
 			return;
@@ -889,6 +892,143 @@ static int plan_point(struct uprobes_proc *pp, struct agent_proc *ap, struct pro
 	return 0;
 }
 
+/*
+ * Return probes with an injected agent. A C++ exception (or pthread_exit(),
+ * which unwinds) passing through a frame whose return address a return
+ * probe hijacked makes the unwinder look up the trampoline, which has no
+ * unwind info: std::terminate(), the process dies. A preloaded agent
+ * interposes the unwinder's entry points and puts the addresses back first
+ * (agent/interpose.c); an injected one cannot (the program's references
+ * were bound before it came). So the entry points get internal probes
+ * whose hit does the same (UTRACE_PF_UNWIND): not points of the registry,
+ * no records, no counts. pthread_exit() unwinds with _Unwind_ForcedUnwind
+ * from libgcc_s, which the injected agent loads at its init; pthread_exit
+ * itself is guarded only if that failed.
+ *
+ * Another session (its own agent, its own return instances) may guard the
+ * same function already, and one site takes one session's patch. Any
+ * instruction of the prologue does, as long as it runs before the unwinder
+ * reads a frame: libgcc's _Unwind_RaiseException and _Unwind_ForcedUnwind
+ * push and set up for ~16 instructions before their first call, so the
+ * guard goes on the first free one of the first GUARD_SPAN bytes, before
+ * any call. Return: 0, or the negative errno of an unwinder that could not
+ * be guarded (then return probes are refused rather than risk the process).
+ */
+#define GUARD_SPAN 24
+
+static int guard_function(struct uprobes_proc *pp, struct agent_proc *ap,
+			  const struct utrace_match *m0, const char *name)
+{
+	uint32_t offs[16];
+	int n = ahost_insn_offsets(&ap->h, m0->addr, GUARD_SPAN, offs, 16), j, id = -ENOENT;
+	uint8_t code[GUARD_SPAN];
+
+	if (n > 0 && utrace_mem__read(pp->pid, m0->addr, code, sizeof(code)) != sizeof(code))
+		n = 0;
+	for (j = 0; j < n; j++) {
+		struct utrace_match mm = *m0;
+
+		/* a call (e8, ff /2) ends the prologue: the unwinder may run in it */
+		if (j && (code[offs[j - 1]] == 0xe8 ||
+			  (code[offs[j - 1]] == 0xff && (code[offs[j - 1] + 1] & 0x38) == 0x10)))
+			break;
+		mm.addr += offs[j];
+		mm.file_addr += offs[j];
+		mm.offset += offs[j];
+		id = ahost_probe_match(&ap->h, pp->img, &mm, name, UTRACE_PF_UNWIND, false);
+		if (id >= 0 || id != -EBUSY)
+			break;
+	}
+	if (id >= 0)
+		ahost_set_want(&ap->h, id,
+			       ahost_abi(&ap->h, id)->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP :
+									      UTRACE_PS_INT3);
+	return id < 0 ? id : 0;
+}
+
+static int guard_unwinders(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	static const char *const specs[] = { "libgcc_s:_Unwind_RaiseException",
+					     "libgcc_s:_Unwind_ForcedUnwind", "libc:pthread_exit" };
+	bool forced = false;
+	size_t s, k;
+
+	for (s = 0; s < ARRAY_SIZE(specs); s++) {
+		struct utrace_match *m = NULL;
+		struct utrace_spec spec;
+		size_t nr = 0;
+		int err = -ENOENT;
+
+		if (s == 2 && forced)
+			break; /* pthread_exit goes through the guarded _Unwind_ForcedUnwind */
+		if (utrace_spec__parse(specs[s], &spec, NULL, 0))
+			continue;
+		if (utrace_image__resolve(pp->img, &spec, &m, &nr, NULL))
+			nr = 0;
+		utrace_spec__clear(&spec);
+		for (k = 0; k < nr && err < 0; k++)
+			if (!(m[k].sym_flags & UTRACE_SYM_ALIAS))
+				err = guard_function(pp, ap, &m[k], specs[s]);
+		free(m);
+		if (s == 1 && !err)
+			forced = true;
+		if (nr && err < 0) {
+			pr_warn("process %d: cannot guard %s (%s): a C++ exception or pthread_exit() "
+				"through a probed frame would end the process; its return probes "
+				"are refused (entry probes only)\n",
+				pp->pid, specs[s], ap->h.why[0] ? ap->h.why : strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/*
+ * An injected agent's points that hijack returns, planned in this round:
+ * guarded first (guard_unwinders()), or refused if that cannot be done.
+ */
+static void guard_or_refuse(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	unsigned int i;
+	bool ret = false;
+	int err;
+
+	if (!ap->attached || ap->guarded)
+		return;
+	for (i = 0; i < PROC_HASH && !ret; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt && !ret; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+
+			ret = apt && apt->id >= 0 && apt->want && (apt->flags & UTRACE_PF_RETPROBE);
+		}
+	}
+	if (!ret)
+		return;
+	err = guard_unwinders(pp, ap);
+	if (!err) {
+		ap->guarded = true;
+		return;
+	}
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+
+			if (apt && apt->id >= 0 && (apt->flags & UTRACE_PF_RETPROBE) &&
+			    __atomic_load_n(&ahost_abi(&ap->h, apt->id)->state, __ATOMIC_ACQUIRE) !=
+				    UTRACE_PS_INT3 &&
+			    __atomic_load_n(&ahost_abi(&ap->h, apt->id)->state, __ATOMIC_ACQUIRE) !=
+				    UTRACE_PS_JMP) {
+				ahost_set_want(&ap->h, apt->id, UTRACE_PS_DISARMED);
+				apt->err = err;
+			}
+		}
+	}
+}
+
 /* Plan every point that has no id yet, then one SYNC. */
 static int sync_proc(struct uprobes_proc *pp, struct agent_proc *ap)
 {
@@ -911,6 +1051,7 @@ static int sync_proc(struct uprobes_proc *pp, struct agent_proc *ap)
 				planned++;
 		}
 	}
+	guard_or_refuse(pp, ap); /* (planned with the points: the same image) */
 	ahost_plan_end(&ap->h);
 	err = ahost_sync(&ap->h);
 	if (err < 0) {

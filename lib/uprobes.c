@@ -613,6 +613,7 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 	pp->points[hash_addr(pt->addr)] = pt;
 	pp->nr_points++;
 	pp->up->stats.points++;
+	pp->up->stats.points_made++;
 	*ret_pt = pt;
 	return 0;
 }

@@ -251,6 +251,7 @@ struct utrace_uprobes_stats {
 	uint64_t xol_areas; /* XOL areas mapped */
 	uint64_t points; /* probe points armed now */
 	uint64_t deferred; /* (un)registrations deferred from handlers */
+	uint64_t points_made; /* probe points made in all: gone ones (exit, exec, dlclose) too */
 };
 
 /**
