@@ -1282,11 +1282,6 @@ static void lib_figures(struct tracer *t)
 	}
 }
 
-/*
- * Which runs go through the library's agent (while this path grows, on
- * request: UTRACE_CLI_LIBAGENT=1): what it does as cmd-trace-agent.c does
- * it. Not yet: -F, -m, several pids, Chrome output.
- */
 /* What -b kernel cannot do, in one line (NULL: nothing). */
 static int lib_kernel_refuses(const struct tracer *t, const struct cli_opts *o)
 {
@@ -1308,12 +1303,18 @@ static int lib_kernel_refuses(const struct tracer *t, const struct cli_opts *o)
 	return 0;
 }
 
+/*
+ * Which runs go through the library's agent: every one but -F and -m, which
+ * cmd-trace-agent.c still does (and -s, which the agent does not trace:
+ * -b auto takes ptrace), unless UTRACE_CLI_LIBAGENT=0 asks for that old
+ * path (tests compare the two while it exists).
+ */
 static bool lib_agent_wanted(const struct tracer *t, const struct cli_opts *o)
 {
 	const char *e = getenv("UTRACE_CLI_LIBAGENT");
 
 	(void)trace_agent_path(); /* sets what trace_agent_unsafe() says */
-	return e && *e == '1' && !trace_agent_unsafe()[0] &&
+	return !(e && *e == '0') && !trace_agent_unsafe()[0] &&
 	       (o->backend == CLI_BACKEND_AGENT || o->backend == CLI_BACKEND_AUTO) &&
 	       !o->nr_modules && !o->follow_forks && !o->syscalls;
 }
@@ -2457,8 +2458,8 @@ int cmd_trace(struct cli_opts *opts)
 				   "threads)" :
 				   "";
 	} else if (opts->backend == CLI_BACKEND_AGENT && old_agent_lacks(opts)) {
-		cli_error("%s is not available with the agent backend yet (use -b ptrace, or "
-			  "UTRACE_CLI_LIBAGENT=1)",
+		cli_error("%s is not available with the agent backend together with -F or -m yet "
+			  "(use -b ptrace)",
 			  old_agent_lacks(opts));
 		ret = EXIT_TRACE;
 		goto out_free;

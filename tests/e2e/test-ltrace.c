@@ -164,7 +164,9 @@ TEST_TIMEOUT(ltrace_misuse, 60)
 	const char *w[] = { "-w", "99", "-e", "malloc", "--", "true", NULL };
 	const char *l[] = { "-l", "libm.so.6", "--", "true", NULL };
 	const char *c[] = { "-C", "-s", "-e", "malloc", "--", "true", NULL };
-	const char *ca[] = { "-b", "agent", "-C", "-e", "malloc@MAIN", "--", target(), NULL };
+	const char *ca[] = {
+		"-b", "agent", "-C", "-e", "malloc@MAIN", "--", target(), "calls", NULL
+	};
 	const char *ok[] = { "-L", "-A", "5", "-e", "malloc@MAIN", "--", target(), "calls", NULL };
 	char *out = NULL, *err = NULL;
 
@@ -176,14 +178,25 @@ TEST_TIMEOUT(ltrace_misuse, 60)
 	one_line_error(w, "bad -w '99': expected 1..32 frames");
 	one_line_error(l, "ltrace's -l libm.so.6 (the calls into it) is -f 'libm.so.6:*'");
 	one_line_error(c, "-C is strace's (the -c table and the events) with -s alone");
-	/* cmd-trace-agent.c's writers have none of them: said, not ignored */
-	if (getenv("UTRACE_CLI_LIBAGENT") == NULL) {
+	/*
+	 * the agent through the library: the same writers as ptrace's; the
+	 * old agent path (UTRACE_CLI_LIBAGENT=0) has none of them: said, not
+	 * ignored
+	 */
+	{
 		char *o2 = NULL, *e2 = NULL;
 
+		CHECK_EQ(run_utrace(ca, &o2, &e2), 0);
+		free(o2);
+		free(e2);
+		o2 = e2 = NULL;
+		setenv("UTRACE_CLI_LIBAGENT", "0", 1);
 		CHECK_EQ(run_utrace(ca, &o2, &e2), 1);
+		unsetenv("UTRACE_CLI_LIBAGENT");
 		CHECK_MSG(
 			e2 && count_lines(e2) == 1 &&
-				strstr(e2, "-C (demangled names) is not available with the agent"),
+				strstr(e2,
+				       "-C (demangled names) is not available with the agent backend"),
 			"%s", e2 ? e2 : "");
 		free(o2);
 		free(e2);

@@ -368,8 +368,7 @@ TEST_TIMEOUT(agent_drops_are_counted, 120)
 	/* the CLI's agent path, then the library's (also what a process's exit flushes) */
 	for (lib = 0; lib < 2; lib++) {
 		setenv("UTRACE_AGENT_RING", "16", 1);
-		if (lib)
-			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		setenv("UTRACE_CLI_LIBAGENT", lib ? "1" : "0", 1);
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
 		unsetenv("UTRACE_AGENT_RING");
 		unsetenv("UTRACE_CLI_LIBAGENT");
@@ -410,8 +409,7 @@ TEST_TIMEOUT(agent_live_is_lossless, 120)
 	close(fd);
 	for (lib = 0; lib < 2; lib++) {
 		setenv("UTRACE_AGENT_RING", "16", 1);
-		if (lib)
-			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		setenv("UTRACE_CLI_LIBAGENT", lib ? "1" : "0", 1);
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
 		unsetenv("UTRACE_AGENT_RING");
 		unsetenv("UTRACE_CLI_LIBAGENT");
@@ -505,8 +503,7 @@ TEST_TIMEOUT(agent_several_pids, 120)
 	CHECK_EQ(code_matches_file(a.pid), 1);
 	/* the CLI's agent path, then the library's (utrace_uprobes__pid_stats() lines) */
 	for (lib = 0; lib < 2; lib++) {
-		if (lib)
-			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		setenv("UTRACE_CLI_LIBAGENT", lib ? "1" : "0", 1);
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
 		unsetenv("UTRACE_CLI_LIBAGENT");
 		CHECK_MSG(strstr(err, "utrace: backend: agent (2 processes)\n"), "lib %d", lib);
@@ -1048,8 +1045,7 @@ TEST_TIMEOUT(agent_attach_detach_leaves_sleeps_alone, 180)
 	for (i = 0; i < 4; i++) {
 		char *out = NULL, *err = NULL;
 
-		if (i == 3)
-			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
+		setenv("UTRACE_CLI_LIBAGENT", i == 3 ? "1" : "0", 1);
 		CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
 		unsetenv("UTRACE_CLI_LIBAGENT");
 		CHECK(strstr(err, "100 probe points (detached)"));
