@@ -1195,6 +1195,13 @@ static int on_record(const struct utrace_record *r, void *data)
 		t->lost += r->lost;
 		return 0;
 	}
+	if (r->type == UTRACE_REC_FORK) {
+		/* -F on the agent: a child the library follows (its own arena) */
+		if (t->opts->verbose > 0)
+			cli_error("following pid %d, a fork child of pid %d", (int)r->child,
+				  (int)r->pid);
+		return 0;
+	}
 	if ((r->type != UTRACE_REC_ENTRY && r->type != UTRACE_REC_RETURN) || !r->probe)
 		return 0;
 	for (i = 0; i < t->nr_probes && t->probes[i].p != r->probe; i++)
@@ -1304,7 +1311,7 @@ static int lib_kernel_refuses(const struct tracer *t, const struct cli_opts *o)
 }
 
 /*
- * Which runs go through the library's agent: every one but -F and -m, which
+ * Which runs go through the library's agent: every one but -m, which
  * cmd-trace-agent.c still does (and -s, which the agent does not trace:
  * -b auto takes ptrace), unless UTRACE_CLI_LIBAGENT=0 asks for that old
  * path (tests compare the two while it exists).
@@ -1316,7 +1323,7 @@ static bool lib_agent_wanted(const struct tracer *t, const struct cli_opts *o)
 	(void)trace_agent_path(); /* sets what trace_agent_unsafe() says */
 	return !(e && *e == '0') && !trace_agent_unsafe()[0] &&
 	       (o->backend == CLI_BACKEND_AGENT || o->backend == CLI_BACKEND_AUTO) &&
-	       !o->nr_modules && !o->follow_forks && !o->syscalls;
+	       !o->nr_modules && !o->syscalls;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2451,6 +2458,8 @@ int cmd_trace(struct cli_opts *opts)
 		uopts.agent_untraced = true;
 		/* a burst is delivered, not dropped: a full ring waits (agent/ring.c) */
 		uopts.flags |= opts->lossy ? 0 : UTRACE_UPROBES_RING_WAIT;
+		/* -F: the children keep their probes, each traced as a process */
+		uopts.flags |= opts->follow_forks ? UTRACE_UPROBES_FOLLOW_FORKS : 0;
 		/* as the ptrace backend's on_exec(): nothing armed, the command never runs */
 		uopts.flags |= launched && !t->check_after_exec ? UTRACE_UPROBES_LAUNCH_ARMED : 0;
 		auto_why = opts->backend == CLI_BACKEND_AUTO ?
@@ -2458,8 +2467,8 @@ int cmd_trace(struct cli_opts *opts)
 				   "threads)" :
 				   "";
 	} else if (opts->backend == CLI_BACKEND_AGENT && old_agent_lacks(opts)) {
-		cli_error("%s is not available with the agent backend together with -F or -m yet "
-			  "(use -b ptrace)",
+		cli_error("%s is not available with the agent backend together with -m yet (use "
+			  "-b ptrace)",
 			  old_agent_lacks(opts));
 		ret = EXIT_TRACE;
 		goto out_free;
@@ -2752,6 +2761,14 @@ all_done:
 		lib_figures(t);
 		if (launched)
 			snprintf(nohello, sizeof(nohello), "%s", utrace_uprobes__attach_why(t->up));
+		/*
+		 * attach mode: each process let go here, so that a site the
+		 * agent could not restore (the library said which) makes the
+		 * exit status 1, as a failed detach
+		 */
+		for (i = 0; !launched && i < opts->nr_pids; i++)
+			if (utrace_uprobes__detach_pid(t->up, opts->pids[i]) == -EBUSY)
+				t->agent_failed = true;
 	}
 	layer_free(t);
 	if (detach) {

@@ -110,6 +110,8 @@ struct agent_proc {
 	uint64_t exec_since; /* when exec_wait began (follow_execs()) */
 	bool exec_waited; /* follow_execs() waited for this exec's agent once */
 	bool guarded; /* injected, with return probes: the unwinders guarded (guard_unwinders()) */
+	pid_t fork_parent; /* a followed fork child (follow_forks()): its points are its parent's */
+	uint32_t forks_seen, forks_lost; /* the arena's fork announcements read */
 	uint64_t hello_site; /* runtime address of the hello int3 */
 	uint64_t dl_site; /* ... and of the dlopen/dlclose one */
 	uint64_t maps_hash, maps_at; /* injected: maps_changed() */
@@ -141,6 +143,7 @@ struct agent_layer {
 	char path[PATH_MAX];
 	struct agent_proc *procs;
 	struct agent_proc *launch; /* made by the launch hook, adopted at the exec */
+	bool kid_exec_said; /* a followed fork child's exec was said (agent_proc_forget()) */
 	utrace_record_fn_t fn; /* poll's callback while draining */
 	void *fn_ctx;
 	int fn_ret;
@@ -276,6 +279,19 @@ static void aproc_free(struct agent_proc *ap)
 	free(ap);
 }
 
+/* The arena flags the layer's options ask for (common/abi.h). */
+static uint32_t arena_flags(const struct utrace_uprobes *up)
+{
+	uint32_t f = 0;
+
+	if (up->flags & UTRACE_UPROBES_RING_WAIT)
+		f |= UTRACE_ARENA_F_RING_WAIT;
+	/* children are found through the arena, not the session: untraced only */
+	if ((up->flags & UTRACE_UPROBES_FOLLOW_FORKS) && up->agent_untraced)
+		f |= UTRACE_ARENA_F_FOLLOW_FORK;
+	return f;
+}
+
 /*
  * The session's launch hook: an arena for the command about to be forked,
  * the agent in its LD_PRELOAD. Tracing thread, before the fork.
@@ -292,9 +308,7 @@ static int launch_prepare(void *data, struct session_launch_extra *x)
 	al->launch = ap = aproc_new(up->s);
 	if (!ap)
 		return -ENOMEM;
-	arena_header(&hd,
-		     UTRACE_ARENA_F_WAIT_START | UTRACE_ARENA_F_HELLO |
-			     (up->flags & UTRACE_UPROBES_RING_WAIT ? UTRACE_ARENA_F_RING_WAIT : 0),
+	arena_header(&hd, UTRACE_ARENA_F_WAIT_START | UTRACE_ARENA_F_HELLO | arena_flags(up),
 		     up->max_depth);
 	if (ahost_set_layout(&ap->h, &hd))
 		return -ENOMEM;
@@ -404,8 +418,7 @@ static int inject(struct utrace_uprobes *up, pid_t pid, struct agent_proc *ap, c
 		    .errlen = sizeof(errbuf), .allow_copies = true);
 	int err, i;
 
-	arena_header(&hd, up->flags & UTRACE_UPROBES_RING_WAIT ? UTRACE_ARENA_F_RING_WAIT : 0,
-		     up->max_depth);
+	arena_header(&hd, arena_flags(up), up->max_depth);
 	io.arena_size = hd.arena_size;
 	if (proc_stopped(pid) || session_group_stopped(up->s, pid)) {
 		/* its agent's thread could not run: nothing would ever be armed */
@@ -545,6 +558,10 @@ static int agent_proc_init(struct uprobes_proc *pp)
 		pp->priv = ap; /* agent_attach()'s */
 		return 0;
 	}
+	if (ap && ap->fork_parent) {
+		pp->priv = ap; /* follow_forks()'s: its agent runs, its points are its parent's */
+		return 0;
+	}
 	if (ap && ap->exec_wait) {
 		/* follow_execs(): the new image's agent serves commands already */
 		ap->exec_wait = false;
@@ -638,6 +655,17 @@ static void agent_proc_forget(struct uprobes_proc *pp)
 		 * new image has no agent: the probes went with the old one.
 		 */
 		if (kill(pp->pid, 0) || proc_is_zombie(pp->pid)) {
+			aproc_free(ap);
+			return;
+		}
+		if (ap->fork_parent && !pp->up->freeing) {
+			/* said once a session: a shell's children would say it for each */
+			if (!al->kid_exec_said)
+				pr_warn("process %d, a followed fork child, ran execve(): its new "
+					"image runs unprobed (fork children are followed, not yet "
+					"their execs; so are the next ones)\n",
+					pp->pid);
+			al->kid_exec_said = true;
 			aproc_free(ap);
 			return;
 		}
@@ -788,6 +816,23 @@ static int agent_arm(struct uprobes_proc *pp, struct probe_point *pt)
 	}
 	apt->want = true;
 	pt->armed = true; /* (for the registry: taken out at the next commit if not) */
+	if (ap->fork_parent && apt->id < 0) {
+		/*
+		 * A followed fork child: its arena is a copy of its parent's
+		 * probe table, armed (agent.c fork_rearena()): the parent's
+		 * point at this address has its id here too.
+		 */
+		struct uprobes_proc *par = uprobes_proc_find(pp->up, ap->fork_parent);
+		struct probe_point *ppt = par ? uprobes_point_find(par, pt->addr) : NULL;
+		struct agent_point *papt = ppt ? ppt->priv : NULL;
+
+		if (papt && papt->id >= 0 && !papt->err) {
+			apt->id = papt->id;
+			apt->flags = papt->flags;
+			ap->by_id[apt->id] = pt;
+			return 0;
+		}
+	}
 	ap->dirty = true;
 	return 0;
 }
@@ -1090,6 +1135,43 @@ static int agent_commit(struct uprobes_proc *pp)
 	return sync_proc(pp, ap) < 0 ? -EIO : 0;
 }
 
+/*
+ * After the agent's DETACH: every site it ever patched in this image holds
+ * its original bytes again. A thread that blocked SIGTRAP at every look
+ * (a new or exiting thread inside libc's all-blocked windows, starved of
+ * CPU) makes the agent leave that jmp, inert, rather than a transient int3
+ * that could kill it (agent/patch.c disarm()): said, one line a site (3 at
+ * most, then a count). Return: 0, or -EBUSY.
+ */
+static int check_restored(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	uint32_t id;
+	int bad = 0;
+
+	for (id = 0; id < ap->h.nr_probes; id++) {
+		struct utrace_abi_probe *ab = ahost_abi(&ap->h, (int)id);
+		uint8_t now[16];
+
+		if (!ab->len || ab->len > sizeof(now) || !ab->addr ||
+		    __atomic_load_n(&ab->state, __ATOMIC_ACQUIRE) == UTRACE_PS_GONE ||
+		    __atomic_load_n(&ab->state, __ATOMIC_ACQUIRE) == UTRACE_PS_TAKEN)
+			continue; /* never placed, unloaded, or the kernel's since */
+		if (utrace_mem__read(pp->pid, ab->addr, now, ab->len) != (ssize_t)ab->len ||
+		    !memcmp(now, ab->orig, ab->len))
+			continue;
+		if (++bad <= 3)
+			pr_warn("process %d: the code at 0x%llx%s%s still differs from its original "
+				"bytes after the detach (a thread blocked SIGTRAP throughout: the "
+				"agent left its jmp there, inert)\n",
+				pp->pid, (unsigned long long)ab->addr, ap->by_id[id] ? ", " : "",
+				ap->by_id[id] ? ap->by_id[id]->name : "");
+	}
+	if (bad > 3)
+		pr_warn("process %d: %d sites in all still differ from their original bytes\n",
+			pp->pid, bad);
+	return bad ? -EBUSY : 0;
+}
+
 /* Every point is disarmed: the session ends for this process (DETACH). */
 static int agent_release(struct uprobes_proc *pp)
 {
@@ -1114,7 +1196,9 @@ static int agent_release(struct uprobes_proc *pp)
 	ap->ready = false;
 	ap->anchored = false; /* its control thread ends now: no exec to warn about */
 	ap->hello = false; /* not kept for an exec: the session let it go */
-	return err < 0 ? err : 0;
+	if (err < 0)
+		return err;
+	return ap->h.corrupt ? -EBADMSG : check_restored(pp, ap);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1666,6 +1750,174 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 	}
 }
 
+/* Is @pid a child of @parent now? (/proc/PID/stat's 4th field) */
+static bool is_child_of(pid_t pid, pid_t parent)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd, ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent;
+}
+
+/*
+ * A fork child of @pp announced its arena (agent.c fork_rearena(), waiting
+ * for our ack before its fork() returns): map it through /proc/PID/fd/FD,
+ * wait until its control thread is READY, seize that thread alone (as
+ * anchor() keeps the parent's: its exit is the child's), and make the child
+ * a process of the layer whose points are its parent's ids (agent_arm()).
+ * The pid and fd come from the arena, which the target writes: a tracer
+ * running as root must not be steered into opening another process's
+ * file. Only a child of the traced process, and only its arena memfd.
+ */
+static void fork_adopt(struct utrace_uprobes *up, struct uprobes_proc *pp, struct agent_proc *par,
+		       pid_t pid, int fd)
+{
+	struct agent_layer *al = layer(up);
+	struct utrace_arena_hdr *hd, lay = { .max_probes = par->h.lay.max_probes,
+					     .max_threads = par->h.lay.max_threads,
+					     .ring_records = par->h.lay.ring_records };
+	struct agent_proc *ap;
+	char path[64], link[64];
+	struct stat st;
+	ssize_t n;
+	void *m;
+	int afd, i, err;
+	pid_t ctl;
+
+	if (pid <= 0 || fd < 0 || !is_child_of(pid, pp->pid) || uprobes_proc_find(up, pid))
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n <= 0)
+		return;
+	link[n] = '\0';
+	if (strncmp(link, "/memfd:utrace-arena", 19))
+		return;
+	utrace_abi_layout(&lay); /* the child's arena has its parent's sizes */
+	afd = open(path, O_RDWR | O_CLOEXEC);
+	if (afd < 0)
+		return;
+	if (fstat(afd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < lay.arena_size) {
+		close(afd);
+		return;
+	}
+	m = mmap(NULL, lay.arena_size, PROT_READ | PROT_WRITE, MAP_SHARED, afd, 0);
+	hd = m;
+	if (m == MAP_FAILED || hd->magic != UTRACE_ABI_MAGIC || hd->version != UTRACE_ABI_VERSION ||
+	    hd->agent_pid != (uint32_t)pid || hd->arena_size != lay.arena_size) {
+		if (m != MAP_FAILED)
+			munmap(m, lay.arena_size);
+		close(afd);
+		return;
+	}
+	ap = aproc_new(up->s);
+	if (!ap || ahost_set_layout(&ap->h, &lay)) {
+		aproc_free(ap);
+		munmap(m, lay.arena_size);
+		close(afd);
+		return;
+	}
+	ap->h.fd = afd;
+	ap->h.arena = m;
+	ap->h.hdr = hd;
+	ap->h.pid = pid; /* session_owned: never killed, never waited for */
+	ap->h.nr_probes = par->h.nr_probes;
+	ap->h.reserved_top = par->h.reserved_top;
+	ap->pid = pid;
+	ap->hello = true; /* dlopen()s through dl_seq, its control thread's int3 */
+	ap->anchored = true;
+	ap->fork_parent = pp->pid;
+	ap->guarded = par->guarded; /* the copied table holds the guards */
+	/* its control thread runs already (fork_rearena() made it before announcing) */
+	for (i = 0; i < 500; i++) {
+		struct timespec ts = { 0, 1000000 };
+
+		if (__atomic_load_n(&hd->agent_state, __ATOMIC_ACQUIRE) == UTRACE_AGENT_READY)
+			break;
+		syscall(SYS_futex, &hd->agent_state, FUTEX_WAIT, UTRACE_AGENT_NONE, &ts, NULL, 0);
+	}
+	ctl = (pid_t)__atomic_load_n(&hd->control_tid, __ATOMIC_ACQUIRE);
+	err = __atomic_load_n(&hd->agent_state, __ATOMIC_ACQUIRE) == UTRACE_AGENT_READY && ctl > 0 ?
+		      utrace_session__attach_thread(up->s, pid, ctl) :
+		      -EPROTO;
+	if (err) {
+		pr_warn("process %d: cannot follow its fork child %d: %s\n", pp->pid, pid,
+			err == -EPROTO ? "its agent did not start" : strerror(-err));
+		aproc_free(ap); /* F_RELEASED: the child's agent goes dormant, bytes restored */
+		return;
+	}
+	ap->ready = true;
+	ap->dl_seen = __atomic_load_n(&hd->dl_seq, __ATOMIC_ACQUIRE);
+	ap->next = al->procs;
+	al->procs = ap;
+	uprobes_proc_fork(up, pp->pid, pid, false, true); /* agent_proc_init() adopts @ap */
+	if (!uprobes_proc_find(up, pid)) {
+		struct agent_proc *l;
+
+		for (l = al->procs; l && l != ap; l = l->next)
+			;
+		if (l) { /* not adopted (else freed with its process) */
+			unlist(al, ap);
+			aproc_free(ap);
+		}
+		pr_warn("process %d: cannot follow its fork child %d\n", pp->pid, pid);
+		return;
+	}
+	if (al->fn && !al->fn_ret) {
+		/* (before the child's first records, drained after this in the same poll) */
+		struct utrace_record fr = { .sz = sizeof(fr), .type = UTRACE_REC_FORK };
+
+		fr.pid = fr.tid = pp->pid;
+		fr.child = pid;
+		fr.ts_ns = uprobes_now_ns();
+		al->fn_ret = al->fn(&fr, al->fn_ctx);
+		al->delivered++;
+	}
+}
+
+/*
+ * UTRACE_UPROBES_FOLLOW_FORKS: the fork children each process's arena
+ * announced since the last look, then their ack (the child waits for it).
+ * Tracing thread, from utrace_uprobes__poll(), never inside a callback.
+ */
+static void follow_forks(struct utrace_uprobes *up)
+{
+	struct uprobes_proc *pp;
+
+	if (!(up->flags & UTRACE_UPROBES_FOLLOW_FORKS) || !up->agent_untraced || !up->s ||
+	    up->s->dispatch_depth || up->freeing)
+		return;
+	for (pp = up->procs; pp; pp = pp->next) {
+		struct agent_proc *ap = pp->priv;
+		uint32_t *acked;
+		pid_t kpid;
+		int kfd, guard;
+
+		if (!ap || !ap->ready || ap->corrupt_said || !ap->h.hdr)
+			continue;
+		/* bounded: a target that keeps bumping fork_head cannot hold us here */
+		for (guard = 0;
+		     guard < UTRACE_ABI_FORKS &&
+		     ahost_next_fork(&ap->h, &ap->forks_seen, &ap->forks_lost, &kpid, &kfd, &acked);
+		     guard++) {
+			fork_adopt(up, pp, ap, kpid, kfd);
+			__atomic_store_n(acked, 1, __ATOMIC_RELEASE);
+			syscall(SYS_futex, acked, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+		}
+	}
+}
+
 static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ctx, int timeout_ms)
 {
 	struct agent_layer *al = layer(up);
@@ -1679,6 +1931,7 @@ static int agent_poll(struct utrace_uprobes *up, utrace_record_fn_t fn, void *ct
 	al->delivered = 0;
 	for (;;) {
 		follow_execs(up, false);
+		follow_forks(up);
 		for (pp = up->procs; pp && !al->fn_ret; pp = pp->next) {
 			struct agent_proc *ap = pp->priv;
 			uint64_t drops;

@@ -152,6 +152,17 @@ struct utrace_uprobes_opts {
  * where utrace_probe__stats() tells the same before anything runs.)
  */
 #define UTRACE_UPROBES_LAUNCH_ARMED (1U << 1)
+/*
+ * Agent backend with agent_untraced: fork children keep their probes (the
+ * agent makes each child an arena of its own before fork() returns there,
+ * agent.c fork_rearena()) and are traced as processes of their own, with
+ * their parent's points and figures of their own, found while
+ * utrace_uprobes__poll() runs (a child waits at most 1 s for that). Without
+ * it a child runs without the probes. A child's exec is not followed yet
+ * (its new image runs unprobed, said once). The ptrace backend follows
+ * the children the session follows (utrace_session_opts.follow_forks).
+ */
+#define UTRACE_UPROBES_FOLLOW_FORKS (1U << 2)
 #define UTRACE_WHY_NOTHING_ARMED "no probe point could be armed"
 #define utrace_uprobes_opts__last_field max_depth
 
@@ -227,7 +238,9 @@ UTRACE_API const char *utrace_uprobes__backend_how(struct utrace_uprobes *up);
  * utrace_session__detach_pid(). Not from a handler.
  * @return 0 on success; -ESRCH if @pid has no probe point; -EINVAL from a
  * handler; another negative error code if something could not be undone
- * (logged; the process keeps running correctly)
+ * (logged; the process keeps running correctly): the agent's -EBUSY, a
+ * site it left patched (an inert jmp, because a thread blocked SIGTRAP
+ * throughout); -EBADMSG, its arena failed a check
  */
 UTRACE_API int utrace_uprobes__detach_pid(struct utrace_uprobes *up, pid_t pid);
 

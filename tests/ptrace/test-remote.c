@@ -66,6 +66,31 @@ static void remote_ops(struct utrace_thread *th, pid_t pid)
  * call had left the thread in the wrong kind of stop; a plain resume does
  * not, so this variant catches that.
  */
+/*
+ * Until @pid's main thread sits in a system call (/proc/PID/syscall starts
+ * with its number, not "running"), 5 s at most: a fixed sleep was not
+ * enough on a loaded machine (CI: read not entered yet after 150 ms).
+ */
+static void wait_in_syscall(pid_t pid)
+{
+	char path[64], buf[128];
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		bool in = false;
+
+		if (f) {
+			in = fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9';
+			fclose(f);
+		}
+		if (in)
+			return;
+		msleep(10);
+	}
+}
+
 static void blocked_case(const char *mode, const char *ms, bool resume_first)
 {
 	const char *args[] = { mode, ms, NULL };
@@ -76,6 +101,8 @@ static void blocked_case(const char *mode, const char *ms, bool resume_first)
 
 	target_wait_ready(&t);
 	msleep(150); /* let it block (or spin) */
+	if (!strcmp(mode, "read") || !strcmp(mode, "sleep"))
+		wait_in_syscall(t.pid);
 	s = utrace_session__new(NULL);
 	CHECK(s);
 	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
