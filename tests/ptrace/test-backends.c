@@ -649,6 +649,46 @@ TEST(exec_rearms_agent_untraced)
 	}
 }
 
+/*
+ * UTRACE_UPROBES_FOLLOW_FORKS with agent_untraced: the fork child keeps its
+ * probes (its own arena, found by utrace_uprobes__poll()), its calls are
+ * counted as its own process's, a UTRACE_REC_FORK record names it. Without
+ * the flag the child runs without probes (fork_child_is_clean).
+ */
+static int fork_records(const struct utrace_record *rec, void *ctx)
+{
+	int *forks = ctx;
+
+	if (rec->type == UTRACE_REC_FORK && rec->child > 0)
+		++*forks;
+	return 0;
+}
+
+TEST(fork_followed_agent_untraced)
+{
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_AGENT,
+		    .agent_untraced = true, .flags = UTRACE_UPROBES_FOLLOW_FORKS);
+	const char *args[] = { "fork", "50", "30", NULL };
+	struct run r = { 0 };
+	struct utrace_probe *p;
+	struct utrace_probe_counts c;
+	int forks = 0;
+
+	r.s = utrace_session__new(NULL);
+	CHECK(r.s);
+	r.up = utrace_uprobes__new(r.s, &uo);
+	CHECK_MSG(r.up, "agent: %s", strerror(errno));
+	p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
+	run_launch(&r, "s-uprobes", args);
+	CHECK_EQ(run_to_exit(&r, fork_records, &forks), 0);
+	CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	/* the parent calls work() 2 x 50 times, the child 30 */
+	CHECK_MSG(c.calls == 130, "%llu calls of work(), want 130 (100 + the child's 30)",
+		  (unsigned long long)c.calls);
+	CHECK_EQ(forks, 1);
+	run_free(&r);
+}
+
 /* The first 8 code bytes of @sym in s-uprobes' file (hex), as it prints them. */
 static void file_bytes_hex(const char *sym, char *hex)
 {
