@@ -669,8 +669,14 @@ static int try_thread(struct inject_ctx *c, struct utrace_thread *th, int rank, 
  * looks in a row): CHOOSE_ROUNDS of pass 0 (no rip in libc unless blocked
  * in a harmless syscall), then pass 1 (a futex wait in libc too) until
  * CHOOSE_ROUNDS_ALL, ~1 s; then the injection is refused rather than risk
- * a deadlock. A rank-3 thread (in a call a stop makes fail) is stopped in
- * one round only, the first of pass 1. Return: false when no round is left.
+ * a deadlock. A rank-3 thread (in a call a stop makes fail: its
+ * epoll_wait, semop, sigtimedwait would return EINTR) is stopped in one
+ * round only, the last: only when, for ~1 s, no thread was ever running
+ * outside libc nor blocked in a harmless call (an event loop whose every
+ * thread waits in epoll_wait). It was the first round of pass 1, ~50 ms in,
+ * and a loaded machine took it: one EINTR seen in test-trace-agent's
+ * attach rounds, with a busy thread there all along. Return: false when no
+ * round is left.
  */
 #define CHOOSE_ROUNDS 25
 #define CHOOSE_ROUNDS_ALL 500
@@ -686,7 +692,7 @@ static bool choose_round(int round, int *pass, int *max_rank)
 		nanosleep(&ts, NULL);
 	}
 	*pass = round < CHOOSE_ROUNDS ? 0 : 1;
-	*max_rank = round == CHOOSE_ROUNDS ? 3 : 2;
+	*max_rank = round == CHOOSE_ROUNDS_ALL - 1 ? 3 : 2;
 	return true;
 }
 
