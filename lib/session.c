@@ -2343,7 +2343,7 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 	unsigned long options;
 	char **xenv = NULL;
 	int keep_fd = -1, keep_as = -1;
-	pid_t pid;
+	pid_t pid, tracer;
 	int r, status;
 
 	if (!s || !argv || !argv[0] || !OPTS_OK(opts, utrace_launch_opts))
@@ -2362,6 +2362,7 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		if (r < 0)
 			return r;
 	}
+	tracer = getpid();
 	pid = fork();
 	if (pid < 0) {
 		free(xenv);
@@ -2376,11 +2377,25 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		if (keep_fd >= 0 && dup2(keep_fd, keep_as) < 0)
 			_exit(127);
 
-		/* Child: wait to be seized, then run the hook and exec. */
+		/*
+		 * Child: wait to be seized, then run the hook and exec. A
+		 * tracer killed before it seized us would leave this child
+		 * stopped for ever, an orphan nobody continues (CI: utrace
+		 * SIGKILLed 0.1 s into a launch, its child in state T for
+		 * minutes): the tracer's death kills it until it is running
+		 * (the command has not run an instruction of its own yet),
+		 * and no longer once it is (PDEATHSIG would survive the exec).
+		 */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != tracer)
+			_exit(127); /* it died before the prctl() */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGCHLD, SIG_DFL);
 		kill(getpid(), SIGSTOP);
+		prctl(PR_SET_PDEATHSIG, 0);
+		if (getppid() != tracer)
+			_exit(127); /* continued by its death (SIGKILL comes), or by someone else */
 		if (hook && hook(OPTS_GET(opts, utrace_launch_opts, pre_exec_ctx, NULL)))
 			_exit(127);
 		execvpe(argv[0], argv, envp ? envp : environ);
