@@ -403,6 +403,25 @@ TEST(record_strings_at_the_hit)
 	}
 }
 
+struct sites {
+	int n;
+	pid_t pid;
+	enum utrace_site site;
+	bool named_work;
+};
+
+static int one_site(const struct utrace_point_site *ps, void *ctx)
+{
+	struct sites *si = ctx;
+
+	si->n++;
+	si->pid = ps->pid;
+	si->site = ps->site;
+	si->named_work = ps->symbol && !strcmp(ps->symbol, "work") && ps->addr;
+	return 0;
+}
+
+/* counts while it runs; utrace_probe__sites() says how the point is placed */
 TEST(attach_counts_live)
 {
 	enum utrace_backend b;
@@ -431,6 +450,22 @@ TEST(attach_counts_live)
 		CHECK_MSG(c1.calls > 0 && c2.calls > c1.calls, "%s: %llu then %llu calls",
 			  utrace_backend_str(b), (unsigned long long)c1.calls,
 			  (unsigned long long)c2.calls);
+		/* how it is placed: ptrace's int3, the agent's jmp, the kernel's uprobe */
+		{
+			struct sites si = { 0 };
+			enum utrace_site want = b == UTRACE_BACKEND_PTRACE ? UTRACE_SITE_INT3 :
+						b == UTRACE_BACKEND_AGENT  ? UTRACE_SITE_JMP :
+									     UTRACE_SITE_KERNEL;
+
+			CHECK_EQ(utrace_probe__sites(p, one_site, &si), 0);
+			/* (the agent's jmp comes once every thread took the upgrade signal) */
+			if (b == UTRACE_BACKEND_AGENT && si.site == UTRACE_SITE_INT3)
+				want = UTRACE_SITE_INT3;
+			CHECK_MSG(si.n == 1 && si.pid == t.pid && si.site == want &&
+					  si.named_work,
+				  "%s: %d sites, pid %d, %s", utrace_backend_str(b), si.n,
+				  (int)si.pid, utrace_site_str(si.site));
+		}
 		CHECK_EQ(utrace_probe__unregister(p), 0);
 		utrace_uprobes__free(r.up);
 		CHECK_EQ(utrace_session__detach(r.s), 0);
