@@ -461,8 +461,7 @@ TEST(attach_counts_live)
 			/* (the agent's jmp comes once every thread took the upgrade signal) */
 			if (b == UTRACE_BACKEND_AGENT && si.site == UTRACE_SITE_INT3)
 				want = UTRACE_SITE_INT3;
-			CHECK_MSG(si.n == 1 && si.pid == t.pid && si.site == want &&
-					  si.named_work,
+			CHECK_MSG(si.n == 1 && si.pid == t.pid && si.site == want && si.named_work,
 				  "%s: %d sites, pid %d, %s", utrace_backend_str(b), si.n,
 				  (int)si.pid, utrace_site_str(si.site));
 		}
