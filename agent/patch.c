@@ -812,6 +812,15 @@ static int send_upgrade(pid_t pid, pid_t tid)
 #define UPG_POLL_NS 500000ull /* between two looks at the threads still running */
 #define UPG_SETTLE_NS 2000000ull /* seen running this long, and ... */
 #define UPG_BUSY_NS 1000000ull /* ... on a CPU this long meanwhile: signalled */
+/*
+ * ... and looked at at least this often all that time. On a loaded machine
+ * this thread is itself preempted between two looks (60 ms seen): two looks
+ * that far apart say nothing of what the thread did in between (it may have
+ * blocked and woken again), and a thread first seen running as it woke
+ * from a poll() was signalled in its next poll() (test-trace-agent, 3 busy
+ * loops on 2 cores: EINTR after 60.9 ms). A gap restarts the watch.
+ */
+#define UPG_GAP_NS 1500000ull
 
 enum { UPG_T_PENDING, UPG_T_CLEAR, UPG_T_SIGNALLED };
 
@@ -819,6 +828,7 @@ static struct {
 	pid_t tid;
 	uint8_t st;
 	uint64_t t_run, cpu0; /* when first seen running, and its CPU time then */
+	uint64_t t_last; /* the last look at it (UPG_GAP_NS) */
 } upg_thr[UPG_MAX_THREADS];
 static bool upg_drop[AGENT_MAX_PROBES]; /* batch index: a blocked thread is inside */
 
@@ -1042,17 +1052,26 @@ static int clear_threads(uint64_t deadline)
 			pending++;
 			if (w != UPG_W_RUNNING)
 				continue;
-			if (!upg_thr[i].t_run) {
-				upg_thr[i].t_run = now;
+			now = now_mono();
+			if (!upg_thr[i].t_run || now - upg_thr[i].t_last > UPG_GAP_NS) {
+				upg_thr[i].t_run = upg_thr[i].t_last = now;
 				upg_thr[i].cpu0 = task_cpu_ns(tid);
 				continue;
 			}
+			upg_thr[i].t_last = now;
 			if (now - upg_thr[i].t_run < UPG_SETTLE_NS ||
 			    task_cpu_ns(tid) < upg_thr[i].cpu0 + UPG_BUSY_NS ||
 			    task_blocks(tid, upgrade_sig))
 				continue;
-			/* Busy in user space, most likely: look once more, then signal. */
+			/*
+			 * Busy in user space, most likely: look once more, then
+			 * signal, unless this look itself came late.
+			 */
 			w = task_where(tid, &pc);
+			if (w == UPG_W_RUNNING && now_mono() - now > UPG_GAP_NS) {
+				upg_thr[i].t_run = 0;
+				continue;
+			}
 			if (w == UPG_W_RUNNING && send_upgrade(pid, tid) == 0) {
 				upg_thr[i].st = UPG_T_SIGNALLED;
 				sent++;
