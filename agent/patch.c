@@ -54,7 +54,9 @@
  *    next SYNC tries again. A thread the file calls "running" (on a CPU, or
  *    runnable: preempted, or just woken inside its syscall) is looked at
  *    again every 0.5 ms, and is usually seen blocked soon. Only a thread
- *    seen running at every look for 2 ms, that has meanwhile been on a CPU
+ *    seen running at every look for 2 ms (looks at most 1.5 ms apart: a
+ *    gap, this thread preempted, restarts the watch), that has meanwhile
+ *    been on a CPU
  *    for 1 ms (schedstat: busy computing, not waiting for a CPU inside a
  *    syscall that a pending signal would still make fail) and that does
  *    not block the signal (else it would stay pending and fail a later
