@@ -407,6 +407,7 @@ static struct symcache *symcache_get(struct tracer *t, pid_t pid, bool refresh)
 			       sizeof(c->errno_cache)); /* an exec: another libc */
 		} else {
 			utrace_maps__free(m);
+			utrace_image__close(img); /* (ASan: the image of an empty read leaked) */
 		}
 	}
 	return c;
