@@ -2344,7 +2344,7 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 	char **xenv = NULL;
 	int keep_fd = -1, keep_as = -1;
 	pid_t pid, tracer;
-	int r, status;
+	int r, status, death_sig;
 
 	if (!s || !argv || !argv[0] || !OPTS_OK(opts, utrace_launch_opts))
 		return -EINVAL;
@@ -2363,6 +2363,12 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 			return r;
 	}
 	tracer = getpid();
+	death_sig =
+		OPTS_GET(opts, utrace_launch_opts, kill_on_exit, false) ||
+				OPTS_GET(opts, utrace_launch_opts, kill_if_tracer_dies, false) ||
+				s->mode == UTRACE_SYSCALLS_SECCOMP ?
+			SIGKILL :
+			SIGCONT;
 	pid = fork();
 	if (pid < 0) {
 		free(xenv);
@@ -2381,20 +2387,25 @@ pid_t utrace_session__launch(struct utrace_session *s, char *const argv[],
 		 * Child: wait to be seized, then run the hook and exec. A
 		 * tracer killed before it seized us would leave this child
 		 * stopped for ever, an orphan nobody continues (CI: utrace
-		 * SIGKILLed 0.1 s into a launch, its child in state T for
-		 * minutes): the tracer's death kills it until it is running
-		 * (the command has not run an instruction of its own yet),
-		 * and no longer once it is (PDEATHSIG would survive the exec).
+		 * SIGKILLed 13 ms into a launch, its child in state T for
+		 * minutes). Until it runs, the tracer's death does what the
+		 * caller asked for a tracer's death: SIGKILL with
+		 * kill_if_tracer_dies or kill_on_exit (nothing of the command
+		 * ran yet), else SIGCONT, and the command runs untraced, as
+		 * it would have after a detach (the agent's launch: it goes
+		 * dormant at its host's death). Cleared before the exec, which
+		 * PDEATHSIG would survive.
 		 */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != tracer)
+		prctl(PR_SET_PDEATHSIG, death_sig);
+		if (getppid() != tracer && death_sig == SIGKILL)
 			_exit(127); /* it died before the prctl() */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGCHLD, SIG_DFL);
-		kill(getpid(), SIGSTOP);
+		if (getppid() == tracer)
+			kill(getpid(), SIGSTOP);
 		prctl(PR_SET_PDEATHSIG, 0);
-		if (getppid() != tracer)
+		if (getppid() != tracer && death_sig == SIGKILL)
 			_exit(127); /* continued by its death (SIGKILL comes), or by someone else */
 		if (hook && hook(OPTS_GET(opts, utrace_launch_opts, pre_exec_ctx, NULL)))
 			_exit(127);
