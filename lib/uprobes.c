@@ -517,6 +517,17 @@ static void point_set_info(struct probe_point *pt, const struct utrace_image *im
  * Returns 0 with *ret_pt set; -UTRACE_ERRNO__NOT_PATCHABLE if the planner
  * refuses the site (@why filled); negative errno otherwise.
  */
+/* @pt's original bytes from @m's file (not its process's memory). Return: bytes, or <= 0. */
+static ssize_t file_orig(struct uprobes_proc *pp, const struct utrace_match *m,
+			 struct probe_point *pt)
+{
+	struct utrace_elf *elf = utrace_image__elf(pp->img, m->object);
+
+	return elf ? utrace_elf__read(elf, m->file_addr + (pt->addr - m->addr), pt->orig,
+				      sizeof(pt->orig)) :
+		     -EFAULT;
+}
+
 static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool internal,
 		     struct probe_point **ret_pt, char *why, size_t whylen)
 {
@@ -550,11 +561,7 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 		 * system-wide: no process to read; a backend writing nothing
 		 * there: its int3s are the kernel's. The file's bytes.
 		 */
-		struct utrace_elf *elf = utrace_image__elf(pp->img, m->object);
-
-		n = elf ? utrace_elf__read(elf, m->file_addr + (plan.addr - m->addr), pt->orig,
-					   sizeof(pt->orig)) :
-			  -EFAULT;
+		n = file_orig(pp, m, pt);
 		if (n <= 0) {
 			free(pt);
 			return -EFAULT;
@@ -578,11 +585,7 @@ static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool
 		 * a kernel uprobe's int3 on an entry and puts its jmp after
 		 * the first instruction): the file's bytes, for the length.
 		 */
-		struct utrace_elf *elf = utrace_image__elf(pp->img, m->object);
-
-		n = elf ? utrace_elf__read(elf, m->file_addr + (plan.addr - m->addr), pt->orig,
-					   sizeof(pt->orig)) :
-			  -EFAULT;
+		n = file_orig(pp, m, pt);
 		if (n <= 0) {
 			free(pt);
 			return -EFAULT;

@@ -123,17 +123,24 @@ struct run {
 	int out; /* read end of the command's stdout */
 };
 
-static struct run run_new(enum utrace_backend b)
+/* A session and a layer with @uo (agent_untraced, flags: the agent's own tests). */
+static struct run run_new_opts(const struct utrace_uprobes_opts *uo)
 {
-	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = b);
 	struct run r = { 0 };
 
 	r.s = utrace_session__new(NULL);
 	CHECK(r.s);
-	r.up = utrace_uprobes__new(r.s, &uo);
-	CHECK_MSG(r.up, "backend %s: %s", utrace_backend_str(b), strerror(errno));
-	CHECK_EQ(utrace_uprobes__backend(r.up), b);
+	r.up = utrace_uprobes__new(r.s, uo);
+	CHECK_MSG(r.up, "backend %s: %s", utrace_backend_str(uo->backend), strerror(errno));
+	CHECK_EQ(utrace_uprobes__backend(r.up), uo->backend);
 	return r;
+}
+
+static struct run run_new(enum utrace_backend b)
+{
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = b);
+
+	return run_new_opts(&uo);
 }
 
 static void run_launch(struct run *r, const char *target, const char *const *args)
@@ -663,16 +670,11 @@ TEST(exec_rearms_agent_untraced)
 		UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_AGENT,
 			    .agent_untraced = true);
 		const char *args[] = { "exec", "100", "250", NULL };
-		struct run r = { 0 };
-		struct utrace_probe *p;
+		struct run r = run_new_opts(&uo);
+		struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
 		struct utrace_probe_counts c;
 		int recs = 0;
 
-		r.s = utrace_session__new(NULL);
-		CHECK(r.s);
-		r.up = utrace_uprobes__new(r.s, &uo);
-		CHECK_MSG(r.up, "agent: %s", strerror(errno));
-		p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
 		run_launch(&r, "s-uprobes", args);
 		CHECK_EQ(run_to_exit(&r, round ? count_records : NULL, &recs), 0);
 		CHECK_EQ(utrace_probe__counts(p, &c), 0);
@@ -703,16 +705,11 @@ TEST(fork_followed_agent_untraced)
 	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_AGENT,
 		    .agent_untraced = true, .flags = UTRACE_UPROBES_FOLLOW_FORKS);
 	const char *args[] = { "fork", "50", "30", NULL };
-	struct run r = { 0 };
-	struct utrace_probe *p;
+	struct run r = run_new_opts(&uo);
+	struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
 	struct utrace_probe_counts c;
 	int forks = 0;
 
-	r.s = utrace_session__new(NULL);
-	CHECK(r.s);
-	r.up = utrace_uprobes__new(r.s, &uo);
-	CHECK_MSG(r.up, "agent: %s", strerror(errno));
-	p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0);
 	run_launch(&r, "s-uprobes", args);
 	CHECK_EQ(run_to_exit(&r, fork_records, &forks), 0);
 	CHECK_EQ(utrace_probe__counts(p, &c), 0);
