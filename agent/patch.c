@@ -54,9 +54,11 @@
  *    next SYNC tries again. A thread the file calls "running" (on a CPU, or
  *    runnable: preempted, or just woken inside its syscall) is looked at
  *    again every 0.5 ms, and is usually seen blocked soon. Only a thread
- *    seen running at every look for 2 ms (looks at most 1.5 ms apart: a
- *    gap, this thread preempted, restarts the watch), that has meanwhile
- *    been on a CPU
+ *    seen running at every look for 2 ms (looks more than 1.5 ms apart,
+ *    this thread preempted, restart the watch unless the thread's
+ *    voluntary_ctxt_switches show it never went to sleep meanwhile: on a
+ *    loaded machine gaps are the rule, and a busy thread must still be
+ *    signalled some day), that has meanwhile been on a CPU
  *    for 1 ms (schedstat: busy computing, not waiting for a CPU inside a
  *    syscall that a pending signal would still make fail) and that does
  *    not block the signal (else it would stay pending and fail a later
@@ -820,7 +822,11 @@ static int send_upgrade(pid_t pid, pid_t tid)
  * that far apart say nothing of what the thread did in between (it may have
  * blocked and woken again), and a thread first seen running as it woke
  * from a poll() was signalled in its next poll() (test-trace-agent, 3 busy
- * loops on 2 cores: EINTR after 60.9 ms). A gap restarts the watch.
+ * loops on 2 cores: EINTR after 60.9 ms). A gap restarts the watch, unless
+ * the thread's voluntary context switches did not move: then it never
+ * slept, whatever the looks missed (still_awake()). Without that, busy
+ * threads on a loaded CI were never signalled and the upgrade timed out
+ * (tests/agent/test-agent detach_restores_code_bytes: 4 spinning threads).
  */
 #define UPG_GAP_NS 1500000ull
 
@@ -831,6 +837,7 @@ static struct {
 	uint8_t st;
 	uint64_t t_run, cpu0; /* when first seen running, and its CPU time then */
 	uint64_t t_last; /* the last look at it (UPG_GAP_NS) */
+	uint64_t nvcsw0; /* its voluntary switches at t_run */
 } upg_thr[UPG_MAX_THREADS];
 static bool upg_drop[AGENT_MAX_PROBES]; /* batch index: a blocked thread is inside */
 
@@ -928,24 +935,53 @@ static uint64_t task_cpu_ns(pid_t tid)
 	return read_small(path, buf, sizeof(buf)) > 0 ? parse_num(buf, 10) : 0;
 }
 
-/* Does @tid block @sig (SigBlk of its status)? Unknown counts as yes. */
-static bool task_blocks(pid_t tid, int sig)
+/*
+ * Thread @tid's status: does it block @sig (SigBlk; unknown counts as yes),
+ * and how often has it gone to sleep (voluntary_ctxt_switches, counted by
+ * __schedule() each time the thread blocks; ~0 if unknown)? Either out
+ * pointer may be NULL.
+ */
+static void task_status(pid_t tid, int sig, bool *blocks, uint64_t *nvcsw)
 {
+	static const char vcs[] = "voluntary_ctxt_switches:\t";
 	char path[64], st[2048];
 	int len;
 
+	if (blocks)
+		*blocks = true;
+	if (nvcsw)
+		*nvcsw = ~0ull;
 	task_path(path, tid, "status");
 	len = read_small(path, st, sizeof(st));
 	for (int i = 0; i + 24 < len; i++) {
-		if (st[i] == 'S' && !utrace_memcmp(st + i, "SigBlk:\t", 8)) {
+		if (blocks && st[i] == 'S' && !utrace_memcmp(st + i, "SigBlk:\t", 8)) {
 			/* 16 hex digits, signal N is bit N - 1. */
 			char c = st[i + 8 + 15 - (sig - 1) / 4];
 			int v = c >= 'a' ? c - 'a' + 10 : c - '0';
 
-			return (v >> ((sig - 1) % 4)) & 1;
+			*blocks = (v >> ((sig - 1) % 4)) & 1;
 		}
+		/* "nonvoluntary_ctxt_switches" follows; the line start tells them apart */
+		if (nvcsw && st[i] == 'v' && (i == 0 || st[i - 1] == '\n') &&
+		    i + (int)sizeof(vcs) - 1 < len && !utrace_memcmp(st + i, vcs, sizeof(vcs) - 1))
+			*nvcsw = parse_num(st + i + sizeof(vcs) - 1, 10);
 	}
-	return true;
+}
+
+static bool task_blocks(pid_t tid, int sig)
+{
+	bool b;
+
+	task_status(tid, sig, &b, NULL);
+	return b;
+}
+
+static uint64_t task_nvcsw(pid_t tid)
+{
+	uint64_t n;
+
+	task_status(tid, 0, NULL, &n);
+	return n;
 }
 
 /*
@@ -982,6 +1018,19 @@ static void seen_blocked(uint32_t i, uint64_t pc)
 }
 
 static uint64_t now_mono(void);
+
+/*
+ * After a gap between two looks: has thread @i not gone to sleep since its
+ * watch began? A thread that blocked (and woke again) in the gap counts
+ * one more voluntary switch; one only preempted does not (those are
+ * nonvoluntary). Unknown counts as "it slept".
+ */
+static bool still_awake(uint32_t i)
+{
+	uint64_t n = task_nvcsw(upg_thr[i].tid);
+
+	return n != ~0ull && n == upg_thr[i].nvcsw0;
+}
 
 /*
  * Prove that no other thread is inside a window of the batch, without
@@ -1055,8 +1104,11 @@ static int clear_threads(uint64_t deadline)
 			if (w != UPG_W_RUNNING)
 				continue;
 			now = now_mono();
-			if (!upg_thr[i].t_run || now - upg_thr[i].t_last > UPG_GAP_NS) {
+			if (!upg_thr[i].t_run ||
+			    (now - upg_thr[i].t_last > UPG_GAP_NS && !still_awake(i))) {
 				upg_thr[i].t_run = upg_thr[i].t_last = now;
+				/* switches first: a sleep after this read is seen */
+				upg_thr[i].nvcsw0 = task_nvcsw(tid);
 				upg_thr[i].cpu0 = task_cpu_ns(tid);
 				continue;
 			}
@@ -1070,7 +1122,8 @@ static int clear_threads(uint64_t deadline)
 			 * signal, unless this look itself came late.
 			 */
 			w = task_where(tid, &pc);
-			if (w == UPG_W_RUNNING && now_mono() - now > UPG_GAP_NS) {
+			if (w == UPG_W_RUNNING && now_mono() - now > UPG_GAP_NS &&
+			    !still_awake(i)) {
 				upg_thr[i].t_run = 0;
 				continue;
 			}
