@@ -1196,6 +1196,10 @@ static int on_record(const struct utrace_record *r, void *data)
 		t->lost += r->lost;
 		return 0;
 	}
+	if (r->type == UTRACE_REC_MODULE) {
+		module_print(&t->out, t->mono_to_real, r);
+		return 0;
+	}
 	if (r->type == UTRACE_REC_FORK) {
 		/* -F on the agent: a child the library follows (its own arena) */
 		if (t->opts->verbose > 0)
@@ -1277,7 +1281,7 @@ static void lib_figures(struct tracer *t)
 	int i;
 
 	for (i = 0; i < t->nr_probes; i++)
-		if (t->probes[i].p)
+		if (t->probes[i].p && t->probes[i].kind != CLI_PROBE_MODULE) /* -m: its counters */
 			utrace_probe__point_counts(t->probes[i].p, lib_row, t);
 	/* --inject: calls seen and injected, counted in the target (-v) */
 	for (i = 0; i < t->nr_injects; i++) {
@@ -1322,9 +1326,10 @@ static bool lib_agent_wanted(const struct tracer *t, const struct cli_opts *o)
 	const char *e = getenv("UTRACE_CLI_LIBAGENT");
 
 	(void)trace_agent_path(); /* sets what trace_agent_unsafe() says */
-	return !(e && *e == '0') && !trace_agent_unsafe()[0] &&
-	       (o->backend == CLI_BACKEND_AGENT || o->backend == CLI_BACKEND_AUTO) &&
-	       !o->nr_modules && !o->syscalls;
+	return !(e && *e == '0' && !o->nr_modules) && !trace_agent_unsafe()[0] &&
+	       (o->backend == CLI_BACKEND_AGENT ||
+		(o->backend == CLI_BACKEND_AUTO && !modules_simd_why())) &&
+	       !o->syscalls;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2043,7 +2048,7 @@ static int register_probes(struct tracer *t)
 
 			spec = tp->spec;
 			po.data = tp;
-			if (t->lib) {
+			if (t->lib && tp->kind != CLI_PROBE_MODULE) {
 				lib_probe_opts(t, tp, &po);
 				goto reg;
 			}
@@ -2062,7 +2067,7 @@ static int register_probes(struct tracer *t)
 			case CLI_PROBE_INJECT:
 				break; /* never in opts->probes: injects are t->injects */
 			case CLI_PROBE_MODULE:
-				module_ptrace_opts(tp->module, tp->mprobe, &po);
+				module_probe_opts(tp->module, tp->mprobe, &po);
 				break;
 			}
 		}
@@ -2207,6 +2212,8 @@ static void layer_free(struct tracer *t)
 {
 	int i;
 
+	if (t->up && cli_nr_modules)
+		modules_fetch_counters(t->up); /* -m: before the layer forgets them */
 	utrace_uprobes__free(t->up);
 	t->up = NULL;
 	for (i = 0; i < t->nr_probes; i++)
@@ -2548,7 +2555,6 @@ int cmd_trace(struct cli_opts *opts)
 		chrome_open(&t->chrome, t->out.f);
 	}
 	t->mono_to_real = (int64_t)now_realtime_ns() - (int64_t)now_mono_ns();
-	module_ptrace_output(&t->out, t->mono_to_real); /* -m: handlers run here */
 
 	t->s = utrace_session__new(&sopts);
 	if (!t->s) {
@@ -2580,6 +2586,13 @@ int cmd_trace(struct cli_opts *opts)
 			  auto_why, *utrace_uprobes__backend_how(t->up) ? "; " : "",
 			  utrace_uprobes__backend_how(t->up),
 			  opts->all ? "; -a: every process that maps the probed files" : "");
+	/* -m: in the layer before any process is (the agent loads them into each) */
+	if (cli_nr_modules) {
+		ret = modules_attach(t->up);
+		if (ret)
+			goto out;
+		ret = EXIT_TRACE;
+	}
 	/*
 	 * -s (ltrace -S): the syscall engine in this session, after the
 	 * layer's engine (a breakpoint's SIGTRAP, suppressed there, is no
@@ -2708,7 +2721,8 @@ int cmd_trace(struct cli_opts *opts)
 			if (c && (!c->maps || maps_grew(t->main_pid, c)))
 				symcache_get(t, t->main_pid, true);
 		}
-		if (t->lib)
+		/* -m with ptrace: the modules' records, queued at the hits */
+		if (t->lib || cli_nr_modules)
 			polled = utrace_uprobes__poll(t->up, on_record, t, 0); /* never waits */
 		if (polled == -EBADMSG) {
 			t->agent_failed =
@@ -2754,6 +2768,8 @@ int cmd_trace(struct cli_opts *opts)
 all_done:
 	/* every breakpoint out first: the processes run on untouched */
 	report_missed(t, detach);
+	while (!t->lib && cli_nr_modules && utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
+		;
 	if (t->lib) {
 		/* what the rings still hold, then the target's figures */
 		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "utrace/event.h"
 #include "utrace/probe.h"
 #include "cli.h"
 #include "output.h"
@@ -22,12 +23,13 @@ struct utrace_module;
 #define MODULES_MAX 8 /* -m given at most this often (the agent's table) */
 
 struct cli_module {
-	char path[PATH_MAX]; /* canonical, checked */
-	void *handle; /* dlopen() in the tracer */
-	struct utrace_module *desc;
+	const char *arg; /* as given to -m */
+	char path[PATH_MAX]; /* canonical (-m given twice) */
+	const struct utrace_module *desc; /* utrace_module__open()'s */
 	const char *name;
 	int nr_probes, nr_counters;
-	uint64_t counts[32]; /* UTRACE_MODULE_MAX_COUNTERS: summed at exit */
+	int id; /* utrace_uprobes__load_module()'s */
+	uint64_t counts[32]; /* UTRACE_MODULE_MAX_COUNTERS: modules_fetch_counters() */
 };
 
 extern struct cli_module *cli_modules;
@@ -41,8 +43,8 @@ enum modules_check {
 };
 
 /*
- * modules_load - check and load every -m FILE.so in the tracer (its
- * descriptor is read there), one line on failure.
+ * modules_load - check every -m FILE.so (utrace_module__open(): loaded in
+ * the tracer, its descriptor read), one line on failure.
  * Return: 0, EXIT_USAGE (no such file, unsafe path, not a module, bad
  * descriptor) or EXIT_TRACE (SIMD code with MODULES_IN_TARGET).
  */
@@ -63,10 +65,20 @@ const char *module_spec(int mi, int pi);
 bool module_has_entry(int mi, int pi);
 bool module_has_return(int mi, int pi);
 
-/* ptrace backend: @po's handlers run module probe (@mi, @pi) in the tracer. */
-void module_ptrace_opts(int mi, int pi, struct utrace_probe_opts *po);
-/* ptrace backend: where records go (set before any hit). */
-void module_ptrace_output(struct output *out, int64_t mono_to_real);
+/*
+ * modules_attach - load every module into the layer (the agent: into its
+ * processes too). Return: 0, EXIT_USAGE or EXIT_TRACE (one line said why).
+ */
+int modules_attach(struct utrace_uprobes *up);
+
+/* @po runs module probe (@mi, @pi) on any backend (utrace_probe_opts.module). */
+void module_probe_opts(int mi, int pi, struct utrace_probe_opts *po);
+
+/* cli_modules[].counts from the library (summed over the processes). */
+void modules_fetch_counters(struct utrace_uprobes *up);
+
+/* A UTRACE_REC_MODULE record: a text line or a JSON object. */
+void module_print(struct output *out, int64_t mono_to_real, const struct utrace_record *r);
 
 /* One record of module probe (@mi, @pi): a text line or a JSON object. */
 void module_print_record(struct output *out, int64_t mono_to_real, pid_t pid, pid_t tid,

@@ -128,12 +128,17 @@ struct agent_proc {
 	unsigned int nr_stack;
 	bool grp_strs; /* @str holds a string of the group (grp_reset() frees) */
 	struct agent_proc *next; /* layer's list: kept across exec */
+	struct utrace_uprobes *up;
+	/* C probe modules: [id - 1] = the agent's index of that module + 1, 0: not loaded */
+	int mod_idx[UPROBES_MAX_MODULES];
+	bool mod_arena; /* the arena holds module counters (kept across exec, fork) */
 };
 
 /* Per point (pt->priv). */
 struct agent_point {
 	int id; /* agent probe id, -1 while none */
 	uint32_t flags; /* UTRACE_PF_* of @id */
+	uint64_t mods; /* mods_sig() of @id's bindings: modules cannot be unbound */
 	bool want; /* armed once committed */
 	int err; /* the planner's or the agent's refusal */
 };
@@ -144,6 +149,7 @@ struct agent_layer {
 	struct agent_proc *procs;
 	struct agent_proc *launch; /* made by the launch hook, adopted at the exec */
 	bool kid_exec_said; /* a followed fork child's exec was said (agent_proc_forget()) */
+	uint32_t mod_reserved; /* probe ids at the top of the table: module counters */
 	utrace_record_fn_t fn; /* poll's callback while draining */
 	void *fn_ctx;
 	int fn_ret;
@@ -232,12 +238,14 @@ static void pump(void *ctx)
 	session_pump_hold(ctx);
 }
 
-static struct agent_proc *aproc_new(struct utrace_session *s)
+static struct agent_proc *aproc_new(struct utrace_uprobes *up)
 {
 	struct agent_proc *ap = calloc(1, sizeof(*ap));
+	struct utrace_session *s = up->s;
 
 	if (!ap)
 		return NULL;
+	ap->up = up;
 	ap->h.fd = -1;
 	ap->h.stdin_fd = ap->h.stdout_fd = -1;
 	ap->h.session_owned = true;
@@ -265,12 +273,15 @@ static void arena_let_go(struct agent_proc *ap)
 	syscall(SYS_futex, &ap->h.hdr->cmd_seq, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
+static void modules_fold(struct agent_proc *ap);
+
 static void aproc_free(struct agent_proc *ap)
 {
 	unsigned int i;
 
 	if (!ap)
 		return;
+	modules_fold(ap);
 	arena_let_go(ap);
 	ahost_close(&ap->h);
 	for (i = 0; i < ARRAY_SIZE(ap->str); i++)
@@ -305,7 +316,7 @@ static int launch_prepare(void *data, struct session_launch_extra *x)
 	struct rlimit rl;
 
 	aproc_free(al->launch);
-	al->launch = ap = aproc_new(up->s);
+	al->launch = ap = aproc_new(up);
 	if (!ap)
 		return -ENOMEM;
 	arena_header(&hd, UTRACE_ARENA_F_WAIT_START | UTRACE_ARENA_F_HELLO | arena_flags(up),
@@ -463,6 +474,228 @@ static int inject(struct utrace_uprobes *up, pid_t pid, struct agent_proc *ap, c
 /* Ops: layer and process                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* C probe modules (module.c: the tracer's side; agent/module.c: the target's) */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Is @real (checked in our mount namespace by module.c) the same file in
+ * process @pid's? Its dlopen() resolves the path in its own namespace (a
+ * container's root may hold another file there), as for the agent itself
+ * (lib/inject.c check_same_file()). Return: NULL or why not.
+ */
+static const char *module_same_file(pid_t pid, const char *real)
+{
+	char other[PATH_MAX + 64];
+	struct stat a, b;
+
+	snprintf(other, sizeof(other), "/proc/%d/root%s", (int)pid, real);
+	if (stat(real, &a) || stat(other, &b))
+		return "it is not visible in the target's mount namespace";
+	if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+		return "the target's mount namespace has another file at that path";
+	return NULL;
+}
+
+/*
+ * Load module @m into @ap's agent (UTRACE_CMD_MODULE_LOAD): its counters
+ * are the per-thread hit counters of probe ids at the top of the table,
+ * never armed (m->agent_base). Before the module's probes are bound
+ * (plan_point()), in each image (exec) of each process; a fork child has
+ * its parent's. Return: 0 or negative errno, the reason into @why (which
+ * does not name the module).
+ */
+static int proc_load_module(struct agent_proc *ap, struct uprobes_module *m, char *why,
+			    size_t whylen)
+{
+	struct agent_layer *al = layer(ap->up);
+	const char *other;
+	size_t len = strlen(m->path);
+	int r;
+
+	if (ap->mod_idx[m->id - 1])
+		return 0;
+	other = module_same_file(ap->pid, m->path);
+	if (other) {
+		snprintf(why, whylen, "not loaded in process %d: %s", ap->pid, other);
+		return -ENOENT;
+	}
+	if (len >= sizeof(ap->h.hdr->cmd_str)) {
+		snprintf(why, whylen, "its path is longer than %zu bytes",
+			 sizeof(ap->h.hdr->cmd_str) - 1);
+		return -ENAMETOOLONG;
+	}
+	if (ap->h.nr_probes + al->mod_reserved > ap->h.lay.max_probes) {
+		snprintf(why, whylen, "process %d has no probe ids left for its counters", ap->pid);
+		return -ENOSPC;
+	}
+	ap->h.reserved_top = al->mod_reserved;
+	memcpy(ap->h.hdr->cmd_str, m->path, len + 1);
+	r = ahost_cmd(&ap->h, UTRACE_CMD_MODULE_LOAD, m->agent_base, m->nr_counters);
+	if (r < 0) {
+		char tw[sizeof(ap->h.hdr->cmd_str)];
+
+		ahost_agent_str(&ap->h, tw, sizeof(tw)); /* the target wrote it */
+		snprintf(why, whylen, "process %d could not load it: %s", ap->pid,
+			 tw[0]	      ? tw :
+			 ap->h.why[0] ? ap->h.why :
+					strerror(-r));
+		return r;
+	}
+	ap->mod_idx[m->id - 1] = r + 1;
+	ap->mod_arena = true;
+	return 0;
+}
+
+/* Every module of the layer into @ap (a new process or image); the reason into @why or the log. */
+static int proc_load_modules(struct agent_proc *ap, char *why, size_t whylen)
+{
+	char msg[512];
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < ap->up->nr_mods; i++) {
+		err = proc_load_module(ap, ap->up->mods[i], msg, sizeof(msg));
+		if (err) {
+			say(why, whylen, "module '%s': %s", ap->up->mods[i]->path, msg);
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* ->module_load: @m's counter ids, then every process served now. */
+static int agent_module_load(struct utrace_uprobes *up, struct uprobes_module *m, char *why,
+			     size_t whylen)
+{
+	struct agent_layer *al = layer(up);
+	struct uprobes_proc *pp;
+	int err;
+
+	if (al->mod_reserved + m->nr_counters >= AGENT_PROBES / 2) {
+		say(why, whylen, "the modules have too many counters");
+		return -ENOSPC;
+	}
+	m->agent_base = AGENT_PROBES - al->mod_reserved - m->nr_counters;
+	al->mod_reserved += m->nr_counters;
+	for (pp = up->procs; pp; pp = pp->next) {
+		struct agent_proc *ap = pp->priv;
+
+		if (!ap || !ap->ready || !ap->h.hdr)
+			continue;
+		err = proc_load_module(ap, m, why, whylen);
+		if (err) {
+			al->mod_reserved -= m->nr_counters;
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* @ap's live counters of @m into @c. */
+static void proc_module_counts(struct agent_proc *ap, const struct uprobes_module *m, uint64_t *c)
+{
+	unsigned int j;
+
+	if (!ap->h.arena || !ap->mod_arena)
+		return;
+	for (j = 0; j < m->nr_counters; j++)
+		c[j] += ahost_hits(&ap->h, (int)(m->agent_base + j));
+}
+
+/* ->module_counts: every process whose arena is mapped, adopted or not. */
+static void agent_module_counts(struct utrace_uprobes *up, const struct uprobes_module *m,
+				uint64_t *c)
+{
+	struct agent_layer *al = layer(up);
+	struct uprobes_proc *pp;
+	struct agent_proc *ap;
+
+	for (pp = up->procs; pp; pp = pp->next)
+		if (pp->priv)
+			proc_module_counts(pp->priv, m, c);
+	for (ap = al->procs; ap; ap = ap->next)
+		proc_module_counts(ap, m, c);
+}
+
+/* @ap's arena goes: what its modules counted stays with the modules. */
+static void modules_fold(struct agent_proc *ap)
+{
+	unsigned int i;
+
+	for (i = 0; ap->up && i < ap->up->nr_mods; i++)
+		proc_module_counts(ap, ap->up->mods[i], ap->up->mods[i]->counts);
+	ap->mod_arena = false;
+}
+
+/*
+ * The module probes at @pt, as a signature: an id's bindings cannot be
+ * taken back, so a change retires the id (agent_point_update()).
+ */
+static uint64_t mods_sig(const struct probe_point *pt)
+{
+	uint64_t h = 0;
+	unsigned int i;
+
+	for (i = 0; i < pt->nr_probes; i++) {
+		const struct utrace_probe *p = pt->probes[i];
+
+		if (!p->dead && p->mod)
+			h = h * 1000003u + ((uint64_t)p->mod->id << 8 | p->mprobe) + 1;
+	}
+	return h;
+}
+
+/* The module probes at @pt run at agent probe @id's hits, after its built-in actions. */
+static void bind_modules(struct uprobes_proc *pp, struct agent_proc *ap, struct probe_point *pt,
+			 int id)
+{
+	unsigned int i;
+
+	for (i = 0; i < pt->nr_probes; i++) {
+		const struct utrace_probe *p = pt->probes[i];
+		int idx, err;
+
+		if (p->dead || !p->mod)
+			continue;
+		idx = ap->mod_idx[p->mod->id - 1];
+		err = idx ? ahost_cmd(&ap->h, UTRACE_CMD_MODULE_BIND,
+				      (uint64_t)(uint32_t)(idx - 1) << 32 | p->mprobe,
+				      (uint64_t)id) :
+			    -ENOENT;
+		if (err < 0)
+			pr_warn("module '%s': probe '%s' not bound in process %d: %s\n",
+				p->mod->name, p->name, pp->pid,
+				idx ? strerror(-err) : "the module is not loaded there");
+	}
+}
+
+/* A module's record (utrace_module__emit() in the target). */
+static void module_record(struct agent_layer *al, struct agent_proc *ap,
+			  const struct utrace_abi_event *ev)
+{
+	struct utrace_record r = { .sz = sizeof(r), .type = UTRACE_REC_MODULE };
+	int agent_mi = (int)(ev->dur >> 24);
+	unsigned int pi = (unsigned int)((ev->dur >> 8) & 0xffff), i;
+	struct uprobes_module *m = NULL;
+
+	for (i = 0; i < ap->up->nr_mods && !m; i++)
+		if (ap->mod_idx[i] == agent_mi + 1)
+			m = ap->up->mods[i];
+	if (!m || pi >= m->nr_probes)
+		return;
+	r.pid = ap->pid;
+	r.tid = (pid_t)ev->tid;
+	r.ts_ns = ev->ts;
+	r.probe = m->by_pi[pi];
+	r.module = m->id;
+	r.module_probe = pi;
+	r.nargs = MIN((unsigned int)(ev->dur & 0xff), 6u);
+	memcpy(r.args, ev->args, r.nargs * sizeof(r.args[0]));
+	al->fn_ret = al->fn(&r, al->fn_ctx);
+	al->delivered++;
+}
+
 static int agent_init(struct utrace_uprobes *up)
 {
 	struct agent_layer *al = calloc(1, sizeof(*al));
@@ -522,7 +755,7 @@ static int agent_attach(struct utrace_uprobes *up, pid_t pid, char *why, size_t 
 		return utrace_session__attach(up->s, pid);
 	if (uprobes_proc_find(up, pid) || utrace_session__threads(up->s, pid, NULL, 0) > 0)
 		return -EEXIST;
-	ap = aproc_new(up->s);
+	ap = aproc_new(up);
 	if (!ap)
 		return -ENOMEM;
 	ap->pid = ap->h.pid = pid;
@@ -543,6 +776,12 @@ static int agent_attach(struct utrace_uprobes *up, pid_t pid, char *why, size_t 
 	}
 	__atomic_fetch_or(&ap->h.hdr->flags, UTRACE_ARENA_F_ANCHOR, __ATOMIC_RELEASE);
 	ap->ready = ap->anchored = ap->attached = true;
+	err = proc_load_modules(ap, why, whylen);
+	if (err) {
+		ahost_cmd(&ap->h, UTRACE_CMD_DETACH, 0, 0);
+		aproc_free(ap);
+		return err;
+	}
 	ap->next = al->procs;
 	al->procs = ap; /* agent_proc_init() takes it */
 	return 0;
@@ -588,7 +827,7 @@ static int agent_proc_init(struct uprobes_proc *pp)
 	 */
 	if (pp->up->s->dispatch_depth)
 		return -EOPNOTSUPP;
-	ap = aproc_new(pp->up->s);
+	ap = aproc_new(pp->up);
 	if (!ap)
 		return -ENOMEM;
 	ap->pid = pp->pid;
@@ -600,6 +839,12 @@ static int agent_proc_init(struct uprobes_proc *pp)
 		return err;
 	}
 	ap->ready = true;
+	err = proc_load_modules(ap, NULL, 0);
+	if (err) {
+		ahost_cmd(&ap->h, UTRACE_CMD_DETACH, 0, 0);
+		aproc_free(ap);
+		return err;
+	}
 	pp->priv = ap;
 	return 0;
 }
@@ -634,6 +879,7 @@ static void image_gone(struct agent_proc *ap)
 	ap->hello_site = ap->dl_site = 0; /* a new image: new addresses */
 	memset(ap->by_id, 0, AGENT_PROBES * sizeof(*ap->by_id));
 	ap->guarded = false;
+	memset(ap->mod_idx, 0, sizeof(ap->mod_idx)); /* the new image loads them again */
 }
 
 static void agent_proc_forget(struct uprobes_proc *pp)
@@ -742,6 +988,8 @@ static uint32_t point_flags(const struct probe_point *pt, struct utrace_abi_prob
 			continue;
 		if (uprobes_probe_has_entry(p) && (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST)))
 			f |= UTRACE_PF_COUNT;
+		if (p->mod)
+			f |= UTRACE_PF_COUNT; /* its handlers run at counted hits (bind_modules()) */
 		if (uprobes_probe_has_return(p) && pt->entry)
 			f |= UTRACE_PF_RETPROBE | UTRACE_PF_HIST; /* returns are timed */
 		if ((a & UTRACE_ACT_RECORD) && uprobes_probe_has_entry(p))
@@ -829,6 +1077,7 @@ static int agent_arm(struct uprobes_proc *pp, struct probe_point *pt)
 		if (papt && papt->id >= 0 && !papt->err) {
 			apt->id = papt->id;
 			apt->flags = papt->flags;
+			apt->mods = papt->mods;
 			ap->by_id[apt->id] = pt;
 			return 0;
 		}
@@ -844,7 +1093,7 @@ static int agent_point_update(struct uprobes_proc *pp, struct probe_point *pt)
 
 	if (!apt || apt->id < 0 || !ap)
 		return 0;
-	if (point_flags(pt, NULL) == apt->flags)
+	if (point_flags(pt, NULL) == apt->flags && mods_sig(pt) == apt->mods)
 		return 0;
 	/* the agent takes flags only before an id's first SYNC: a new id */
 	ahost_set_want(&ap->h, apt->id, UTRACE_PS_DISARMED);
@@ -933,6 +1182,8 @@ static int plan_point(struct uprobes_proc *pp, struct agent_proc *ap, struct pro
 	apt->flags = flags;
 	apt->err = 0;
 	ap->by_id[id] = pt;
+	bind_modules(pp, ap, pt, id);
+	apt->mods = mods_sig(pt);
 	ahost_set_want(&ap->h, id, ab->mode == UTRACE_PM_JMP ? UTRACE_PS_JMP : UTRACE_PS_INT3);
 	return 0;
 }
@@ -1347,6 +1598,8 @@ static void follow_execs(struct utrace_uprobes *up, bool hook)
 		}
 		ap->dl_seen = __atomic_load_n(&ap->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
 		ahost_adopt_areas(&ap->h);
+		proc_load_modules(ap, NULL,
+				  0); /* before their probes are bound; a failure logged */
 		sync_proc(pp, ap);
 		ahost_start(&ap->h); /* main() of the new image runs, probed */
 	}
@@ -1410,6 +1663,7 @@ static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, sig
 	ap->ready = true;
 	ap->dl_seen = __atomic_load_n(&ap->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
 	ahost_adopt_areas(&ap->h);
+	proc_load_modules(ap, NULL, 0); /* before their probes are bound; a failure logged */
 	/* libc and the other DT_NEEDED objects are mapped now: pending SPECs resolve */
 	uprobes_dl_activity(pp, th);
 	sync_proc(pp, ap);
@@ -1745,8 +1999,12 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 			al->delivered++;
 		}
 		break;
+	case UTRACE_EV_MODULE:
+		if (!al->fn_ret)
+			module_record(al, ap, ev);
+		break;
 	default:
-		break; /* MODULE, STACK outside a group: not records of this API yet */
+		break; /* STACK outside a group: not a record */
 	}
 }
 
@@ -1821,7 +2079,7 @@ static void fork_adopt(struct utrace_uprobes *up, struct uprobes_proc *pp, struc
 		close(afd);
 		return;
 	}
-	ap = aproc_new(up->s);
+	ap = aproc_new(up);
 	if (!ap || ahost_set_layout(&ap->h, &lay)) {
 		aproc_free(ap);
 		munmap(m, lay.arena_size);
@@ -1834,6 +2092,9 @@ static void fork_adopt(struct utrace_uprobes *up, struct uprobes_proc *pp, struc
 	ap->h.pid = pid; /* session_owned: never killed, never waited for */
 	ap->h.nr_probes = par->h.nr_probes;
 	ap->h.reserved_top = par->h.reserved_top;
+	/* the child's agent has its parent's modules, counters in its own arena */
+	memcpy(ap->mod_idx, par->mod_idx, sizeof(ap->mod_idx));
+	ap->mod_arena = par->mod_arena;
 	ap->pid = pid;
 	ap->hello = true; /* dlopen()s through dl_seq, its control thread's int3 */
 	ap->anchored = true;
@@ -2065,4 +2326,6 @@ const struct uprobes_backend_ops uprobes_agent_ops = {
 	.site = agent_site,
 	.poll = agent_poll,
 	.proc_flush = agent_proc_flush,
+	.module_load = agent_module_load,
+	.module_counts = agent_module_counts,
 };

@@ -44,6 +44,7 @@ struct utrace_uprobes;
 struct uprobes_proc;
 struct probe_point;
 struct utrace_thread;
+struct uprobes_module;
 
 struct uprobes_backend_ops {
 	enum utrace_backend id;
@@ -182,6 +183,16 @@ struct uprobes_backend_ops {
 	 * NULL: UTRACE_SITE_INT3 once armed (the registry's breakpoints).
 	 */
 	void (*site)(struct uprobes_proc *pp, struct probe_point *pt, struct utrace_point_site *ps);
+	/*
+	 * C probe modules whose handlers run where the probes do (the agent):
+	 * load @m into every process now, and into later ones by itself
+	 * (module_load; NULL with tracer_handlers: they run in the tracer,
+	 * else modules are refused); add the live processes' counters to @c.
+	 */
+	int (*module_load)(struct utrace_uprobes *up, struct uprobes_module *m, char *why,
+			   size_t whylen);
+	void (*module_counts)(struct utrace_uprobes *up, const struct uprobes_module *m,
+			      uint64_t *c);
 	/* utrace_uprobes__backend_how(); NULL: "" */
 	const char *(*how)(struct utrace_uprobes *up);
 };

@@ -303,7 +303,8 @@ bool uprobes_point_wants_return(const struct probe_point *pt)
  */
 bool uprobes_probe_has_entry(const struct utrace_probe *p)
 {
-	return !p->opts.retprobe && (p->opts.handler || p->opts.actions);
+	/* a module's probe is entered even for a return handler alone: timed */
+	return !p->opts.retprobe && (p->opts.handler || p->opts.actions || p->mod);
 }
 
 bool uprobes_probe_has_return(const struct utrace_probe *p)
@@ -311,6 +312,8 @@ bool uprobes_probe_has_return(const struct utrace_probe *p)
 	unsigned int a = p->opts.actions;
 
 	if (p->opts.ret_handler || p->opts.retprobe)
+		return true;
+	if (p->mod && (p->mod->ret_mask >> p->mprobe & 1))
 		return true;
 	if (a & UTRACE_ACT_NORET)
 		return false;
@@ -1079,6 +1082,8 @@ static void probe_free(struct utrace_probe *p)
 		free(r->object);
 		free(r);
 	}
+	if (p->mod && p->mod->by_pi[p->mprobe] == p)
+		p->mod->by_pi[p->mprobe] = NULL;
 	utrace_spec__clear(&p->spec);
 	free(p->name);
 	free(p);
@@ -1288,6 +1293,7 @@ static struct utrace_probe *probe_new(struct utrace_uprobes *up,
 				      const struct utrace_probe_opts *opts)
 {
 	struct utrace_probe_opts o = { 0 };
+	struct uprobes_module *m = NULL;
 	struct utrace_probe *p;
 
 	if (up && !up->s) {
@@ -1301,7 +1307,16 @@ static struct utrace_probe *probe_new(struct utrace_uprobes *up,
 	/* an older caller's shorter struct: the fields it does not know are 0 */
 	memcpy(&o, opts, MIN(opts->sz, sizeof(o)));
 	opts = &o;
-	if ((!opts->handler && !opts->ret_handler && !opts->actions) ||
+	if (opts->module) {
+		m = uprobes_module_get(up, opts->module);
+		/* the module's table says what runs, at an entry */
+		if (!m || opts->module_probe >= m->nr_probes || opts->handler ||
+		    opts->ret_handler || opts->retprobe) {
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	if ((!opts->handler && !opts->ret_handler && !opts->actions && !m) ||
 	    (opts->retprobe && opts->ret_handler) || !actions_valid(opts)) {
 		errno = EINVAL;
 		return NULL;
@@ -1324,6 +1339,17 @@ static struct utrace_probe *probe_new(struct utrace_uprobes *up,
 	}
 	memcpy(&p->opts, opts, MIN(opts->sz, sizeof(p->opts)));
 	p->opts.sz = sizeof(p->opts);
+	if (m) {
+		p->mod = m;
+		p->mprobe = opts->module_probe;
+		m->by_pi[p->mprobe] = p;
+		if (up->ops->tracer_handlers) {
+			/* module.c runs the table's handlers here (a return alone: a timed entry) */
+			p->opts.handler = uprobes_module_entry;
+			if (m->ret_mask >> p->mprobe & 1)
+				p->opts.ret_handler = uprobes_module_return;
+		}
+	}
 	p->up = up;
 	p->seq = ++up->next_seq;
 	return p;
@@ -2870,5 +2896,6 @@ void utrace_uprobes__free(struct utrace_uprobes *up)
 		up->ops->fini(up);
 	if (up->s)
 		engine_detach(up);
+	uprobes_modules_free(up);
 	free(up);
 }

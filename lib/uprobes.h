@@ -28,6 +28,7 @@
 
 struct uprobes_proc;
 struct uprobes_backend_ops;
+struct utrace_module;
 struct probe_point;
 struct uprobes_rec;
 
@@ -55,7 +56,36 @@ struct utrace_probe {
 	uint64_t hits, returns, missed_returns;
 	uint64_t inject_calls; /* ACT_INJECT in the tracer */
 	struct uprobes_retired *retired; /* figures of points gone, by point name */
+	struct uprobes_module *mod; /* utrace_probe_opts.module: its table entry @mprobe runs */
+	unsigned int mprobe;
 };
+
+/* Modules loaded into one layer at most (the agent's table holds 8). */
+#define UPROBES_MAX_MODULES 8
+
+/*
+ * struct uprobes_module - a C probe module loaded into a layer (module.c):
+ * its descriptor, read in the tracer, and what it counted where its
+ * counters cannot be read any more (ptrace: every count; agent: the
+ * processes gone, backend-agent.c).
+ */
+struct uprobes_module {
+	int id; /* utrace_uprobes__load_module()'s: index + 1 */
+	const char *name; /* the descriptor's */
+	char path[4096]; /* canonical, checked */
+	void *handle;
+	struct utrace_module *desc;
+	unsigned int nr_probes, nr_counters;
+	uint32_t ret_mask; /* bit i: table entry i has a return handler */
+	uint64_t counts[32]; /* UTRACE_MODULE_MAX_COUNTERS */
+	uint32_t agent_base; /* agent: the probe id of its first counter */
+	struct utrace_probe *by_pi[32]; /* the last probe registered on each table entry */
+};
+struct uprobes_module *uprobes_module_get(const struct utrace_uprobes *up, int id);
+void uprobes_modules_free(struct utrace_uprobes *up);
+/* The registry's tracer-side handlers of a module probe (module.c). */
+int uprobes_module_entry(struct utrace_probe_ctx *ctx, void *data);
+int uprobes_module_return(struct utrace_probe_ctx *ctx, void *data);
 
 /* The built-in figures of a probe at points that are gone (exit, exec, unload). */
 struct uprobes_retired {
@@ -216,6 +246,9 @@ struct utrace_uprobes {
 	 * session's own processes are then not tracked by the layer.
 	 */
 	struct uprobes_proc *all;
+	/* C probe modules (module.c), in load order */
+	struct uprobes_module *mods[UPROBES_MAX_MODULES];
+	unsigned int nr_mods;
 };
 
 /* tracer-side records kept before the oldest ones are dropped (and counted) */

@@ -37,6 +37,7 @@ enum utrace_record_type {
 	UTRACE_REC_EXEC,
 	UTRACE_REC_EXIT,
 	UTRACE_REC_LOST, /* @lost records were dropped (full ring): never silent */
+	UTRACE_REC_MODULE, /* a C probe module's record (utrace_module__emit()) */
 };
 
 /* UTRACE_REC_STR_* flags of one string */
@@ -76,6 +77,10 @@ enum utrace_record_type {
  * @flags: UTRACE_REC_F_* bits
  * @comm: ENTRY/RETURN: the hitting thread's name (/proc/TID/comm) as the
  *	kernel backend sees it at the hit, else NULL (read at @sz)
+ * @module, @module_probe: MODULE: the module (utrace_uprobes__load_module()'s
+ *	id) and the index of the emitting probe in its table; @nargs and
+ *	@args are the values emitted, @probe the probe registered on that
+ *	table entry (read at @sz)
  */
 struct utrace_record {
 	size_t sz;
@@ -109,6 +114,8 @@ struct utrace_record {
 	uint64_t lost;
 	unsigned int flags;
 	const char *comm;
+	int module;
+	unsigned int module_probe;
 };
 
 /**

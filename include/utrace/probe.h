@@ -355,6 +355,13 @@ typedef void (*utrace_point_opts_fn_t)(struct utrace_probe *p,
  * @point_opts: called (in the tracer) when the probe gets a new probe
  *	point, before it is armed, to set that point's @nargs, @str_args and
  *	@err_kind (struct utrace_point_opts); NULL: the probe's own everywhere
+ * @module: a C probe module's id (utrace_uprobes__load_module()), 0: none.
+ *	The probe runs entry @module_probe of the module's table: its
+ *	handlers, where the backend runs handlers (agent: in the probed
+ *	thread; ptrace: in the tracer), after the point's built-in actions.
+ *	@handler and @ret_handler must be NULL; @actions may add built-in
+ *	ones. A table entry with a return handler gets a timed entry
+ *	(ctx->entry_ns) on every backend
  */
 struct utrace_probe_opts {
 	size_t sz;
@@ -372,6 +379,8 @@ struct utrace_probe_opts {
 	uint64_t inject_value;
 	uint64_t inject_every;
 	utrace_point_opts_fn_t point_opts;
+	int module;
+	unsigned int module_probe;
 	size_t : 0;
 };
 #define utrace_probe_opts__last_field dropped /* the fields after it are optional */
@@ -405,6 +414,61 @@ UTRACE_API struct utrace_probe *utrace_probe__register(struct utrace_uprobes *up
 UTRACE_API struct utrace_probe *utrace_probe__register_spec(struct utrace_uprobes *up,
 							    const char *spec,
 							    const struct utrace_probe_opts *opts);
+
+/* utrace_module__open() flags */
+#define UTRACE_MODULE_IN_TARGET (1U << 0) /* its handlers will run in the target (the agent) */
+
+struct utrace_module; /* utrace/module.h (include it with UTRACE_MODULE_LOADER defined) */
+
+/**
+ * @brief **utrace_module__open()** checks that @path is a C probe module
+ * that may be loaded (utrace/module.h, docs/modules.md): a regular file
+ * that nobody but its owner (us or root) can change, in directories no one
+ * else can change, up to /; loadable (dlopen() in this process: its
+ * constructors run here); a descriptor of this module ABI with a name and
+ * probes that have handlers. With UTRACE_MODULE_IN_TARGET its code is also
+ * decoded: one instruction on an SSE/AVX/x87/MMX register refuses it (the
+ * agent's trampolines save integer registers only). The module stays
+ * loaded in this process (never dlclose()d). @why (may be NULL) gets one
+ * line on failure.
+ * @return 0 (*@desc, may be NULL: the descriptor), or a negative error:
+ * -ENOENT and other errors of the path, -EPERM (others may change it),
+ * -ENOEXEC (not loadable, no descriptor, a bad one), -EOPNOTSUPP (SIMD code
+ * with UTRACE_MODULE_IN_TARGET)
+ */
+UTRACE_API int utrace_module__open(const char *path, unsigned int flags,
+				   const struct utrace_module **desc, char *why, size_t whylen);
+
+/**
+ * @brief **utrace_uprobes__load_module()** loads the C probe module @path
+ * into @up, checked as utrace_module__open() does (in the target's terms
+ * when the backend runs handlers there). With the agent every process
+ * traced now loads it at once (a failure there, e.g. another file at that
+ * path in the process's mount namespace, fails the call), and every later
+ * one (attach, launch, exec, -F children) before its probes are armed.
+ * Then register its probes with utrace_probe_opts.module; nothing runs
+ * before. At most 8 modules per layer.
+ * @return the module's id (> 0); a negative error as utrace_module__open()
+ * says, or -EEXIST (loaded already), -E2BIG (too many), -EOPNOTSUPP (the
+ * kernel backend runs no C code), with one line in @why (may be NULL)
+ */
+UTRACE_API int utrace_uprobes__load_module(struct utrace_uprobes *up, const char *path, char *why,
+					   size_t whylen);
+
+/**
+ * @brief **utrace_uprobes__module()** the descriptor of module @id (its
+ * name, probe table and counter names), NULL if there is none.
+ */
+UTRACE_API const struct utrace_module *utrace_uprobes__module(struct utrace_uprobes *up, int id);
+
+/**
+ * @brief **utrace_uprobes__module_counters()** module @id's counters
+ * (utrace_module__count()) summed over every process it ran in, gone or
+ * running, read while the program runs: the first @n into @vals.
+ * @return the module's number of counters, or -EINVAL
+ */
+UTRACE_API int utrace_uprobes__module_counters(struct utrace_uprobes *up, int id, uint64_t *vals,
+					       unsigned int n);
 
 /**
  * @brief **utrace_probe__unregister()** removes @p from every probe point

@@ -67,11 +67,13 @@ static void remote_ops(struct utrace_thread *th, pid_t pid)
  * not, so this variant catches that.
  */
 /*
- * Until @pid's main thread sits in a system call (/proc/PID/syscall starts
- * with its number, not "running"), 5 s at most: a fixed sleep was not
- * enough on a loaded machine (CI: read not entered yet after 150 ms).
+ * Until @pid's main thread sits in system call @nr or @nr2 (/proc/PID/syscall
+ * starts with its number, not "running"), 5 s at most: a fixed sleep was not
+ * enough on a loaded machine (CI: read not entered yet after 150 ms), and
+ * any syscall was not either (CI: seen in the write of its "ready" line,
+ * then attached between that and the read: orig_rax -1).
  */
-static void wait_in_syscall(pid_t pid)
+static void wait_in_syscall(pid_t pid, long nr, long nr2)
 {
 	char path[64], buf[128];
 	int i;
@@ -82,7 +84,8 @@ static void wait_in_syscall(pid_t pid)
 		bool in = false;
 
 		if (f) {
-			in = fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9';
+			in = fgets(buf, sizeof(buf), f) && buf[0] >= '0' && buf[0] <= '9' &&
+			     (atol(buf) == nr || atol(buf) == nr2);
 			fclose(f);
 		}
 		if (in)
@@ -101,8 +104,10 @@ static void blocked_case(const char *mode, const char *ms, bool resume_first)
 
 	target_wait_ready(&t);
 	msleep(150); /* let it block (or spin) */
-	if (!strcmp(mode, "read") || !strcmp(mode, "sleep"))
-		wait_in_syscall(t.pid);
+	if (!strcmp(mode, "read"))
+		wait_in_syscall(t.pid, SYS_read, SYS_read);
+	if (!strcmp(mode, "sleep"))
+		wait_in_syscall(t.pid, SYS_nanosleep, SYS_clock_nanosleep);
 	s = utrace_session__new(NULL);
 	CHECK(s);
 	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
