@@ -61,7 +61,6 @@
 #include "modload.h"
 #include "output.h"
 #include "protos.h"
-#include "trace-agent.h"
 
 #define STACK_MAX 32
 
@@ -1316,17 +1315,14 @@ static int lib_kernel_refuses(const struct tracer *t, const struct cli_opts *o)
 }
 
 /*
- * Which runs go through the library's agent: every one but -m, which
- * cmd-trace-agent.c still does (and -s, which the agent does not trace:
- * -b auto takes ptrace), unless UTRACE_CLI_LIBAGENT=0 asks for that old
- * path (tests compare the two while it exists).
+ * Which runs go through the library's agent: -b agent, and -b auto unless
+ * a module has SIMD code (its handlers then run in the tracer); not -s,
+ * which the agent does not trace (-b auto takes ptrace, -b agent says so
+ * in setup()).
  */
 static bool lib_agent_wanted(const struct tracer *t, const struct cli_opts *o)
 {
-	const char *e = getenv("UTRACE_CLI_LIBAGENT");
-
-	(void)trace_agent_path(); /* sets what trace_agent_unsafe() says */
-	return !(e && *e == '0' && !o->nr_modules) && !trace_agent_unsafe()[0] &&
+	return trace_agent_path() && /* else trace_agent_unsafe() says why, or "" */
 	       (o->backend == CLI_BACKEND_AGENT ||
 		(o->backend == CLI_BACKEND_AUTO && !modules_simd_why())) &&
 	       !o->syscalls;
@@ -2189,7 +2185,7 @@ static void report_missed(struct tracer *t, bool detached)
 			  st.missed_returns);
 	/* one shape for every backend (test-agent-behaviour.c reads it) */
 	if (t->opts->verbose > 0 && t->lib && t->opts->nr_pids > 1) {
-		/* several pids: one line each, as cmd-trace-agent.c says them */
+		/* several pids: one line each */
 		for (i = 0; i < t->opts->nr_pids; i++) {
 			struct utrace_uprobes_stats ps;
 
@@ -2226,9 +2222,8 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 {
 	int i, j, err;
 
-	if (opts->backend == CLI_BACKEND_AGENT && trace_agent_unsupported(opts)) {
-		cli_error("%s is not available with the agent backend yet (use -b ptrace)",
-			  trace_agent_unsupported(opts));
+	if (opts->backend == CLI_BACKEND_AGENT && opts->syscalls) {
+		cli_error("-s is not available with the agent backend yet (use -b ptrace)");
 		return EXIT_TRACE;
 	}
 	if (opts->nr_modules) {
@@ -2369,20 +2364,6 @@ static bool embed_wanted(pid_t pid)
 }
 
 /*
- * What only this file's writers do (shared by ptrace, the kernel and the
- * library's agent), not cmd-trace-agent.c's: NULL, or the option.
- */
-static const char *old_agent_lacks(const struct cli_opts *o)
-{
-	return o->flag_C		    ? "-C (demangled names)" :
-	       o->call_site		    ? "-i" :
-	       o->indent		    ? "-n N" :
-	       o->stack_max		    ? "-w N" :
-	       o->color == CLI_COLOR_ALWAYS ? "--color always" :
-					      NULL;
-}
-
-/*
  * -a without a command: nothing of the session runs; the kernel's hits
  * come until -d or a signal, drained every 20 ms (the ring holds 8 MiB).
  */
@@ -2458,7 +2439,18 @@ int cmd_trace(struct cli_opts *opts)
 		sopts.follow_forks = opts->follow_forks || opts->all;
 		uopts.all_exec = opts->all ? t->all_exec : NULL;
 		auto_why = " (asked for)"; /* then how it links: utrace_uprobes__backend_how() */
-	} else if (lib_agent_wanted(t, opts) && !no_agent && !t->check_after_exec) {
+	} else if (opts->backend == CLI_BACKEND_AGENT && !lib_agent_wanted(t, opts)) {
+		if (trace_agent_unsafe()[0])
+			cli_error("%s (only its owner may write it and the directories above, or "
+				  "use -b ptrace)",
+				  trace_agent_unsafe());
+		else
+			cli_error("cannot find libutrace-agent.so (set UTRACE_AGENT=PATH, a file "
+				  "only its owner can write, or use -b ptrace)");
+		ret = EXIT_TRACE;
+		goto out_free;
+	} else if (lib_agent_wanted(t, opts) && !no_agent &&
+		   (!t->check_after_exec || opts->backend == CLI_BACKEND_AGENT)) {
 		t->lib = true; /* the library's agent: below, with the ptrace path's writers */
 		uopts.backend = UTRACE_BACKEND_AGENT;
 		uopts.agent_path = trace_agent_path();
@@ -2474,46 +2466,6 @@ int cmd_trace(struct cli_opts *opts)
 				   " (auto: the agent could be loaded, handlers run in the probed "
 				   "threads)" :
 				   "";
-	} else if (opts->backend == CLI_BACKEND_AGENT && old_agent_lacks(opts)) {
-		cli_error("%s is not available with the agent backend together with -m yet (use "
-			  "-b ptrace)",
-			  old_agent_lacks(opts));
-		ret = EXIT_TRACE;
-		goto out_free;
-	} else if (opts->backend == CLI_BACKEND_AGENT ||
-		   (opts->backend == CLI_BACKEND_AUTO && !t->check_after_exec && !no_agent &&
-		    !(t->pending && opts->nr_pids > 1) && !trace_agent_unsupported(opts) &&
-		    !old_agent_lacks(opts) && !modules_simd_why() && trace_agent_path())) {
-		struct cli_probe *cp = calloc(t->nr_probes + t->nr_injects + 1, sizeof(*cp));
-
-		if (!cp) {
-			ret = EXIT_TRACE;
-			goto out_free;
-		}
-		for (i = 0; i < t->nr_probes; i++) {
-			cp[i].kind = t->probes[i].kind;
-			cp[i].spec = t->probes[i].spec;
-			cp[i].module = t->probes[i].module;
-			cp[i].mprobe = t->probes[i].mprobe;
-		}
-		/* the injects after the probes: the agent adds them to their points */
-		for (i = 0; i < t->nr_injects; i++) {
-			cp[t->nr_probes + i].kind = CLI_PROBE_INJECT;
-			cp[t->nr_probes + i].spec = t->injects[i].spec;
-			cp[t->nr_probes + i].value = t->injects[i].value;
-			cp[t->nr_probes + i].every = t->injects[i].every;
-		}
-		ret = cmd_trace_agent(opts, cp, t->nr_probes + t->nr_injects,
-				      opts->backend == CLI_BACKEND_AUTO);
-		free(cp);
-		if (ret != TRACE_AGENT_FALLBACK)
-			goto out_free;
-		if (!launched && trace_agent_fallback_why()[0])
-			snprintf(why, sizeof(why), " (auto: the agent could not be loaded: %s)",
-				 trace_agent_fallback_why());
-		else
-			snprintf(why, sizeof(why), " (auto: the agent could not be loaded)");
-		auto_why = why;
 	} else if (opts->backend == CLI_BACKEND_AUTO) {
 		if (t->check_after_exec)
 			auto_why =
@@ -2527,11 +2479,8 @@ int cmd_trace(struct cli_opts *opts)
 				"process only, yet)";
 		else if (modules_simd_why())
 			snprintf(why, sizeof(why), " (auto: %s)", modules_simd_why());
-		else if (trace_agent_unsupported(opts) || old_agent_lacks(opts))
-			snprintf(why, sizeof(why),
-				 " (auto: %s is not available with the agent yet)",
-				 trace_agent_unsupported(opts) ? trace_agent_unsupported(opts) :
-								 old_agent_lacks(opts));
+		else if (opts->syscalls)
+			auto_why = " (auto: -s is not available with the agent yet)";
 		else if (trace_agent_unsafe()[0])
 			snprintf(why, sizeof(why), " (auto: %s)", trace_agent_unsafe());
 		else

@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "internal.h" /* inject_check_path() */
 #include "launch.h"
 
 /* What execve() of @path would fail with (0: it would run), as execvp() sees it. */
@@ -166,4 +168,62 @@ const char *launch_agent_why(const char *path, char *why, size_t size)
 	}
 	snprintf(why, size, "'%s': too many levels of #! interpreters", path);
 	return why;
+}
+
+/* ---- where the agent is -------------------------------------------------- */
+
+static char agent_unsafe[2 * PATH_MAX + 512]; /* why $UTRACE_AGENT is not used */
+
+/*
+ * Does @path name a regular file that only its owner or root can change, in
+ * directories only they can change? The rule of utrace_session__inject(),
+ * for the agent preloaded at a launch as for one injected into a process.
+ */
+static bool safe_file(const char *path)
+{
+	char real[PATH_MAX], why[PATH_MAX + 128];
+
+	if (inject_check_path(path, real, why, sizeof(why)) == 0)
+		return true;
+	snprintf(agent_unsafe, sizeof(agent_unsafe), "UTRACE_AGENT '%s' is not safe: %s", path,
+		 why);
+	return false;
+}
+
+const char *trace_agent_unsafe(void)
+{
+	return agent_unsafe;
+}
+
+const char *trace_agent_path(void)
+{
+	static char path[PATH_MAX + 64];
+	char exe[PATH_MAX], real[PATH_MAX], *slash;
+	const char *env = getenv("UTRACE_AGENT");
+	ssize_t n;
+
+	agent_unsafe[0] = '\0';
+	if (env && *env)
+		return safe_file(env) ? env : NULL;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			/* the build tree: build/cli/utrace, build/agent/libutrace-agent.so */
+			snprintf(path, sizeof(path), "%s/../agent/libutrace-agent.so", exe);
+			/* absolute, no '..': utrace_inject() checks every directory */
+			if (safe_file(path) && realpath(path, real)) {
+				snprintf(path, sizeof(path), "%s", real);
+				return path;
+			}
+		}
+	}
+#ifdef UTRACE_LIBDIR
+	snprintf(path, sizeof(path), "%s/utrace/libutrace-agent.so", UTRACE_LIBDIR);
+	if (safe_file(path))
+		return path;
+#endif
+	return NULL;
 }

@@ -28,4 +28,15 @@ int launch_resolve(const char *cmd, char *path, size_t size);
  */
 const char *launch_agent_why(const char *path, char *why, size_t size);
 
+/*
+ * trace_agent_path - the libutrace-agent.so to load: $UTRACE_AGENT, else
+ * the build tree's next to this utrace (build/agent/), else the installed
+ * one; only a file that nobody but its owner or root can change, in
+ * directories only they can change (utrace_session__inject()'s rule).
+ * Return: its path, or NULL (trace_agent_unsafe() then says why, or "").
+ */
+const char *trace_agent_path(void);
+/* Why trace_agent_path() refused $UTRACE_AGENT ("UTRACE_AGENT '/x' is not safe: ..."), or "". */
+const char *trace_agent_unsafe(void);
+
 #endif /* __UTRACE_CLI_LAUNCH_H */

@@ -57,10 +57,13 @@
  * What the agent cannot honour, and why (probe.h):
  *  - tracer-side handlers: the hit does not stop, there is no tracer code
  *    to run (EOPNOTSUPP at registration); C code runs in the target as a
- *    probe module (utrace/module.h).
- *  - fork children: the agent removes its patches from a child before it
- *    runs (agent.c atfork_child); following them (-F) is the CLI's work
- *    today (the arena's fork announcements), not yet this backend's.
+ *    probe module (utrace/module.h, utrace_uprobes__load_module(): loaded
+ *    into each process by proc_load_modules(), bound per point id by
+ *    bind_modules()).
+ *  - fork children without UTRACE_UPROBES_FOLLOW_FORKS: the agent removes
+ *    its patches from a child before it runs (agent.c atfork_child); with
+ *    it, follow_forks() makes each child a process of the layer. A
+ *    followed child's exec is not followed yet.
  *  - figures per probe at a shared point: the agent counts per point; a
  *    second probe at the same point with other actions gets the point's
  *    figures for the actions it asked for.

@@ -150,11 +150,9 @@ TEST_TIMEOUT(launch_malformed_records, 60)
  */
 TEST_TIMEOUT(library_agent_attach_and_launch, 120)
 {
-	setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 	attach_mode("records");
 	attach_mode("header");
 	launch_mode("records");
-	unsetenv("UTRACE_CLI_LIBAGENT");
 }
 
 /* A fork announcement for pid 1 (not a child): ignored, not opened. */

@@ -178,26 +178,11 @@ TEST_TIMEOUT(ltrace_misuse, 60)
 	one_line_error(w, "bad -w '99': expected 1..32 frames");
 	one_line_error(l, "ltrace's -l libm.so.6 (the calls into it) is -f 'libm.so.6:*'");
 	one_line_error(c, "-C is strace's (the -c table and the events) with -s alone");
-	/*
-	 * the agent through the library: the same writers as ptrace's; the
-	 * old agent path (UTRACE_CLI_LIBAGENT=0) has none of them: said, not
-	 * ignored
-	 */
+	/* the agent: the same writers as ptrace's */
 	{
 		char *o2 = NULL, *e2 = NULL;
 
 		CHECK_EQ(run_utrace(ca, &o2, &e2), 0);
-		free(o2);
-		free(e2);
-		o2 = e2 = NULL;
-		setenv("UTRACE_CLI_LIBAGENT", "0", 1);
-		CHECK_EQ(run_utrace(ca, &o2, &e2), 1);
-		unsetenv("UTRACE_CLI_LIBAGENT");
-		CHECK_MSG(
-			e2 && count_lines(e2) == 1 &&
-				strstr(e2,
-				       "-C (demangled names) is not available with the agent backend"),
-			"%s", e2 ? e2 : "");
 		free(o2);
 		free(e2);
 	}
@@ -322,7 +307,6 @@ TEST_TIMEOUT(cxx_demangled_everywhere, 120)
 		SKIP("no C++ compiler: tests/targets/s-cxx was not built");
 	for (pass = 0; pass < 2; pass++) {
 		if (pass) { /* the agent through the library: the same writers */
-			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 			text[1] = table[1] = json[1] = "agent";
 		}
 		CHECK_EQ(run_utrace(text, &out, &err), 0);
@@ -360,7 +344,6 @@ TEST_TIMEOUT(cxx_demangled_everywhere, 120)
 		free(out);
 		free(err);
 	}
-	unsetenv("UTRACE_CLI_LIBAGENT");
 	/* the frames of -k: area(int) called from area(int, int) */
 	CHECK_EQ(run_utrace(stack, &out, &err), 0);
 	CHECK_MSG(strstr(err, " > shapes::Circle::area(int, int) const+0x"), "%s", err);
@@ -442,7 +425,6 @@ TEST_TIMEOUT(ltrace_indent_and_call_sites, 120)
 	}
 	for (pass = 0; pass < 2; pass++) {
 		if (pass) {
-			setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 			args[1] = "agent";
 		}
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
@@ -458,7 +440,6 @@ TEST_TIMEOUT(ltrace_indent_and_call_sites, 120)
 		free(out);
 		free(err);
 	}
-	unsetenv("UTRACE_CLI_LIBAGENT");
 	free(b);
 	CHECK_EQ(run_utrace(w1, &out, &err), 0);
 	/* one frame under each of the three entry lines */
@@ -501,10 +482,8 @@ TEST_TIMEOUT(dwarf_enums_and_floats, 120)
 		  "%s", err);
 	free(out);
 	free(err);
-	setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 	args[1] = "agent";
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	unsetenv("UTRACE_CLI_LIBAGENT");
 	CHECK_MSG(strstr(err, "] paint(COLOR_GREEN, 2)\n") &&
 			  strstr(err, "] scale(3, ?, 4, ?)\n") &&
 			  strstr(err, "] level_of() = LEVEL_HIGH\n"),
@@ -572,10 +551,8 @@ TEST_TIMEOUT(function_errno_as_strace, 120)
 	CHECK_EQ(count(err, "\"ret\": -1, \"errno\": \"ENOTDIR\""), 1);
 	free(out);
 	free(err);
-	setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 	args[1] = "agent";
 	CHECK_EQ(run_utrace(args, &out, &err), 1);
-	unsetenv("UTRACE_CLI_LIBAGENT");
 	CHECK_EQ(count(err, "] open() = -1\n"), 2);
 	free(out);
 	free(err);

@@ -5,8 +5,7 @@
  * (a fault-safe copy: a bad pointer shows as the pointer), ptrace reads
  * them while the thread is stopped. The target s-strings overwrites or
  * frees each string right after the call, so a tracer that reads the
- * memory later shows the wrong bytes. Both backends, same expectations;
- * the agent also through the library (UTRACE_CLI_LIBAGENT=1).
+ * memory later shows the wrong bytes. Both backends, same expectations.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,16 +70,4 @@ TEST(agent_strings_are_the_callees)
 TEST(ptrace_strings_are_the_callees)
 {
 	check_strings("ptrace");
-}
-
-/*
- * The same through the library's agent backend (lib/backend-agent.c) and
- * the ptrace command's writers (cmd-trace.c's record bridge): the path
- * that is to replace cmd-trace-agent.c, on request while it grows.
- */
-TEST(library_agent_strings_are_the_callees)
-{
-	setenv("UTRACE_CLI_LIBAGENT", "1", 1);
-	check_strings("agent");
-	unsetenv("UTRACE_CLI_LIBAGENT");
 }

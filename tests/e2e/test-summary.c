@@ -105,9 +105,7 @@ TEST(ptrace_summary_is_measured_with_errors)
 /* The agent through the library (utrace_probe__point_counts() rows). */
 TEST(library_agent_summary_is_measured_with_errors)
 {
-	setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 	check_rows("agent");
-	unsetenv("UTRACE_CLI_LIBAGENT");
 }
 
 TEST(backends_agree_on_calls_and_errors)

@@ -361,21 +361,17 @@ TEST_TIMEOUT(agent_drops_are_counted, 120)
 			      "    elif e['type'] in ('entry', 'return'): ev += 1\n"
 			      "print('events+lost', ev + lost, 'lost>0', lost > 0)\n";
 	char *out = NULL, *err = NULL, *py = NULL;
-	int lib;
 
 	CHECK(fd >= 0);
 	close(fd);
-	/* the CLI's agent path, then the library's (also what a process's exit flushes) */
-	for (lib = 0; lib < 2; lib++) {
+	{
 		setenv("UTRACE_AGENT_RING", "16", 1);
-		setenv("UTRACE_CLI_LIBAGENT", lib ? "1" : "0", 1);
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
 		unsetenv("UTRACE_AGENT_RING");
-		unsetenv("UTRACE_CLI_LIBAGENT");
 		CHECK(strstr(err, "events were lost"));
 		CHECK_EQ(run_python(py_lost, file, &py), 0);
 		note_lines(py);
-		CHECK_MSG(strstr(py, "events+lost 400000 lost>0 True"), "lib %d: %s", lib, py);
+		CHECK_MSG(strstr(py, "events+lost 400000 lost>0 True"), "%s", py);
 		free(out);
 		free(err);
 		free(py);
@@ -403,19 +399,16 @@ TEST_TIMEOUT(agent_live_is_lossless, 120)
 			       "print('entry', n.get('entry'), 'return', n.get('return'),"
 			       " 'lost', n.get('lost', 0))\n";
 	char *out = NULL, *err = NULL, *py = NULL;
-	int lib;
 
 	CHECK(fd >= 0);
 	close(fd);
-	for (lib = 0; lib < 2; lib++) {
+	{
 		setenv("UTRACE_AGENT_RING", "16", 1);
-		setenv("UTRACE_CLI_LIBAGENT", lib ? "1" : "0", 1);
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
 		unsetenv("UTRACE_AGENT_RING");
-		unsetenv("UTRACE_CLI_LIBAGENT");
-		CHECK_MSG(!strstr(err, "lost"), "lib %d: %s", lib, err);
+		CHECK_MSG(!strstr(err, "lost"), "%s", err);
 		CHECK_EQ(run_python(py_count, file, &py), 0);
-		CHECK_MSG(strstr(py, "entry 20000 return 20000 lost 0\n"), "lib %d: %s", lib, py);
+		CHECK_MSG(strstr(py, "entry 20000 return 20000 lost 0\n"), "%s", py);
 		free(out);
 		free(err);
 		free(py);
@@ -497,23 +490,20 @@ TEST_TIMEOUT(agent_several_pids, 120)
 	char pids[32], ap[40], bp[40];
 	const char *args[] = { "-v", "-b", "agent", "-f", "work", "-p", pids, "-d", "1", NULL };
 	char *out = NULL, *err = NULL;
-	int lib;
 
 	snprintf(pids, sizeof(pids), "%d,%d", (int)a.pid, (int)b.pid);
 	CHECK_EQ(code_matches_file(a.pid), 1);
-	/* the CLI's agent path, then the library's (utrace_uprobes__pid_stats() lines) */
-	for (lib = 0; lib < 2; lib++) {
-		setenv("UTRACE_CLI_LIBAGENT", lib ? "1" : "0", 1);
+	/* utrace_uprobes__pid_stats(): one line per process */
+	{
 		CHECK_EQ(run_utrace(args, &out, &err), 0);
-		unsetenv("UTRACE_CLI_LIBAGENT");
-		CHECK_MSG(strstr(err, "utrace: backend: agent (2 processes)\n"), "lib %d", lib);
+		CHECK_MSG(strstr(err, "utrace: backend: agent (2 processes)\n"), "%s", err);
 		snprintf(ap, sizeof(ap), "[%d] work(", (int)a.pid);
 		snprintf(bp, sizeof(bp), "[%d] work(", (int)b.pid);
 		CHECK(count(err, ap) > 10);
 		CHECK(count(err, bp) > 10);
 		snprintf(ap, sizeof(ap), "pid %d: ", (int)a.pid);
 		snprintf(bp, sizeof(bp), "pid %d: ", (int)b.pid);
-		CHECK_MSG(strstr(err, ap) && strstr(err, bp), "lib %d", lib);
+		CHECK_MSG(strstr(err, ap) && strstr(err, bp), "%s", err);
 		CHECK_EQ(count(err, "probe points (detached)\n"), 2);
 		CHECK_EQ(code_matches_file(a.pid), 1);
 		CHECK_EQ(code_matches_file(b.pid), 1);
@@ -1002,7 +992,6 @@ TEST_ALONE(agent_arming_leaves_sleeps_alone_launch, 120)
 			"--", waits(), "200", "1500", waits_lib(), "busy", NULL
 		};
 
-		setenv("UTRACE_CLI_LIBAGENT", "1", 1);
 		for (i = 0; i < 2; i++) {
 			CHECK_MSG(run_utrace(lib, &out, &err) == 0, "s-waits said: %s", out);
 			check_waits(out);
@@ -1010,7 +999,6 @@ TEST_ALONE(agent_arming_leaves_sleeps_alone_launch, 120)
 			free(out);
 			free(err);
 		}
-		unsetenv("UTRACE_CLI_LIBAGENT");
 	}
 }
 
@@ -1038,16 +1026,14 @@ TEST_TIMEOUT(agent_attach_detach_leaves_sleeps_alone, 180)
 	CHECK_MSG(n > 0 && !strncmp(line, "ready ", 6), "target said '%s'", line);
 	snprintf(pid, sizeof(pid), "%d", (int)p);
 	/*
-	 * attach (injection), arm, upgrade, detach; then twice into the dormant
-	 * agent; the last round through the library's agent (utrace_uprobes__attach():
-	 * only the agent's thread is traced)
+	 * attach (injection), arm, upgrade, detach; then three times into the
+	 * dormant agent (utrace_uprobes__attach(): only the agent's thread is
+	 * traced)
 	 */
 	for (i = 0; i < 4; i++) {
 		char *out = NULL, *err = NULL;
 
-		setenv("UTRACE_CLI_LIBAGENT", i == 3 ? "1" : "0", 1);
 		CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
-		unsetenv("UTRACE_CLI_LIBAGENT");
 		CHECK(strstr(err, "100 probe points (detached)"));
 		CHECK(table_calls(err, "waits_fn_000") > 0);
 		free(out);

@@ -39,6 +39,10 @@
  *    calls are counted, none of the child's M.
  *  - agent_refuses_tracer_handlers: a handler on the agent backend is
  *    EOPNOTSUPP; AUTO says why it chose what it chose.
+ *  - module_through_the_api: a C probe module loaded by the library runs
+ *    its handlers on ptrace and the agent with the same counters and
+ *    records; the kernel refuses it. module_refused_by_the_api: the
+ *    checks of utrace_module__open().
  * Suite 'ptrace'.
  */
 #include <errno.h>
@@ -51,7 +55,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define UTRACE_MODULE_LOADER /* the descriptor is read here, nothing redirected */
 #include "utrace/utrace.h"
+#include "utrace/module.h"
 #include "ptrace-util.h"
 
 static const enum utrace_backend backends[] = { UTRACE_BACKEND_PTRACE, UTRACE_BACKEND_AGENT,
@@ -792,4 +798,113 @@ TEST(agent_refuses_tracer_handlers)
 		  utrace_uprobes__backend_why(up));
 	utrace_uprobes__free(up);
 	utrace_session__close(r.s);
+}
+
+/*
+ * A C probe module through the public API (utrace_uprobes__load_module(),
+ * utrace_probe_opts.module): examples/modules/slowcalls.so on s-trace
+ * `calls 20 3 10` (50 calls of work(x), x = 0..19 in main and 0..9 in each
+ * of 3 threads): counters calls=50 big=10 on every backend that runs C
+ * code, read while the program runs too, and 5 UTRACE_REC_MODULE records
+ * x = 15..19; the kernel backend refuses the module (EOPNOTSUPP).
+ */
+struct mod_seen {
+	int recs, id;
+	uint64_t xs; /* bit x: a record of x */
+};
+
+static int module_records(const struct utrace_record *rec, void *ctx)
+{
+	struct mod_seen *ms = ctx;
+
+	if (rec->type != UTRACE_REC_MODULE)
+		return 0;
+	CHECK_EQ(rec->module, ms->id);
+	CHECK_EQ(rec->module_probe, 0);
+	CHECK_EQ(rec->nargs, 1);
+	CHECK(rec->probe != NULL);
+	ms->recs++;
+	if (rec->args[0] < 64)
+		ms->xs |= 1ull << rec->args[0];
+	return 0;
+}
+
+TEST(module_through_the_api)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "calls", "20", "3", "10", NULL };
+		const struct utrace_module *m;
+		struct run r = run_new(b);
+		struct mod_seen ms = { 0 };
+		uint64_t c[UTRACE_MODULE_MAX_COUNTERS] = { 0 };
+		char why[512];
+		int id = utrace_uprobes__load_module(
+			r.up, harness_build_path("examples/modules/slowcalls.so"), why,
+			sizeof(why));
+
+		if (b == UTRACE_BACKEND_KERNEL) {
+			CHECK_EQ(id, -EOPNOTSUPP);
+			CHECK(strstr(why, "not possible with the kernel backend"));
+			run_free(&r);
+			continue;
+		}
+		CHECK_MSG(id > 0, "%s: %s", utrace_backend_str(b), why);
+		/* twice is refused */
+		CHECK_EQ(
+			utrace_uprobes__load_module(
+				r.up, harness_build_path("examples/modules/slowcalls.so"), NULL, 0),
+			-EEXIST);
+		m = utrace_uprobes__module(r.up, id);
+		CHECK(m && !strcmp(m->name, "slowcalls") && !strcmp(m->probes[0].spec, "work"));
+		{
+			UTRACE_OPTS(utrace_probe_opts, po, .module = id, .module_probe = 0);
+
+			CHECK(utrace_probe__register_spec(r.up, m->probes[0].spec, &po));
+			/* a table entry the module does not have */
+			po.module_probe = 7;
+			CHECK(!utrace_probe__register_spec(r.up, "work", &po) && errno == EINVAL);
+		}
+		ms.id = id;
+		run_launch(&r, "s-trace", args);
+		CHECK_EQ(run_to_exit(&r, module_records, &ms), 0);
+		CHECK_EQ(utrace_uprobes__module_counters(r.up, id, c, UTRACE_MODULE_MAX_COUNTERS),
+			 3);
+		CHECK_MSG(c[0] == 50 && c[1] == 10, "%s: calls=%llu big=%llu, want 50 and 10",
+			  utrace_backend_str(b), (unsigned long long)c[0],
+			  (unsigned long long)c[1]);
+		CHECK_MSG(ms.recs == 5 && ms.xs == 0xf8000ull, "%s: %d records, x bits %#llx",
+			  utrace_backend_str(b), ms.recs, (unsigned long long)ms.xs);
+		run_free(&r);
+	}
+}
+
+/* An unsafe or foreign file is refused before anything runs, one line why. */
+TEST(module_refused_by_the_api)
+{
+	char dir[] = "/tmp/utrace-mod-XXXXXX", path[128], cmd[512], why[512];
+
+	CHECK_EQ(utrace_module__open("/nonexistent/x.so", 0, NULL, why, sizeof(why)), -ENOENT);
+	CHECK_EQ(utrace_module__open(harness_build_path("tests/targets/m-nodesc.so"), 0, NULL, why,
+				     sizeof(why)),
+		 -ENOEXEC);
+	CHECK(strstr(why, "no 'utrace_module' descriptor"));
+	CHECK_EQ(utrace_module__open(harness_build_path("tests/targets/m-simd.so"),
+				     UTRACE_MODULE_IN_TARGET, NULL, why, sizeof(why)),
+		 -EOPNOTSUPP);
+	CHECK(strstr(why, "-mgeneral-regs-only"));
+	CHECK_EQ(utrace_module__open(harness_build_path("tests/targets/m-simd.so"), 0, NULL, why,
+				     sizeof(why)),
+		 0);
+	CHECK(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/slowcalls.so", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s' && chmod 0664 '%s'",
+		 harness_build_path("examples/modules/slowcalls.so"), path, path);
+	CHECK_EQ(system(cmd), 0);
+	CHECK_EQ(utrace_module__open(path, 0, NULL, why, sizeof(why)), -EPERM);
+	CHECK(strstr(why, "is writable by its group"));
+	unlink(path);
+	rmdir(dir);
 }
