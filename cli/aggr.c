@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi.h"
+#include "utrace/probe.h"
 #include "aggr.h"
 #include "output.h"
 
@@ -100,15 +100,15 @@ struct aggr_stat *aggr_get(struct aggr *a, const char *probe, const char *name)
 	return st;
 }
 
-/* The scheme of common/abi.h (one for every backend: exact labels). */
+/* The library's scheme (one for every backend: exact labels). */
 unsigned int aggr_bucket(uint64_t ns)
 {
-	return utrace_abi_hist_bucket(ns);
+	return utrace_hist_bucket(ns);
 }
 
 void aggr_bucket_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns)
 {
-	utrace_abi_hist_range(b, lo_ns, hi_ns);
+	utrace_hist_bucket_range(b, lo_ns, hi_ns);
 }
 
 static const uint64_t units[] = { 1, 1000, 1000000, 1000000000 };

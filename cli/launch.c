@@ -20,8 +20,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "utrace/inject.h"
 #include "cli.h"
-#include "internal.h" /* inject_check_path() */
 #include "launch.h"
 
 /* What execve() of @path would fail with (0: it would run), as execvp() sees it. */
@@ -181,9 +181,9 @@ static char agent_unsafe[2 * PATH_MAX + 512]; /* why $UTRACE_AGENT is not used *
  */
 static bool safe_file(const char *path)
 {
-	char real[PATH_MAX], why[PATH_MAX + 128];
+	char why[PATH_MAX + 128];
 
-	if (inject_check_path(path, real, why, sizeof(why)) == 0)
+	if (utrace_inject__check_path(path, why, sizeof(why)) == 0)
 		return true;
 	snprintf(agent_unsafe, sizeof(agent_unsafe), "UTRACE_AGENT '%s' is not safe: %s", path,
 		 why);

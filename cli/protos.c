@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utrace/probe.h"
 #include "output.h"
-#include "abi.h"
 #include "protos.h"
 
 #define A(...)                                      \
@@ -677,25 +677,25 @@ unsigned int proto_err_kind(const struct proto *p)
 {
 	switch (p->err) {
 	case PE_NEG:
-		return p->ret == PK_LONG || p->ret == PK_ULONG ? UTRACE_ERR_NEG64 :
-								 UTRACE_ERR_NEG32;
+		return p->ret == PK_LONG || p->ret == PK_ULONG ? UTRACE_ERRK_NEG64 :
+								 UTRACE_ERRK_NEG32;
 	case PE_NULL:
-		return UTRACE_ERR_NULL;
+		return UTRACE_ERRK_NULL;
 	case PE_NONZERO:
-		return UTRACE_ERR_NONZERO;
+		return UTRACE_ERRK_NONZERO;
 	case PE_SQLITE:
-		return UTRACE_ERR_SQLITE;
+		return UTRACE_ERRK_SQLITE;
 	case PE_MAPFAIL:
-		return UTRACE_ERR_MAPFAIL;
+		return UTRACE_ERRK_MAPFAIL;
 	default:
-		return UTRACE_ERR_NONE;
+		return UTRACE_ERRK_NONE;
 	}
 }
 
 bool proto_is_error(const struct proto *p, uint64_t rax)
 {
-	/* the agent applies the same rule in the target (common/abi.h) */
-	return utrace_abi_is_error(proto_err_kind(p), rax);
+	/* the rule COUNT applies on every backend (the agent's in the target) */
+	return utrace_errk_is_error((int)proto_err_kind(p), rax);
 }
 
 void proto_val_clear(struct proto_val *v)

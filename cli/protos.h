@@ -185,7 +185,7 @@ bool proto_is_error(const struct proto *p, uint64_t rax);
 
 /*
  * proto_err_kind - @p's rule for error returns as the agent applies it in
- * the target (enum utrace_abi_err, common/abi.h utrace_abi_is_error()).
+ * the target (enum utrace_err_kind, utrace_errk_is_error()).
  */
 unsigned int proto_err_kind(const struct proto *p);
 

@@ -315,6 +315,18 @@ int inject_check_path(const char *path, char *real, char *why, size_t size)
 	return 0;
 }
 
+int utrace_inject__check_path(const char *path, char *why, size_t whylen)
+{
+	char real[PATH_MAX], buf[8];
+
+	if (!why || !whylen) {
+		why = buf;
+		whylen = sizeof(buf);
+	}
+	why[0] = 0;
+	return path ? inject_check_path(path, real, why, whylen) : -EINVAL;
+}
+
 /* The same file in the target's mount namespace? */
 static int check_same_file(pid_t pid, const char *real, char *why, size_t size)
 {

@@ -2389,6 +2389,16 @@ int utrace_uprobes__syscall_counts(struct utrace_uprobes *up, long nr,
 	return up->ops->syscall_counts ? up->ops->syscall_counts(up, nr, c) : -EOPNOTSUPP;
 }
 
+unsigned int utrace_hist_bucket(uint64_t ns)
+{
+	return utrace_abi_hist_bucket(ns);
+}
+
+bool utrace_errk_is_error(int err_kind, uint64_t rax)
+{
+	return err_kind > 0 && utrace_abi_is_error((unsigned int)err_kind, rax);
+}
+
 void utrace_hist_bucket_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns)
 {
 	if (!lo_ns || !hi_ns)

@@ -210,6 +210,17 @@ UTRACE_API int utrace_session__inject(struct utrace_session *s, pid_t pid, const
 				      struct utrace_injection *ret);
 
 /**
+ * @brief **utrace_inject__check_path()** may the object @path be loaded into
+ * another process (the rule of utrace_session__inject(), also the one for
+ * an agent preloaded at a launch)? An absolute path to a regular file that
+ * only its owner (us or root) can change, in directories only they can
+ * change, up to /. @why (may be NULL) gets the reason on failure.
+ * @return 0; -UTRACE_ERRNO__UNSAFE_PATH, -EINVAL (not absolute, not a
+ * regular file), or the error of examining it (-ENOENT ...)
+ */
+UTRACE_API int utrace_inject__check_path(const char *path, char *why, size_t whylen);
+
+/**
  * @brief **utrace_inject()** is utrace_session__inject() with a session of
  * its own: seize @pid, inject, detach.
  * @return as utrace_session__inject()

@@ -588,6 +588,19 @@ struct utrace_probe_counts {
 UTRACE_API void utrace_hist_bucket_range(unsigned int b, uint64_t *lo_ns, uint64_t *hi_ns);
 
 /**
+ * @brief **utrace_hist_bucket()** the histogram bucket a duration of @ns
+ * falls in, on every backend (a writer's own histogram then has the same
+ * edges as utrace_probe_counts.hist).
+ */
+UTRACE_API unsigned int utrace_hist_bucket(uint64_t ns);
+
+/**
+ * @brief **utrace_errk_is_error()** does return value @rax count as an
+ * error under rule @err_kind (enum utrace_err_kind), as COUNT counts it?
+ */
+UTRACE_API bool utrace_errk_is_error(int err_kind, uint64_t rax);
+
+/**
  * @brief **utrace_probe__counts()** reads @p's built-in figures now (the
  * program may be running; the agent's are read from the target's shared
  * counters without stopping it).

@@ -81,9 +81,11 @@ if dpkg-deb -c "$deb" | grep -q './usr/lib/x86_64-linux-gnu/libutrace.so -> libu
 else
 	notok "libutrace-dev has the libutrace.so link"
 fi
-# the packaged utrace runs
+# the packaged utrace runs, on the packaged library (it links libutrace.so.0)
 dpkg-deb -x "$tmp"/utrace_*.deb "$tmp/root"
-if "$tmp/root/usr/bin/utrace" --version | grep -q '^utrace '; then
+dpkg-deb -x "$tmp"/libutrace0_*.deb "$tmp/root"
+if LD_LIBRARY_PATH="$tmp/root/usr/lib/x86_64-linux-gnu" "$tmp/root/usr/bin/utrace" --version |
+	grep -q '^utrace '; then
 	ok "the packaged utrace --version"
 else
 	notok "the packaged utrace --version"
