@@ -6,6 +6,7 @@
 #ifndef __UTRACE_CLI_H
 #define __UTRACE_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@ enum cli_probe_kind {
 	CLI_PROBE_INJECT, /* --inject SPEC=VALUE[@EVERY], parsed (cmd-trace.c to the agent) */
 	CLI_PROBE_MODULE, /* a -m module's probe: its handlers only, no event lines */
 };
+
+struct utrace_thread;
 
 struct cli_probe {
 	enum cli_probe_kind kind;
@@ -142,7 +145,7 @@ struct output;
 struct utrace_session;
 /* -s with -f/-u/-r: cmd-syscalls.c's engine in cmd-trace.c's session and output */
 int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct output *out,
-		   bool (*want)(pid_t pid));
+		   bool (*want)(pid_t pid, struct utrace_thread *th, const siginfo_t *si));
 void syscalls_embed_end(void);
 
 #endif /* __UTRACE_CLI_H */

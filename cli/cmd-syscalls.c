@@ -131,7 +131,8 @@ struct tracer {
 	struct sysdec_set filter_set; /* set plus injected syscalls: what stops */
 	bool per_thread; /* -ff -o FILE: one file per thread, FILE.TID, as strace */
 	bool embedded; /* syscalls_embed(): in cmd-trace.c's session and output */
-	bool (*want)(pid_t pid); /* embedded: the processes shown (the function tracer's) */
+	/* embedded: what is shown (th: at a syscall entry, si too: a signal) */
+	bool (*want)(pid_t pid, struct utrace_thread *th, const siginfo_t *si);
 	int64_t mono_to_real; /* -b kernel: add to a record's CLOCK_MONOTONIC ns */
 	bool events; /* lines are printed: not -c, or -C (table and events) */
 	bool exec_moving; /* on_task_exec(): the leader's task takes the thread's file */
@@ -668,8 +669,8 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	struct task *tk;
 	int i;
 
-	if (t->want && !t->want(utrace_thread__pid(th)))
-		return UTRACE_RESUME; /* followed by the session only (no -F) */
+	if (t->want && !t->want(utrace_thread__pid(th), th, NULL))
+		return UTRACE_RESUME; /* followed by the session only (no -F), or the agent's */
 	/* created at first sight: the count of live tasks drives the [pid] prefix */
 	tk = task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
 	if (tk) {
@@ -750,7 +751,7 @@ static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
 {
 	struct tracer *t = utrace_engine__ctx(e);
 
-	if (t->want && !t->want(utrace_thread__pid(th)))
+	if (t->want && !t->want(utrace_thread__pid(th), NULL, NULL))
 		return UTRACE_RESUME; /* followed by the session only (no -F) */
 	task_get(t, utrace_thread__tid(th), utrace_thread__pid(th), true);
 	return UTRACE_RESUME;
@@ -808,7 +809,7 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 		output_json_exit(o, now_realtime_ns(), pid, tid, status);
 	/* -ff: every thread's file ends so, as strace's */
 	if ((tid == pid || (tk && tk->out)) && t->events && o->format == CLI_FMT_TEXT &&
-	    (!t->want || t->want(pid))) {
+	    (!t->want || t->want(pid, NULL, NULL))) {
 		output_prefix(o, t->opts->timestamps ? now_realtime_ns() : 0, tid, show_pid(t));
 		if (t->opts->syscall_numbers)
 			fprintf(o->f, "[%4ld] ", tk ? tk->last_nr : 0L);
@@ -835,7 +836,7 @@ static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_
 	struct output *o = task_out(t, task_get(t, utrace_thread__tid(th), 0, false));
 	const char *name = sysdec_signal_name(si->si_signo);
 
-	if (t->want && !t->want(utrace_thread__pid(th)))
+	if (t->want && !t->want(utrace_thread__pid(th), th, si))
 		return UTRACE_RESUME; /* followed by the session only (no -F) */
 	if (!t->events || o->format == CLI_FMT_CHROME)
 		return UTRACE_RESUME;
@@ -1625,7 +1626,7 @@ static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
  * one line.
  */
 int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct output *out,
-		   bool (*want)(pid_t pid))
+		   bool (*want)(pid_t pid, struct utrace_thread *th, const siginfo_t *si))
 {
 	static struct tracer tr;
 	struct tracer *t = &tr;

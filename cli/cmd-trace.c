@@ -48,6 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -140,6 +142,8 @@ struct tracer {
 	bool inj_warned;
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
+	bool in_drain; /* embed_wanted() drains the agent's rings */
+	pid_t own_sig_tids[64]; /* -s: threads in a handler of the agent's signal */
 	bool nomatch; /* a SPEC matched nothing after exec */
 	bool noarm; /* launch mode: no point of any SPEC could be armed at the exec */
 	bool armed_checked; /* launch mode: the main exec's check_armed() ran */
@@ -1316,16 +1320,15 @@ static int lib_kernel_refuses(const struct tracer *t, const struct cli_opts *o)
 
 /*
  * Which runs go through the library's agent: -b agent, and -b auto unless
- * a module has SIMD code (its handlers then run in the tracer); not -s,
- * which the agent does not trace (-b auto takes ptrace, -b agent says so
- * in setup()).
+ * a module has SIMD code (its handlers then run in the tracer) or -s asks
+ * for syscalls (they stop the process at each one anyway: -b auto takes
+ * ptrace, which is the one that has always done both).
  */
 static bool lib_agent_wanted(const struct tracer *t, const struct cli_opts *o)
 {
 	return trace_agent_path() && /* else trace_agent_unsafe() says why, or "" */
 	       (o->backend == CLI_BACKEND_AGENT ||
-		(o->backend == CLI_BACKEND_AUTO && !modules_simd_why())) &&
-	       !o->syscalls;
+		(o->backend == CLI_BACKEND_AUTO && !modules_simd_why() && !o->syscalls));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2222,10 +2225,6 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 {
 	int i, j, err;
 
-	if (opts->backend == CLI_BACKEND_AGENT && opts->syscalls) {
-		cli_error("-s is not available with the agent backend yet (use -b ptrace)");
-		return EXIT_TRACE;
-	}
 	if (opts->nr_modules) {
 		/* in the target unless -b ptrace: its code must leave SIMD state alone */
 		err = modules_load(opts, opts->backend == CLI_BACKEND_PTRACE ? MODULES_IN_TRACER :
@@ -2358,9 +2357,49 @@ static int all_exec_of(struct tracer *t)
 }
 
 /* -s: the syscall engine shows what the function lines show */
-static bool embed_wanted(pid_t pid)
+/*
+ * -s with -f: the syscall engine asks before each line. With the agent the
+ * function records wait in the target's rings: what they hold now happened
+ * before this stop (the stopped thread's own ones all did), so they are
+ * printed first, and the stream stays in time order.
+ */
+static bool embed_wanted(pid_t pid, struct utrace_thread *th, const siginfo_t *si)
 {
-	return the_tracer && wanted(the_tracer, pid);
+	struct tracer *t = the_tracer;
+	unsigned int i;
+
+	if (!t || !wanted(t, pid))
+		return false;
+	if (th && si && t->up && utrace_uprobes__own_signal(t->up, th, si)) {
+		/* the agent's trap or upgrade signal: its handler's rt_sigreturn goes too */
+		for (i = 0; i < (sizeof(t->own_sig_tids) / sizeof(t->own_sig_tids[0])); i++)
+			if (!t->own_sig_tids[i]) {
+				t->own_sig_tids[i] = utrace_thread__tid(th);
+				break;
+			}
+		return false;
+	}
+	if (th && !si) {
+		struct user_regs_struct regs;
+		pid_t tid = utrace_thread__tid(th);
+
+		for (i = 0; i < (sizeof(t->own_sig_tids) / sizeof(t->own_sig_tids[0])); i++)
+			if (t->own_sig_tids[i] == tid && utrace_thread__get_regs(th, &regs) == 0 &&
+			    (long)regs.orig_rax == SYS_rt_sigreturn) {
+				t->own_sig_tids[i] = 0;
+				return false;
+			}
+		/* the agent's own calls (its thread, its constructor) are not the program's */
+		if (t->up && utrace_uprobes__own_syscall(t->up, th))
+			return false;
+	}
+	if (t->lib && t->up && !t->in_drain) {
+		t->in_drain = true;
+		while (utrace_uprobes__poll(t->up, on_record, t, 0) > 0)
+			;
+		t->in_drain = false;
+	}
+	return true;
 }
 
 /*
@@ -2454,8 +2493,12 @@ int cmd_trace(struct cli_opts *opts)
 		t->lib = true; /* the library's agent: below, with the ptrace path's writers */
 		uopts.backend = UTRACE_BACKEND_AGENT;
 		uopts.agent_path = trace_agent_path();
-		/* the program's waits never see a stop of ours once it is armed */
-		uopts.agent_untraced = true;
+		/*
+		 * the program's waits never see a stop of ours once it is
+		 * armed; with -s every thread stays traced (the syscall stops,
+		 * which restart what they interrupt)
+		 */
+		uopts.agent_untraced = !opts->syscalls;
 		/* a burst is delivered, not dropped: a full ring waits (agent/ring.c) */
 		uopts.flags |= opts->lossy ? 0 : UTRACE_UPROBES_RING_WAIT;
 		/* -F: the children keep their probes, each traced as a process */
@@ -2480,7 +2523,8 @@ int cmd_trace(struct cli_opts *opts)
 		else if (modules_simd_why())
 			snprintf(why, sizeof(why), " (auto: %s)", modules_simd_why());
 		else if (opts->syscalls)
-			auto_why = " (auto: -s is not available with the agent yet)";
+			auto_why = " (auto: -s: the program stops at each syscall anyway; -b agent "
+				   "runs the function probes in the target)";
 		else if (trace_agent_unsafe()[0])
 			snprintf(why, sizeof(why), " (auto: %s)", trace_agent_unsafe());
 		else

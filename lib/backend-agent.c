@@ -135,6 +135,8 @@ struct agent_proc {
 	/* C probe modules: [id - 1] = the agent's index of that module + 1, 0: not loaded */
 	int mod_idx[UPROBES_MAX_MODULES];
 	bool mod_arena; /* the arena holds module counters (kept across exec, fork) */
+	uint64_t text_lo, text_hi; /* the agent's code in this image (agent_own_syscall()) */
+	bool ctor_seen; /* launched: a syscall of the agent's constructor was seen */
 };
 
 /* Per point (pt->priv). */
@@ -883,6 +885,8 @@ static void image_gone(struct agent_proc *ap)
 	memset(ap->by_id, 0, AGENT_PROBES * sizeof(*ap->by_id));
 	ap->guarded = false;
 	memset(ap->mod_idx, 0, sizeof(ap->mod_idx)); /* the new image loads them again */
+	ap->text_lo = ap->text_hi = 0;
+	ap->ctor_seen = false;
 }
 
 static void agent_proc_forget(struct uprobes_proc *pp)
@@ -2308,6 +2312,108 @@ fold:
 	}
 }
 
+/* Where the agent's code is mapped in @ap's process (r-xp of libutrace-agent.so). */
+static bool agent_text(struct agent_proc *ap)
+{
+	char path[64], line[PATH_MAX + 128];
+	FILE *f;
+
+	if (ap->text_hi)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)ap->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+		char perms[8];
+
+		/* preloaded, injected, or a second session's private copy (utrace-copy:) */
+		if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) == 3 && perms[2] == 'x' &&
+		    strstr(line, "libutrace-agent.so")) {
+			ap->text_lo = lo;
+			ap->text_hi = hi;
+			break;
+		}
+	}
+	fclose(f);
+	return ap->text_hi != 0;
+}
+
+/*
+ * ->own_syscall, at a syscall-entry stop (the CLI's -s engine): the
+ * control thread's calls; a call from the agent's code (its rip, or the
+ * return address a libc wrapper without a frame has at [rsp]); and, while
+ * a launched process waits for its hello, every call after the first such
+ * one of its main thread: the dynamic linker is done by then (the agent is
+ * preloaded: its constructor runs after libc's and the other libraries',
+ * before the program's), so only the agent's constructor runs there
+ * (pthread_create() of its control thread included), and a thread that
+ * starts meanwhile is that control thread, before it says its tid.
+ */
+static bool agent_own_syscall(struct utrace_uprobes *up, struct utrace_thread *th)
+{
+	pid_t pid = utrace_thread__pid(th), tid = utrace_thread__tid(th);
+	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
+	struct agent_proc *ap = pp ? pp->priv : NULL;
+	struct user_regs_struct regs;
+	uint64_t ret = 0;
+	bool ctor = false;
+
+	if (!ap)
+		return false;
+	if (ap->h.hdr && (pid_t)__atomic_load_n(&ap->h.hdr->control_tid, __ATOMIC_ACQUIRE) == tid)
+		return true;
+	/* the constructor blocks main(): a new thread now is its control thread */
+	if (ap->hello && !ap->ready && ap->ctor_seen)
+		return true;
+	if (!agent_text(ap) || utrace_thread__get_regs(th, &regs) < 0)
+		return false;
+	if (regs.rip >= ap->text_lo && regs.rip < ap->text_hi)
+		ctor = true;
+	else if (utrace_thread__read_mem(th, regs.rsp, &ret, sizeof(ret)) == sizeof(ret) &&
+		 ret >= ap->text_lo && ret < ap->text_hi)
+		ctor = true;
+	if (ctor && ap->hello && !ap->ready && tid == pid)
+		ap->ctor_seen = true;
+	return ctor;
+}
+
+/*
+ * ->own_signal: a SIGTRAP of one of our int3-mode sites (the kernel's
+ * SI_KERNEL at a point of this process, its rip past the int3), or the
+ * upgrade signal (agent/patch.c send_upgrade(): a real-time signal the
+ * process queued to its own thread, SI_QUEUE, while its agent runs).
+ */
+static bool agent_own_signal(struct utrace_uprobes *up, struct utrace_thread *th,
+			     const siginfo_t *si)
+{
+	pid_t pid = utrace_thread__pid(th);
+	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
+	struct agent_proc *ap = pp ? pp->priv : NULL;
+	struct user_regs_struct regs;
+
+	if (!ap || !ap->ready)
+		return false;
+	if (si->si_signo == SIGTRAP && si->si_code == SI_KERNEL) {
+		uint64_t site;
+		unsigned int i;
+
+		if (utrace_thread__get_regs(th, &regs) < 0)
+			return false;
+		site = regs.rip - 1;
+		if (uprobes_point_find(pp, site) || (ap->dl_site && site == ap->dl_site))
+			return true;
+		/* the planner may put the site past the point (after endbr64, a kernel uprobe) */
+		for (i = 0; i < ap->h.nr_probes && i < AGENT_PROBES; i++)
+			if (ap->by_id[i] && ahost_abi(&ap->h, (int)i)->addr == site)
+				return true;
+		return false;
+	}
+	return si->si_signo >= SIGRTMIN && si->si_signo <= SIGRTMAX && si->si_code == SI_QUEUE &&
+	       si->si_pid == pid;
+}
+
 const struct uprobes_backend_ops uprobes_agent_ops = {
 	.id = UTRACE_BACKEND_AGENT,
 	.name = "agent",
@@ -2331,4 +2437,6 @@ const struct uprobes_backend_ops uprobes_agent_ops = {
 	.proc_flush = agent_proc_flush,
 	.module_load = agent_module_load,
 	.module_counts = agent_module_counts,
+	.own_syscall = agent_own_syscall,
+	.own_signal = agent_own_signal,
 };

@@ -193,6 +193,14 @@ struct uprobes_backend_ops {
 			   size_t whylen);
 	void (*module_counts)(struct utrace_uprobes *up, const struct uprobes_module *m,
 			      uint64_t *c);
+	/*
+	 * utrace_uprobes__own_syscall(): is the syscall @th is stopped at
+	 * (its entry) made by what the backend runs in the target? NULL: none.
+	 */
+	bool (*own_syscall)(struct utrace_uprobes *up, struct utrace_thread *th);
+	/* utrace_uprobes__own_signal(): is @si, delivered to @th, the backend's? NULL: none */
+	bool (*own_signal)(struct utrace_uprobes *up, struct utrace_thread *th,
+			   const siginfo_t *si);
 	/* utrace_uprobes__backend_how(); NULL: "" */
 	const char *(*how)(struct utrace_uprobes *up);
 };

@@ -417,6 +417,17 @@ int utrace_uprobes__load_module(struct utrace_uprobes *up, const char *path, cha
 	return m->id;
 }
 
+bool utrace_uprobes__own_syscall(struct utrace_uprobes *up, struct utrace_thread *th)
+{
+	return up && th && up->ops->own_syscall && up->ops->own_syscall(up, th);
+}
+
+bool utrace_uprobes__own_signal(struct utrace_uprobes *up, struct utrace_thread *th,
+				const siginfo_t *si)
+{
+	return up && th && si && up->ops->own_signal && up->ops->own_signal(up, th, si);
+}
+
 struct uprobes_module *uprobes_module_get(const struct utrace_uprobes *up, int id)
 {
 	return up && id > 0 && (unsigned int)id <= up->nr_mods ? up->mods[id - 1] : NULL;

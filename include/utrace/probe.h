@@ -62,6 +62,7 @@
 #ifndef __UTRACE_PROBE_H
 #define __UTRACE_PROBE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -454,6 +455,25 @@ UTRACE_API int utrace_module__open(const char *path, unsigned int flags,
  */
 UTRACE_API int utrace_uprobes__load_module(struct utrace_uprobes *up, const char *path, char *why,
 					   size_t whylen);
+
+/**
+ * @brief **utrace_uprobes__own_syscall()** is the system call @th is
+ * stopped at (its entry stop, in a syscall engine of the same session)
+ * one that @up's backend makes in the target, not the program? The agent's
+ * control thread, its constructor (launch: before main()) and the calls
+ * of its code are; a syscall tracer hides them (utrace -s with -b agent).
+ */
+struct utrace_thread;
+UTRACE_API bool utrace_uprobes__own_syscall(struct utrace_uprobes *up, struct utrace_thread *th);
+
+/**
+ * @brief **utrace_uprobes__own_signal()** is signal @si, about to be
+ * delivered to @th, one of @up's backend (the agent's SIGTRAP of an
+ * int3-mode site, its upgrade signal)? Its handler is the agent's, and its
+ * rt_sigreturn too: a syscall tracer hides the three.
+ */
+UTRACE_API bool utrace_uprobes__own_signal(struct utrace_uprobes *up, struct utrace_thread *th,
+					   const siginfo_t *si);
 
 /**
  * @brief **utrace_uprobes__module()** the descriptor of module @id (its

@@ -1048,3 +1048,93 @@ TEST_TIMEOUT(agent_attach_detach_leaves_sleeps_alone, 180)
 	check_waits(buf);
 	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "s-waits status %#x", status);
 }
+
+/*
+ * From the first line of main()'s calls on, the text of @err with the
+ * "[tid] " prefixes and every hex number and size taken out: what both
+ * backends must print alike (malloc'ed). But malloc's first use, which
+ * the agent's constructor makes before main() (getrandom() for its tcache,
+ * brk()): not the program's with the agent.
+ */
+static char *from_main(const char *err)
+{
+	const char *s = strstr(err, "work(");
+	char *o, *p;
+
+	while (s && s > err && s[-1] != '\n')
+		s--;
+	o = p = calloc(1, s ? strlen(s) + 1 : 1);
+	CHECK(o);
+	while (s && *s) {
+		if (*s == '[' && (s == err || s[-1] == '\n')) {
+			s = strchr(s, ']');
+			s = s ? s + 1 + (s[1] == ' ') : NULL;
+			if (s && (!strncmp(s, "getrandom(", 10) || !strncmp(s, "brk(", 4))) {
+				s = strchr(s, '\n');
+				s = s ? s + 1 : NULL;
+			}
+			continue;
+		}
+		if (s[0] == '0' && s[1] == 'x') {
+			*p++ = 'X';
+			for (s += 2; (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f'); s++)
+				;
+			continue;
+		}
+		if (!strncmp(s, "st_size=", 8)) {
+			memcpy(p, "st_size=N", 9);
+			p += 9;
+			for (s += 8; *s >= '0' && *s <= '9'; s++)
+				;
+			continue;
+		}
+		*p++ = *s++;
+	}
+	return o;
+}
+
+/*
+ * -s with -f on the agent (ltrace -S): the functions run in the target,
+ * the syscalls come from the session's stops, and they make one stream in
+ * time order: from main() on, exactly what -b ptrace prints. None of the
+ * agent's own calls (its control thread, its constructor), signals or
+ * rt_sigreturns appear; in JSON both kinds of record are there.
+ */
+TEST_TIMEOUT(agent_syscalls_with_functions, 120)
+{
+	const char *args[] = { "-b",	 "agent", "-s", "-f", "work", "--",
+			       target(), "calls", "3",	"0",  "0",    NULL };
+	const char *mt[] = { "-b",     "agent", "-s", "-f", "work", "--",
+			     target(), "calls", "20", "3",  "10",   NULL };
+	const char *json[] = { "-b", "agent",  "--format", "json", "-s", "-f", "work",
+			       "--", target(), "calls",	   "2",	   "0",	 "0",  NULL };
+	char *out = NULL, *err = NULL, *a, *p;
+
+	CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+	a = from_main(err);
+	CHECK(!strstr(err, "futex(") && !strstr(err, "gettid()") && !strstr(err, "--- SIG") &&
+	      !strstr(err, "rt_sigreturn") && !strstr(err, "pidfd_open"));
+	free(out);
+	free(err);
+	args[1] = "ptrace";
+	CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+	p = from_main(err);
+	CHECK_MSG(!strcmp(a, p) && strstr(a, "work() = 9\n") && strstr(a, "write(1, \"answers="),
+		  "agent:\n%s\nptrace:\n%s", a, p);
+	free(a);
+	free(p);
+	free(out);
+	free(err);
+	/* threads: every call, and the agent's thread never shows */
+	CHECK_MSG(run_utrace(mt, &out, &err) == 0, "%s", err);
+	CHECK_EQ(count(err, "] work("), 100); /* 50 entries and 50 returns */
+	CHECK_EQ(count(err, "clone3("), 3);
+	CHECK(!strstr(err, "--- SIG") && !strstr(err, "rt_sigreturn"));
+	free(out);
+	free(err);
+	CHECK_MSG(run_utrace(json, &out, &err) == 0, "%s", err);
+	CHECK_EQ(count(err, "\"type\": \"entry\""), 2);
+	CHECK(count(err, "\"type\": \"syscall\"") > 10);
+	free(out);
+	free(err);
+}
