@@ -2369,6 +2369,16 @@ static bool agent_own_syscall(struct utrace_uprobes *up, struct utrace_thread *t
 		return true;
 	if (!agent_text(ap) || utrace_thread__get_regs(th, &regs) < 0)
 		return false;
+	/*
+	 * The agent interposes the program's exec*(), sigaction(), signal(),
+	 * sigprocmask() and pthread_sigmask() (agent/interpose.c): a leaf libc
+	 * wrapper called from there has the interposer's address at [rsp],
+	 * but the call is the program's.
+	 */
+	if (ap->ready &&
+	    ((long)regs.orig_rax == SYS_execve || (long)regs.orig_rax == SYS_execveat ||
+	     (long)regs.orig_rax == SYS_rt_sigaction || (long)regs.orig_rax == SYS_rt_sigprocmask))
+		return false;
 	if (regs.rip >= ap->text_lo && regs.rip < ap->text_hi)
 		ctor = true;
 	else if (utrace_thread__read_mem(th, regs.rsp, &ret, sizeof(ret)) == sizeof(ret) &&

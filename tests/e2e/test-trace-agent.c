@@ -1132,6 +1132,28 @@ TEST_TIMEOUT(agent_syscalls_with_functions, 120)
 	CHECK(!strstr(err, "--- SIG") && !strstr(err, "rt_sigreturn"));
 	free(out);
 	free(err);
+	/* the program's execve() goes through the agent's interposer: still the program's */
+	{
+		const char *ex[] = { "-b",
+				     "agent",
+				     "-s",
+				     "-f",
+				     "work",
+				     "--",
+				     built_path("tests/targets/s-uprobes"),
+				     "exec",
+				     "3",
+				     "2",
+				     NULL };
+
+		CHECK_MSG(run_utrace(ex, &out, &err) == 0, "%s", err);
+		CHECK_EQ(count(err, "] execve("), 2);
+		CHECK_EQ(count(err, "] work("), 10); /* 3 + 2 calls, entry and return */
+		/* the new image's agent constructor is hidden as the first one's */
+		CHECK(!strstr(err, "pidfd_open("));
+		free(out);
+		free(err);
+	}
 	CHECK_MSG(run_utrace(json, &out, &err) == 0, "%s", err);
 	CHECK_EQ(count(err, "\"type\": \"entry\""), 2);
 	CHECK(count(err, "\"type\": \"syscall\"") > 10);
