@@ -6,7 +6,7 @@
  * or uretprobe (return) that the tracer attached with an instance number
  * as BPF cookie (bpf/uprobe-abi.h). No thread stops: the built-in actions
  * of include/utrace/probe.h run here, with the rules the tracer-side ones
- * have in lib/uprobes.c (builtin_entry(), builtin_return()), so that the
+ * have in lib/uprobes-arm.c (builtin_entry(), builtin_return()), so that the
  * figures agree across backends:
  *   COUNT   calls at entry; at a return, errors by err_kind
  *           (common/abi.h's utrace_abi_is_error(), repeated below);

@@ -1718,7 +1718,7 @@ static const char *unmatched_spec(struct tracer *t)
 /*
  * The rule of both backends for points that cannot be armed (a site under
  * someone else's int3, such as a kernel uprobe's; a planner refusal):
- * each is one warning (the library's, proc_arm_spec()), the rest is
+ * each is one warning (the library's, uprobes_proc_arm_spec()), the rest is
  * traced, and utrace exits 1 only when no point at all could be armed
  * (nor waits for a library). Return: true if some SPEC has a point or is
  * pending.
@@ -2077,7 +2077,7 @@ reg:
 		if (!p && t->opts->nr_pids &&
 		    (errno == EEXIST || errno == EBUSY || errno == UTRACE_ERRNO__NOT_PATCHABLE ||
 		     errno == UTRACE_ERRNO__RELOC)) {
-			/* every point refused, one warning each (proc_arm_spec()): any_armed() */
+			/* all refused, one warning each (uprobes_proc_arm_spec()): any_armed() */
 			refused++;
 			continue;
 		}

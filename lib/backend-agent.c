@@ -137,6 +137,7 @@ struct agent_proc {
 	bool mod_arena; /* the arena holds module counters (kept across exec, fork) */
 	uint64_t text_lo, text_hi; /* the agent's code in this image (agent_own_syscall()) */
 	bool ctor_seen; /* launched: a syscall of the agent's constructor was seen */
+	bool execed; /* image_gone() ran: UTRACE_UPROBES_LAUNCH_ARMED is the first image's */
 };
 
 /* Per point (pt->priv). */
@@ -887,6 +888,7 @@ static void image_gone(struct agent_proc *ap)
 	memset(ap->mod_idx, 0, sizeof(ap->mod_idx)); /* the new image loads them again */
 	ap->text_lo = ap->text_hi = 0;
 	ap->ctor_seen = false;
+	ap->execed = true;
 }
 
 static void agent_proc_forget(struct uprobes_proc *pp)
@@ -1177,6 +1179,15 @@ static int plan_point(struct uprobes_proc *pp, struct agent_proc *ap, struct pro
 	int id;
 
 	id = ahost_probe_match(&ap->h, pp->img, &pt->match, pt->name, flags, false);
+	if (id == -ECANCELED) {
+		/*
+		 * exec_seq moved under the command: after an exec the new
+		 * image's agent can bump it while we plan in its hello stop
+		 * (seen 1 run in 4 with -s, the process traced); once more
+		 */
+		ap->h.why[0] = 0;
+		id = ahost_probe_match(&ap->h, pp->img, &pt->match, pt->name, flags, false);
+	}
 	if (id < 0) {
 		pr_warn("cannot probe %s in process %d: %s\n", pt->name, pp->pid,
 			ap->h.why[0] ? ap->h.why : strerror(-id));
@@ -1674,7 +1685,7 @@ static int agent_signal(struct utrace_uprobes *up, struct utrace_thread *th, sig
 	/* libc and the other DT_NEEDED objects are mapped now: pending SPECs resolve */
 	uprobes_dl_activity(pp, th);
 	sync_proc(pp, ap);
-	if ((up->flags & UTRACE_UPROBES_LAUNCH_ARMED) && !proc_placed(pp, ap) &&
+	if ((up->flags & UTRACE_UPROBES_LAUNCH_ARMED) && !ap->execed && !proc_placed(pp, ap) &&
 	    !uprobes_proc_pending(pp)) {
 		/* probe.h: killed before main() rather than run unprobed */
 		snprintf(up->attach_why, sizeof(up->attach_why),

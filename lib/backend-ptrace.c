@@ -61,7 +61,7 @@
  * trampoline has none, so a throw through a hijacked frame ends in
  * std::terminate and a forced unwind stops there, skipping the cleanup
  * handlers above. The registry puts internal points, unwind guards, on
- * these entry points (uprobes.c proc_arm_unwind_guards(); libc's
+ * these entry points (uprobes-arm.c uprobes_proc_arm_unwind_guards(); libc's
  * pthread_exit too, as glibc dlopen()s libgcc_s inside its first call).
  * A guard's hit runs ptrace_backend_unwind_begin() before the function
  * runs: the thread's hijacked return addresses go back with the code the
@@ -721,7 +721,7 @@ static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
 }
 
 /*
- * The session's engine (uprobes.c) got a signal-delivery stop: an int3 of
+ * The session's engine (uprobes-life.c) got a signal-delivery stop: an int3 of
  * ours (entry or return trampoline), a late trap, or someone else's.
  */
 static int ptrace_backend_signal(struct utrace_uprobes *up, struct utrace_thread *th,

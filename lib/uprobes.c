@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uprobes.c - the probe registry: probes, probe points, SPEC resolution per
- * process, pending objects, deferred (un)registration and the process life
- * cycle (fork, exec, exit, dlopen/dlclose). Backend-independent; the
+ * process, pending objects, deferred (un)registration, the figures and
+ * records of the built-in actions, and the layer's API. Arming, hits and
+ * the built-in actions run in the tracer are in uprobes-arm.c; the process
+ * life cycle (fork, exec, exit, dlopen/dlclose) and the session engine
+ * that reports it, in uprobes-life.c. Backend-independent; the
  * breakpoints themselves are written by the backend (backend-ptrace.c).
  * Runs in the tracer process, in the session's tracing thread.
  *
@@ -23,30 +26,6 @@
  * tells whether the SPEC names an object that is not loaded: the probe then
  * stays pending on that process.
  *
- * Libraries loaded later. We chose the dynamic linker's notification
- * breakpoint over re-scanning the maps at mmap syscall exits: ld.so calls
- * _dl_debug_state() (the r_brk of struct r_debug, the function debuggers
- * break on) after every change of the link map: RT_ADD before mapping,
- * RT_CONSISTENT once the object is mapped and relocated but before its
- * initialisers run, RT_DELETE/RT_CONSISTENT around dlclose. An internal
- * probe point on it costs one trap per dlopen/dlclose instead of two
- * syscall stops for every system call of the process (syscall stops are
- * all-or-nothing per thread with ptrace), and it fires at the exact moment
- * new code becomes valid. At each notification the image is rebuilt from
- * /proc/PID/maps; points whose object went away are dropped without
- * touching memory (something else may be mapped there now), and every SPEC
- * is resolved again (arming is idempotent), which arms pending objects.
- * Writing those breakpoints does not quiesce the process: no thread can be
- * running in an object whose dlopen() has not returned yet.
- *
- * Unwind guards. Once a return probe applies to a process, internal points
- * go on the unwinders' entry points (_Unwind_RaiseException and friends,
- * libc's pthread_exit; proc_arm_unwind_guards()): the backend writes the
- * hitting thread's hijacked return addresses back before the unwinder
- * walks its stack. libgcc_s is often loaded later: its guards are armed
- * like pending SPECs, at the dlopen notification that maps it, and are
- * forgotten with it at dlclose (r_brk is never forgotten).
- *
  * Deferral. While handlers run (hit_depth > 0), register and unregister
  * only queue the request; uprobes_hit_end() of the outermost hit runs the
  * queue and calls opts->done. A probe unregistered that way is marked dead
@@ -54,26 +33,14 @@
  * its turn has not come yet (the paper's rule: unregistration takes effect
  * once the handlers of the current hit have run), and for no later hit.
  *
- * Life cycle. exec: the old address space is gone, so the points are
- * freed without writing memory, owners are told (UTRACE_DROP_EXEC), and the
- * SPEC probes are armed again in the new image (the exec'ing thread is the
- * only one and it is stopped). exit: the same without re-arming. fork: the
- * child's copy of the breakpoints is removed before the child runs (the
- * session holds an unfollowed child until the parent's fork event); the
- * return addresses the parent had redirected to the trampoline are put
- * back in the child's stack copy; a followed child then gets the SPEC
- * probes as a new process, reusing the XOL areas it inherited.
+ * Unwind guards: uprobes-arm.c. Libraries loaded later (the dynamic
+ * linker's notification breakpoint) and the life cycle: uprobes-life.c.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "utrace/proc.h"
 #include "utrace/probe.h"
@@ -81,10 +48,6 @@
 #include "backend.h"
 #include "internal.h"
 #include "uprobes.h"
-
-#ifndef KCMP_VM
-#define KCMP_VM 1
-#endif
 
 /* the public error kinds are the agent ABI's (one table of rules) */
 _Static_assert((int)UTRACE_ERRK_NEG32 == (int)UTRACE_ERR_NEG32 &&
@@ -160,7 +123,7 @@ uint64_t uprobes_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static unsigned int hash_addr(uint64_t addr)
+unsigned int uprobes_hash_addr(uint64_t addr)
 {
 	return (unsigned int)((addr ^ (addr >> 12) ^ (addr >> 24)) % PROC_HASH);
 }
@@ -187,6 +150,18 @@ struct uprobes_proc *uprobes_proc_find(struct utrace_uprobes *up, pid_t pid)
 	return NULL;
 }
 
+/* The process's memory, shared with a vfork parent's, is used through it. */
+struct uprobes_proc *uprobes_points_proc(struct uprobes_proc *pp)
+{
+	if (pp->vfork_parent) {
+		struct uprobes_proc *parent = uprobes_proc_find(pp->up, pp->vfork_parent);
+
+		if (parent)
+			return parent;
+	}
+	return pp;
+}
+
 /**
  * uprobes_point_find - the probe point at @addr in @pp, or NULL.
  * @pp: process
@@ -198,7 +173,7 @@ struct probe_point *uprobes_point_find(struct uprobes_proc *pp, uint64_t addr)
 {
 	struct probe_point *pt;
 
-	for (pt = pp->points[hash_addr(addr)]; pt; pt = pt->hnext)
+	for (pt = pp->points[uprobes_hash_addr(addr)]; pt; pt = pt->hnext)
 		if (pt->addr == addr)
 			return pt;
 	return NULL;
@@ -321,7 +296,7 @@ bool uprobes_probe_has_return(const struct utrace_probe *p)
 	       ((a & UTRACE_ACT_COUNT) && p->opts.err_kind);
 }
 
-static void point_free(struct probe_point *pt)
+void uprobes_point_free(struct probe_point *pt)
 {
 	if (pt->proc->up->ops->point_free)
 		pt->proc->up->ops->point_free(pt);
@@ -334,9 +309,9 @@ static void point_free(struct probe_point *pt)
 	free(pt);
 }
 
-static void point_unlink(struct uprobes_proc *pp, struct probe_point *pt)
+void uprobes_point_unlink(struct uprobes_proc *pp, struct probe_point *pt)
 {
-	struct probe_point **pp_ = &pp->points[hash_addr(pt->addr)];
+	struct probe_point **pp_ = &pp->points[uprobes_hash_addr(pt->addr)];
 
 	for (; *pp_; pp_ = &(*pp_)->hnext) {
 		if (*pp_ == pt) {
@@ -349,15 +324,13 @@ static void point_unlink(struct uprobes_proc *pp, struct probe_point *pt)
 	}
 }
 
-static void remember_removed(struct uprobes_proc *pp, uint64_t addr)
+void uprobes_remember_removed(struct uprobes_proc *pp, uint64_t addr)
 {
 	pp->removed[pp->nr_removed % ARRAY_SIZE(pp->removed)] = addr;
 	pp->nr_removed++;
 }
 
 /* Tell every probe of @pt that the point is gone; detach them from it. */
-static void point_retire(struct probe_point *pt, unsigned int i);
-
 static void point_drop_probes(struct uprobes_proc *pp, struct probe_point *pt,
 			      enum utrace_drop_reason why)
 {
@@ -366,7 +339,7 @@ static void point_drop_probes(struct uprobes_proc *pp, struct probe_point *pt,
 	for (i = 0; i < pt->nr_probes; i++) {
 		struct utrace_probe *p = pt->probes[i];
 
-		point_retire(pt, i);
+		uprobes_point_retire(pt, i);
 		if (p->points)
 			p->points--;
 		if (p->opts.dropped && !p->dead)
@@ -376,15 +349,15 @@ static void point_drop_probes(struct uprobes_proc *pp, struct probe_point *pt,
 }
 
 /* Free a point whose memory is gone (exec, exit, unload): no write. */
-static void point_forget(struct uprobes_proc *pp, struct probe_point *pt,
-			 enum utrace_drop_reason why)
+void uprobes_point_forget(struct uprobes_proc *pp, struct probe_point *pt,
+			  enum utrace_drop_reason why)
 {
 	point_drop_probes(pp, pt, why);
-	point_unlink(pp, pt);
-	point_free(pt);
+	uprobes_point_unlink(pp, pt);
+	uprobes_point_free(pt);
 }
 
-static void proc_forget_points(struct uprobes_proc *pp, enum utrace_drop_reason why)
+void uprobes_proc_forget_points(struct uprobes_proc *pp, enum utrace_drop_reason why)
 {
 	unsigned int i;
 
@@ -392,10 +365,10 @@ static void proc_forget_points(struct uprobes_proc *pp, enum utrace_drop_reason 
 		pp->up->ops->proc_flush(pp); /* its events, while the points still name them */
 	for (i = 0; i < PROC_HASH; i++)
 		while (pp->points[i])
-			point_forget(pp, pp->points[i], why);
+			uprobes_point_forget(pp, pp->points[i], why);
 }
 
-static void proc_free(struct uprobes_proc *pp)
+void uprobes_proc_free(struct uprobes_proc *pp)
 {
 	struct uprobes_proc **l;
 
@@ -413,7 +386,7 @@ static void proc_free(struct uprobes_proc *pp)
 	free(pp);
 }
 
-static struct uprobes_proc *proc_new(struct utrace_uprobes *up, pid_t pid)
+struct uprobes_proc *uprobes_proc_new(struct utrace_uprobes *up, pid_t pid)
 {
 	struct uprobes_proc *pp = calloc(1, sizeof(*pp));
 
@@ -431,7 +404,7 @@ static struct uprobes_proc *proc_new(struct utrace_uprobes *up, pid_t pid)
 }
 
 /* (Re)build the image of @pp from its maps. */
-static int proc_refresh_image(struct uprobes_proc *pp)
+int uprobes_proc_refresh_image(struct uprobes_proc *pp)
 {
 	struct utrace_image *img = utrace_image__open_pid(pp->pid);
 	struct utrace_planner *pl;
@@ -479,525 +452,6 @@ static int image_find_object(struct utrace_image *img, const struct utrace_maps 
 		}
 	}
 	return -EFAULT;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Arming                                                                    */
-/* ------------------------------------------------------------------------ */
-
-static void point_set_info(struct probe_point *pt, const struct utrace_image *img,
-			   const struct utrace_match *m)
-{
-	const struct utrace_object *o = utrace_image__object(img, m->object);
-	const char *base;
-	char buf[512];
-	uint64_t off = m->offset + (pt->addr - m->addr);
-
-	pt->object = strdup(o && o->path ? o->path : "?");
-	pt->symbol = m->symbol ? strdup(m->symbol) : NULL;
-	base = pt->object ? strrchr(pt->object, '/') : NULL;
-	base = base ? base + 1 : (pt->object ? pt->object : "?");
-	if (m->symbol && off)
-		snprintf(buf, sizeof(buf), "%s:%s+0x%llx", base, m->symbol,
-			 (unsigned long long)off);
-	else if (m->symbol)
-		snprintf(buf, sizeof(buf), "%s:%s", base, m->symbol);
-	else
-		snprintf(buf, sizeof(buf), "%s:0x%llx", base, (unsigned long long)m->file_addr);
-	pt->name = strdup(buf);
-	pt->info.addr = pt->addr;
-	pt->info.object = pt->object;
-	pt->info.symbol = pt->symbol;
-	pt->info.offset = off;
-	pt->info.name = pt->name;
-	pt->entry = m->symbol && off == 0;
-	pt->match = *m;
-	pt->match.symbol = pt->symbol;
-}
-
-/*
- * Get the point for match @m in @pp, creating and arming it if needed.
- * Returns 0 with *ret_pt set; -UTRACE_ERRNO__NOT_PATCHABLE if the planner
- * refuses the site (@why filled); negative errno otherwise.
- */
-/* @pt's original bytes from @m's file (not its process's memory). Return: bytes, or <= 0. */
-static ssize_t file_orig(struct uprobes_proc *pp, const struct utrace_match *m,
-			 struct probe_point *pt)
-{
-	struct utrace_elf *elf = utrace_image__elf(pp->img, m->object);
-
-	return elf ? utrace_elf__read(elf, m->file_addr + (pt->addr - m->addr), pt->orig,
-				      sizeof(pt->orig)) :
-		     -EFAULT;
-}
-
-static int point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool internal,
-		     struct probe_point **ret_pt, char *why, size_t whylen)
-{
-	struct utrace_plan plan;
-	struct probe_point *pt;
-	ssize_t n;
-	int err, len;
-
-	err = utrace_planner__plan(pp->planner, m, &plan);
-	if (err == -UTRACE_ERRNO__RELOC) {
-		snprintf(why, whylen, "%s", plan.why);
-		return -UTRACE_ERRNO__NOT_PATCHABLE;
-	}
-	if (err)
-		return err == -ENOENT ? -EFAULT : err;
-	pt = uprobes_point_find(pp, plan.addr);
-	if (pt) {
-		if (!internal && pt->internal)
-			pt->internal = false; /* the r_brk is also probed by the user */
-		*ret_pt = pt;
-		return 0;
-	}
-	pt = calloc(1, sizeof(*pt));
-	if (!pt)
-		return -ENOMEM;
-	pt->proc = pp;
-	pt->addr = plan.addr;
-	pt->internal = internal;
-	if (!pp->pid || pp->up->ops->file_bytes) {
-		/*
-		 * system-wide: no process to read; a backend writing nothing
-		 * there: its int3s are the kernel's. The file's bytes.
-		 */
-		n = file_orig(pp, m, pt);
-		if (n <= 0) {
-			free(pt);
-			return -EFAULT;
-		}
-	} else {
-		n = utrace_mem__read(pp->pid, pt->addr, pt->orig, sizeof(pt->orig));
-	}
-	if (n < 0) {
-		/* near the end of a mapping: read what there is */
-		for (n = sizeof(pt->orig) - 1; n > 0; n--)
-			if (utrace_mem__read(pp->pid, pt->addr, pt->orig, (size_t)n) == n)
-				break;
-		if (n <= 0) {
-			free(pt);
-			return -EFAULT;
-		}
-	}
-	if (pt->orig[0] == 0xcc && pp->up->ops->site_checks) {
-		/*
-		 * The backend looks at the live bytes itself (the agent keeps
-		 * a kernel uprobe's int3 on an entry and puts its jmp after
-		 * the first instruction): the file's bytes, for the length.
-		 */
-		n = file_orig(pp, m, pt);
-		if (n <= 0) {
-			free(pt);
-			return -EFAULT;
-		}
-	}
-	if (pt->orig[0] == 0xcc) {
-		/* someone else's breakpoint (a debugger): not ours to displace */
-		snprintf(
-			why, whylen,
-			"an int3 is already there (a kernel uprobe such as bpftrace's, or a debugger's breakpoint)");
-		free(pt);
-		return -EEXIST;
-	}
-	len = xol_insn_len(pt->orig, (size_t)n);
-	if (len <= 0) {
-		snprintf(why, whylen, "the instruction does not decode");
-		free(pt);
-		return -UTRACE_ERRNO__NOT_PATCHABLE;
-	}
-	pt->insn_len = (uint8_t)len;
-	point_set_info(pt, pp->img, m);
-	err = pp->up->ops->arm(pp, pt);
-	if (err) {
-		point_free(pt);
-		return err;
-	}
-	pt->hnext = pp->points[hash_addr(pt->addr)];
-	pp->points[hash_addr(pt->addr)] = pt;
-	pp->nr_points++;
-	pp->up->stats.points++;
-	pp->up->stats.points_made++;
-	*ret_pt = pt;
-	return 0;
-}
-
-/*
- * Probe @i leaves point @pt (unregistered, or the point goes): what it
- * counted there stays with the probe, under the point's name.
- */
-static void point_retire(struct probe_point *pt, unsigned int i)
-{
-	struct utrace_probe *p = pt->probes[i];
-	struct utrace_probe_counts c = pt->pcnt[i];
-
-	if (pt->proc->up->ops->point_counts)
-		pt->proc->up->ops->point_counts(pt->proc, pt, p, &c);
-	uprobes_retire_counts(p, pt, &c);
-}
-
-/* Take the probe at index @i out of @pt's lists. */
-static void point_del_probe_at(struct probe_point *pt, unsigned int i)
-{
-	point_retire(pt, i);
-	memmove(&pt->probes[i], &pt->probes[i + 1], (pt->nr_probes - i - 1) * sizeof(*pt->probes));
-	memmove(&pt->popts[i], &pt->popts[i + 1], (pt->nr_probes - i - 1) * sizeof(*pt->popts));
-	memmove(&pt->pcnt[i], &pt->pcnt[i + 1], (pt->nr_probes - i - 1) * sizeof(*pt->pcnt));
-	pt->nr_probes--;
-}
-
-/* Insert @p in @pt's handler list, in registration order. */
-static int point_add_probe(struct probe_point *pt, struct utrace_probe *p)
-{
-	unsigned int i;
-
-	struct utrace_point_opts po = { p->opts.nargs, p->opts.str_args, p->opts.err_kind };
-
-	for (i = 0; i < pt->nr_probes; i++)
-		if (pt->probes[i] == p)
-			return 0;
-	if (pt->nr_probes == pt->cap_probes) {
-		unsigned int cap = pt->cap_probes ? pt->cap_probes * 2 : 2;
-		struct utrace_probe **n = realloc(pt->probes, cap * sizeof(*n));
-		struct utrace_point_opts *o;
-		struct utrace_probe_counts *c;
-
-		if (!n)
-			return -ENOMEM;
-		pt->probes = n;
-		o = realloc(pt->popts, cap * sizeof(*o));
-		if (!o)
-			return -ENOMEM;
-		pt->popts = o;
-		c = realloc(pt->pcnt, cap * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		pt->pcnt = c;
-		pt->cap_probes = cap;
-	}
-	if (p->opts.point_opts) {
-		p->opts.point_opts(p, &pt->info, &po, p->opts.data);
-		if (po.nargs > 6)
-			po.nargs = 6;
-		po.str_args &= 0x7f;
-		if (po.err_kind < 0 || po.err_kind > UTRACE_ERRK_MAPFAIL)
-			po.err_kind = 0;
-	}
-	for (i = pt->nr_probes; i > 0 && pt->probes[i - 1]->seq > p->seq; i--) {
-		pt->probes[i] = pt->probes[i - 1];
-		pt->popts[i] = pt->popts[i - 1];
-		pt->pcnt[i] = pt->pcnt[i - 1];
-	}
-	pt->probes[i] = p;
-	pt->popts[i] = po;
-	memset(&pt->pcnt[i], 0, sizeof(pt->pcnt[i]));
-	pt->nr_probes++;
-	p->points++;
-	if (pt->proc->up->ops->point_update) {
-		int err = pt->proc->up->ops->point_update(pt->proc, pt);
-
-		if (err) {
-			point_del_probe_at(pt, i);
-			p->points--;
-			return err;
-		}
-	}
-	return 0;
-}
-
-/* Remove the breakpoint of @pt (process alive) and free it. */
-static int point_remove(struct uprobes_proc *pp, struct probe_point *pt)
-{
-	int err = 0;
-
-	if (pt->armed)
-		err = pp->up->ops->disarm(pp, pt, true);
-	remember_removed(pp, pt->addr);
-	point_unlink(pp, pt);
-	point_free(pt);
-	return err;
-}
-
-/*
- * A probe with a return half cannot go where return probes are refused
- * (Go code): -UTRACE_ERRNO__NOT_PATCHABLE with @why, before anything is
- * armed. Entry-only probes can.
- */
-static int ret_refused(struct uprobes_proc *pp, const struct utrace_probe *p,
-		       const struct utrace_match *m, char *why, size_t whylen)
-{
-	const char *r;
-
-	if (!uprobes_probe_has_return(p))
-		return 0;
-	r = utrace_plan__ret_refused(pp->img, m);
-	if (!r)
-		return 0;
-	snprintf(why, whylen, "%s", r);
-	return -UTRACE_ERRNO__NOT_PATCHABLE;
-}
-
-/* Arm SPEC probe @p in @pp. Return: points added, or negative errno. */
-static int proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *ret_pending)
-{
-	struct utrace_match *m = NULL;
-	size_t nr = 0, i;
-	bool pending = false;
-	int err, armed = 0, first_err = 0;
-	char why[200];
-
-	if (!pp->img)
-		return -ESRCH;
-	err = utrace_image__resolve(pp->img, &p->spec, &m, &nr, &pending);
-	if (err)
-		return err;
-	for (i = 0; i < nr; i++) {
-		struct probe_point *pt;
-
-		why[0] = 0;
-		err = ret_refused(pp, p, &m[i], why, sizeof(why));
-		if (!err)
-			err = point_get(pp, &m[i], false, &pt, why, sizeof(why));
-		if (!err)
-			err = point_add_probe(pt, p);
-		if (err) {
-			if (!first_err)
-				first_err = err;
-			if (!p->warned) {
-				char ebuf[128];
-
-				utrace_strerror(err, ebuf, sizeof(ebuf));
-				if (pp->pid)
-					pr_warn("probe '%s': cannot probe %s in process %d: %s%s%s\n",
-						p->name, m[i].symbol ? m[i].symbol : "address",
-						pp->pid, ebuf, why[0] ? ": " : "", why);
-				else
-					pr_warn("probe '%s': cannot probe %s system-wide: %s%s%s\n",
-						p->name, m[i].symbol ? m[i].symbol : "address",
-						ebuf, why[0] ? ": " : "", why);
-			}
-			continue;
-		}
-		armed++;
-	}
-	if (first_err)
-		p->warned = true;
-	free(m);
-	if (ret_pending)
-		*ret_pending = pending;
-	if (!armed && first_err)
-		return first_err;
-	return armed;
-}
-
-/*
- * File address of data symbol @name in @elf's .dynsym, 0 if none (the ELF
- * layer lists functions only).
- */
-static uint64_t elf_data_symbol(struct utrace_elf *elf, const char *name)
-{
-	Elf *e = NULL;
-	int fd = open(utrace_elf__path(elf), O_RDONLY | O_CLOEXEC);
-	Elf_Scn *scn = NULL;
-	uint64_t ret = 0;
-
-	if (fd < 0)
-		return 0;
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	while (e && !ret && (scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-		size_t i, n;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
-			continue;
-		d = elf_getdata(scn, NULL);
-		n = d ? sh.sh_size / sh.sh_entsize : 0;
-		for (i = 0; i < n; i++) {
-			GElf_Sym sym;
-			const char *nm;
-
-			if (!gelf_getsym(d, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_OBJECT)
-				continue;
-			nm = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (nm && !strcmp(nm, name)) {
-				ret = sym.st_value;
-				break;
-			}
-		}
-	}
-	if (e)
-		elf_end(e);
-	close(fd);
-	return ret;
-}
-
-/* The dynamic linker's r_brk (_dl_debug_state) as an internal point. */
-static void proc_arm_rbrk(struct uprobes_proc *pp)
-{
-	size_t i, n = utrace_image__object_count(pp->img);
-	char why[200];
-
-	if (!pp->up->ops->internal_points) {
-		/* the backend sees image changes its own way (backend.h dl_watch) */
-		if (pp->up->ops->dl_watch)
-			pp->up->ops->dl_watch(pp);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		const struct utrace_object *o = utrace_image__object(pp->img, i);
-		const char *base = o && o->path ? strrchr(o->path, '/') : NULL;
-		struct utrace_elf *elf;
-		size_t k, nsym;
-
-		base = base ? base + 1 : (o ? o->path : NULL);
-		if (!base || !o->live ||
-		    (strncmp(base, "ld-linux", 8) && strncmp(base, "ld-musl", 7) &&
-		     strncmp(base, "ld.so", 5)))
-			continue;
-		elf = utrace_image__elf(pp->img, i);
-		if (!elf)
-			continue;
-		pp->r_debug = elf_data_symbol(elf, "_r_debug");
-		if (pp->r_debug)
-			pp->r_debug += o->bias;
-		nsym = utrace_elf__sym_count(elf);
-		for (k = 0; k < nsym; k++) {
-			const struct utrace_sym *sym = utrace_elf__sym(elf, k);
-			struct utrace_match m = { 0 };
-			struct probe_point *pt;
-
-			if (strcmp(sym->name, "_dl_debug_state") || (sym->flags & UTRACE_SYM_PLT))
-				continue;
-			m.object = i;
-			m.symbol = sym->name;
-			m.file_addr = sym->addr;
-			m.addr = sym->addr + o->bias;
-			m.sym_size = sym->size;
-			if (point_get(pp, &m, true, &pt, why, sizeof(why)) == 0)
-				pp->r_brk = pt->addr;
-			else
-				pr_debug("process %d: no dlopen notification: %s\n", pp->pid, why);
-			return;
-		}
-	}
-}
-
-/*
- * The entry points of the unwinders that walk a thread's stack through its
- * return addresses: C++ throw (and rethrow), forced unwinding (pthread_exit,
- * cancellation), in libgcc_s or linked into the program (static libgcc_eh),
- * and libc's pthread_exit, which dlopen()s libgcc_s at its first call, so
- * the libgcc_s guard may not be armed yet when it is entered.
- */
-static const char *const unwind_guard_specs[] = {
-	"libgcc_s:_Unwind_RaiseException",
-	"libgcc_s:_Unwind_ForcedUnwind",
-	"libgcc_s:_Unwind_Resume_or_Rethrow",
-	"libc:pthread_exit",
-	"_Unwind_RaiseException",
-	"_Unwind_ForcedUnwind",
-	"_Unwind_Resume_or_Rethrow",
-};
-
-/* Does a live probe that applies to @pp hijack return addresses? */
-static bool proc_has_retprobe(struct uprobes_proc *pp)
-{
-	struct utrace_probe *p;
-
-	for (p = pp->up->probes; p; p = p->next)
-		if (!p->dead && uprobes_probe_has_return(p) && (p->is_spec || p->pid == pp->pid))
-			return true;
-	return false;
-}
-
-/*
- * Unwind guards: internal points on the unwinders' entry points, armed in
- * @pp once a return probe applies to it (a SPEC return probe counts even
- * where none of its objects is loaded yet: the guards in libc are then
- * armed while it is safe, at the process's first look or under quiesce,
- * never from a later dlopen notification with other threads running). The
- * unwinder reads each frame's return address to find its unwind info, and
- * the trampoline has none: an exception through a hijacked frame would
- * std::terminate the program. At a guard's hit the backend writes the
- * thread's hijacked return addresses back first
- * (the backend's unwind_begin). Objects not loaded yet (libgcc_s) are
- * armed by the next call, at the dlopen notification that maps them:
- * idempotent, like SPEC arming. Guards stay until detach, exec or exit
- * (instances may outlive their probe). Same conditions as SPEC arming:
- * @pp quiesced, or no thread able to run in the objects concerned.
- */
-static void proc_arm_unwind_guards(struct uprobes_proc *pp)
-{
-	unsigned int g;
-
-	if (!pp->img || pp->vfork_parent || !pp->up->ops->internal_points || !proc_has_retprobe(pp))
-		return;
-	for (g = 0; g < ARRAY_SIZE(unwind_guard_specs); g++) {
-		struct utrace_match *m = NULL;
-		struct utrace_spec spec;
-		size_t nr = 0, i;
-		bool pending = false;
-
-		if (utrace_spec__parse(unwind_guard_specs[g], &spec, NULL, 0))
-			continue;
-		if (utrace_image__resolve(pp->img, &spec, &m, &nr, &pending) == 0) {
-			for (i = 0; i < nr; i++) {
-				struct probe_point *pt;
-				char why[200] = "";
-
-				if (point_get(pp, &m[i], true, &pt, why, sizeof(why)) == 0) {
-					if (!pt->unwind)
-						pr_debug("process %d: unwind guard on %s\n",
-							 pp->pid, pt->name);
-					pt->unwind = true;
-				} else {
-					pr_debug("process %d: no unwind guard on %s: %s\n", pp->pid,
-						 unwind_guard_specs[g], why);
-				}
-			}
-		}
-		free(m);
-		utrace_spec__clear(&spec);
-	}
-}
-
-/* Arm every live SPEC probe in @pp (new process, new image). */
-static void proc_arm_all_specs(struct uprobes_proc *pp)
-{
-	struct utrace_probe *p;
-
-	for (p = pp->up->probes; p; p = p->next)
-		if (p->is_spec && !p->dead && p->registered)
-			proc_arm_spec(pp, p, NULL);
-	proc_arm_unwind_guards(pp);
-	/* the batch's end (the callers at an exec, a fork or a dlopen have no resume) */
-	if (pp->up->ops->armed_all)
-		pp->up->ops->armed_all(pp);
-}
-
-/* Start tracking process @pid: image, r_brk, SPEC probes. No quiesce. */
-static struct uprobes_proc *proc_setup(struct utrace_uprobes *up, pid_t pid, bool arm_specs)
-{
-	struct uprobes_proc *pp = proc_new(up, pid);
-	int err;
-
-	if (!pp)
-		return NULL;
-	err = proc_refresh_image(pp);
-	if (err) {
-		pr_warn("process %d: cannot read its image: %s\n", pid, strerror(-err));
-		proc_free(pp);
-		return NULL;
-	}
-	proc_arm_rbrk(pp);
-	if (arm_specs)
-		proc_arm_all_specs(pp);
-	return pp;
 }
 
 /* A process the session traces and we may arm (not before its exec). */
@@ -1052,7 +506,7 @@ static int session_pids(struct utrace_uprobes *up, pid_t **ret)
 /* Registration                                                              */
 /* ------------------------------------------------------------------------ */
 
-static void probe_free(struct utrace_probe *p)
+void uprobes_probe_free(struct utrace_probe *p)
 {
 	struct utrace_uprobes *up = p->up;
 	struct utrace_probe **l;
@@ -1105,7 +559,7 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 				;
 			if (k == pt->nr_probes)
 				continue;
-			point_del_probe_at(pt, k);
+			uprobes_point_del_probe_at(pt, k);
 			if (p->points)
 				p->points--;
 			if (pt->nr_probes || pt->internal || pt->addr == pp->r_brk || pt->unwind) {
@@ -1123,7 +577,7 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 				stopped = true;
 			}
 			{
-				int r = point_remove(pp, pt);
+				int r = uprobes_point_remove(pp, pt);
 
 				if (r < 0 && !ret)
 					ret = r;
@@ -1135,7 +589,7 @@ static int proc_remove_probe(struct uprobes_proc *pp, struct utrace_probe *p, bo
 	return ret;
 }
 
-static int do_unregister(struct utrace_probe *p)
+int uprobes_do_unregister(struct utrace_probe *p)
 {
 	struct utrace_uprobes *up = p->up;
 	struct uprobes_proc *pp;
@@ -1151,7 +605,7 @@ static int do_unregister(struct utrace_probe *p)
 }
 
 /* Arm @p (address or SPEC) where it belongs. */
-static int do_register(struct utrace_probe *p)
+int uprobes_do_register(struct utrace_probe *p)
 {
 	struct utrace_uprobes *up = p->up;
 	struct uprobes_proc *pp;
@@ -1177,7 +631,7 @@ static int do_register(struct utrace_probe *p)
 			return -ESRCH;
 		pp = uprobes_proc_find(up, p->pid);
 		if (!pp) {
-			pp = proc_setup(up, p->pid, false);
+			pp = uprobes_proc_setup(up, p->pid, false);
 			if (!pp)
 				return -ESRCH;
 		}
@@ -1187,7 +641,7 @@ static int do_register(struct utrace_probe *p)
 		err = image_find_object(pp->img, maps, p->addr, &idx);
 		if (err) {
 			/* mapped after our last look: refresh once */
-			if (proc_refresh_image(pp) == 0)
+			if (uprobes_proc_refresh_image(pp) == 0)
 				err = image_find_object(pp->img, maps, p->addr, &idx);
 		}
 		utrace_maps__free(maps);
@@ -1206,25 +660,25 @@ static int do_register(struct utrace_probe *p)
 			m.sym_size = sym->size;
 			m.offset = m.file_addr - sym->addr;
 		}
-		err = ret_refused(pp, p, &m, why, sizeof(why));
+		err = uprobes_ret_refused(pp, p, &m, why, sizeof(why));
 		if (err) {
 			pr_warn("probe '%s': cannot probe: %s\n", p->name, why);
 			return err;
 		}
 		err = proc_quiesce(pp);
 		if (!err) {
-			err = point_get(pp, &m, false, &pt, why, sizeof(why));
+			err = uprobes_point_get(pp, &m, false, &pt, why, sizeof(why));
 			if (!err)
-				err = point_add_probe(pt, p);
+				err = uprobes_point_add_probe(pt, p);
 			if (!err)
-				proc_arm_unwind_guards(pp);
+				uprobes_proc_arm_unwind_guards(pp);
 		}
 		proc_resume(pp);
 		if (err && why[0])
 			pr_warn("probe '%s': cannot probe: %s\n", p->name, why);
 		if (err && pt && !pt->nr_probes && !pt->internal) {
 			proc_quiesce(pp);
-			point_remove(pp, pt);
+			uprobes_point_remove(pp, pt);
 			proc_resume(pp);
 		}
 		return err;
@@ -1237,7 +691,7 @@ static int do_register(struct utrace_probe *p)
 		n = up->all ? 0 : session_pids(up, &pids);
 		for (i = 0; i < n; i++)
 			if (!uprobes_proc_find(up, pids[i]) && pid_armable(up, pids[i]))
-				proc_setup(up, pids[i], false);
+				uprobes_proc_setup(up, pids[i], false);
 		free(pids);
 		for (pp = up->procs; pp; pp = pp->next) {
 			bool pending = false;
@@ -1248,8 +702,8 @@ static int do_register(struct utrace_probe *p)
 			known++;
 			r = proc_quiesce(pp);
 			if (!r) {
-				r = proc_arm_spec(pp, p, &pending);
-				proc_arm_unwind_guards(pp);
+				r = uprobes_proc_arm_spec(pp, p, &pending);
+				uprobes_proc_arm_unwind_guards(pp);
 			}
 			proc_resume(pp);
 			if (pending)
@@ -1370,16 +824,16 @@ static void defer(struct utrace_uprobes *up, struct utrace_probe *p, bool reg)
 	if (!d) {
 		/* no memory to queue: do it now (the hit is in a consistent state) */
 		if (reg) {
-			int err = do_register(p);
+			int err = uprobes_do_register(p);
 
 			p->registered = !err;
 			if (p->opts.done)
 				p->opts.done(p, err, p->opts.data);
 			if (err)
-				probe_free(p);
+				uprobes_probe_free(p);
 		} else {
-			do_unregister(p);
-			probe_free(p);
+			uprobes_do_unregister(p);
+			uprobes_probe_free(p);
 		}
 		return;
 	}
@@ -1400,10 +854,10 @@ static struct utrace_probe *finish_register(struct utrace_probe *p)
 		defer(up, p, true);
 		return p;
 	}
-	err = do_register(p);
+	err = uprobes_do_register(p);
 	if (err) {
-		do_unregister(p); /* whatever was armed */
-		probe_free(p);
+		uprobes_do_unregister(p); /* whatever was armed */
+		uprobes_probe_free(p);
 		errno = -err;
 		return NULL;
 	}
@@ -1487,8 +941,8 @@ int utrace_probe__unregister(struct utrace_probe *p)
 		defer(up, p, false);
 		return 0;
 	}
-	err = do_unregister(p);
-	probe_free(p);
+	err = uprobes_do_unregister(p);
+	uprobes_probe_free(p);
 	return err;
 }
 
@@ -1591,529 +1045,6 @@ int utrace_uprobes__pid_stats(const struct utrace_uprobes *up, pid_t pid,
 		}
 	}
 	return pp || known ? 0 : -ESRCH;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Hits                                                                      */
-/* ------------------------------------------------------------------------ */
-
-/**
- * uprobes_hit_begin - handlers are about to run: defer (un)registration.
- * @up: layer
- */
-void uprobes_hit_begin(struct utrace_uprobes *up)
-{
-	if (!up->hit_depth++)
-		up->hit_seq++;
-}
-
-/* Does @p run for the current hit? Not once dead, except in the hit it died in. */
-static bool probe_runs(const struct utrace_uprobes *up, const struct utrace_probe *p)
-{
-	return !p->dead || (p->dead_hit && p->dead_hit == up->hit_seq && up->hit_depth);
-}
-
-/**
- * uprobes_hit_end - the handlers of a hit have run; the outermost hit runs
- * the deferred requests and their completion callbacks. May quiesce the
- * process (nested hits of other threads are then handled in between).
- * @up: layer
- */
-void uprobes_hit_end(struct utrace_uprobes *up)
-{
-	if (--up->hit_depth || up->in_deferred)
-		return;
-	up->in_deferred = true;
-	while (up->deferred) {
-		struct uprobes_deferred *d = up->deferred;
-		struct utrace_probe *p = d->p;
-		bool reg;
-		int err;
-
-		up->deferred = d->next;
-		if (!up->deferred)
-			up->deferred_tail = &up->deferred;
-		reg = d->reg;
-		free(d);
-		if (reg) {
-			if (p->dead) {
-				/* unregistered before it was armed */
-				if (p->opts.done)
-					p->opts.done(p, -ECANCELED, p->opts.data);
-				continue;
-			}
-			err = do_register(p);
-			if (err)
-				do_unregister(p);
-			p->registered = !err;
-			if (p->opts.done)
-				p->opts.done(p, err, p->opts.data);
-			if (err)
-				probe_free(p);
-		} else {
-			err = do_unregister(p);
-			if (p->opts.done)
-				p->opts.done(p, err, p->opts.data);
-			probe_free(p);
-		}
-	}
-	up->in_deferred = false;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Built-in actions run in the tracer                                        */
-/* ------------------------------------------------------------------------ */
-
-/*
- * With a backend whose hits stop in the tracer (ptrace), the built-in
- * actions of probe.h run here, at the stop, with the same rules as the
- * agent's in-target ones (agent/dispatch.c) so that the figures agree:
- * COUNT counts entries and, with an err_kind, error returns; HIST times
- * entry to return with the entry's timestamp; INJECT takes every Nth call
- * (the Nth, 2Nth ...) and counts an injected error value as an error.
- */
-
-static const char *rec_str(struct utrace_probe_ctx *ctx, uint64_t addr, unsigned int max,
-			   char **owned, size_t *len, unsigned int *flags)
-{
-	char *buf = malloc(max + 2);
-	ssize_t n;
-
-	*owned = NULL;
-	*len = 0;
-	*flags = 0;
-	if (!buf)
-		return NULL;
-	n = utrace_probe_ctx__read_str(ctx, addr, buf, max + 2);
-	if (n < 0) {
-		free(buf);
-		*flags = UTRACE_REC_STR_FAULT;
-		return NULL;
-	}
-	if ((size_t)n > max) {
-		n = max;
-		buf[n] = 0;
-		*flags = UTRACE_REC_STR_TRUNC;
-	}
-	*owned = buf;
-	*len = (size_t)n;
-	return buf;
-}
-
-static void rec_free(struct uprobes_rec *q)
-{
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(q->strs); i++)
-		free(q->strs[i]);
-	free(q->name);
-	free(q->symbol);
-	free(q->object);
-	free(q);
-}
-
-/* Queue @q; the oldest record goes when the queue is full (counted). */
-void uprobes_rec_queue(struct utrace_uprobes *up, struct uprobes_rec *q)
-{
-	if (up->rq_len >= UPROBES_RQ_MAX) {
-		struct uprobes_rec *old = up->rq;
-
-		up->rq = old->next;
-		if (!up->rq)
-			up->rq_tail = &up->rq;
-		up->rq_len--;
-		up->rq_lost++;
-		rec_free(old);
-	}
-	if (!up->rq_tail)
-		up->rq_tail = &up->rq;
-	*up->rq_tail = q;
-	up->rq_tail = &q->next;
-	up->rq_len++;
-}
-
-static struct uprobes_rec *rec_new(struct utrace_probe *p, struct utrace_probe_ctx *ctx, int type)
-{
-	struct uprobes_rec *q = calloc(1, sizeof(*q));
-
-	if (!q) {
-		p->up->rq_lost++;
-		return NULL;
-	}
-	q->r.sz = sizeof(q->r);
-	q->r.type = type;
-	q->r.pid = ctx->pid;
-	q->r.tid = ctx->tid;
-	q->r.ts_ns = ctx->now_ns;
-	q->r.probe = p;
-	q->r.addr = ctx->point->addr;
-	q->name = ctx->point->name ? strdup(ctx->point->name) : NULL;
-	q->r.name = q->name;
-	q->symbol = ctx->point->symbol ? strdup(ctx->point->symbol) : NULL;
-	q->r.symbol = q->symbol;
-	q->object = ctx->point->object ? strdup(ctx->point->object) : NULL;
-	q->r.object = q->object;
-	q->r.offset = ctx->point->offset;
-	q->r.depth = ctx->depth;
-	return q;
-}
-
-/*
- * ACT_STACK in the tracer: the return address at [rsp] (the call just
- * wrote it: the probe is at a function entry), then the frame-pointer
- * chain, each frame above the last (so the walk ends), at most
- * UTRACE_REC_MAX_STACK; code built without frame pointers ends it early.
- */
-static unsigned int walk_fp(struct utrace_probe_ctx *ctx, uint64_t *pcs)
-{
-	uint64_t fp = ctx->regs->rbp, frame[2];
-	unsigned int n = 0;
-
-	if (utrace_mem__read(ctx->pid, ctx->regs->rsp, &pcs[0], 8) == 8)
-		n++;
-	while (n < UTRACE_REC_MAX_STACK && fp > ctx->regs->rsp && !(fp & 7) &&
-	       utrace_mem__read(ctx->pid, fp, frame, sizeof(frame)) == sizeof(frame) && frame[1]) {
-		pcs[n++] = frame[1];
-		if (frame[0] <= fp)
-			break;
-		fp = frame[0];
-	}
-	return n;
-}
-
-static void builtin_entry(struct utrace_probe *p, const struct utrace_point_opts *po,
-			  struct utrace_probe_counts *cnt, struct utrace_probe_ctx *ctx)
-{
-	unsigned int a = p->opts.actions, i, max = p->opts.str_max ? p->opts.str_max : 32;
-	uint64_t every = p->opts.inject_every ? p->opts.inject_every : 1;
-
-	if (a & UTRACE_ACT_COUNT)
-		cnt->calls++;
-	if (a & UTRACE_ACT_RECORD) {
-		struct uprobes_rec *q = rec_new(p, ctx, UTRACE_REC_ENTRY);
-
-		if (q) {
-			q->r.nargs = po->nargs;
-			for (i = 0; i < 6; i++) {
-				q->r.args[i] = utrace_probe_ctx__arg(ctx, i);
-				if (i < po->nargs && (po->str_args & (1U << i)))
-					q->r.str[i] = rec_str(ctx, q->r.args[i], max, &q->strs[i],
-							      &q->r.str_len[i], &q->r.str_flags[i]);
-			}
-			if (a & UTRACE_ACT_STACK) {
-				q->r.stack = q->stack;
-				q->r.nr_stack = walk_fp(ctx, q->stack);
-			}
-			uprobes_rec_queue(p->up, q);
-		}
-	}
-	if ((a & UTRACE_ACT_INJECT) && ++p->inject_calls % every == 0 &&
-	    utrace_probe_ctx__set_return(ctx, p->opts.inject_value) == 0) {
-		cnt->injected++;
-		if (utrace_abi_is_error((unsigned int)po->err_kind, p->opts.inject_value))
-			cnt->errors++;
-		if (a & UTRACE_ACT_RECORD) { /* its return, as the agent gives it */
-			struct uprobes_rec *q = rec_new(p, ctx, UTRACE_REC_RETURN);
-
-			if (q) {
-				q->r.retval = p->opts.inject_value;
-				q->r.flags = UTRACE_REC_F_INJECTED;
-				uprobes_rec_queue(p->up, q);
-			}
-		}
-		if (a & UTRACE_ACT_HIST) { /* as the agent: an injected call is a 0 ns call */
-			cnt->min_ns = 0;
-			cnt->timed++;
-			cnt->hist[0]++;
-		}
-	}
-}
-
-static void builtin_return(struct utrace_probe *p, const struct utrace_point_opts *po,
-			   struct utrace_probe_counts *cnt, struct utrace_probe_ctx *ctx,
-			   uint64_t entry_ns)
-{
-	unsigned int a = p->opts.actions, max = p->opts.str_max ? p->opts.str_max : 32;
-	uint64_t rax = utrace_probe_ctx__retval(ctx);
-	uint64_t dur = entry_ns && ctx->now_ns >= entry_ns ? ctx->now_ns - entry_ns : 0;
-
-	if (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST))
-		cnt->returns++;
-	if ((a & UTRACE_ACT_COUNT) && utrace_abi_is_error((unsigned int)po->err_kind, rax))
-		cnt->errors++;
-	if ((a & UTRACE_ACT_HIST) && entry_ns) {
-		if (!cnt->timed || dur < cnt->min_ns)
-			cnt->min_ns = dur;
-		if (dur > cnt->max_ns)
-			cnt->max_ns = dur;
-		cnt->timed++;
-		cnt->sum_ns += dur;
-		cnt->hist[utrace_abi_hist_bucket(dur)]++;
-	}
-	if (a & UTRACE_ACT_RECORD) {
-		struct uprobes_rec *q = rec_new(p, ctx, UTRACE_REC_RETURN);
-
-		if (q) {
-			q->r.retval = rax;
-			q->r.dur_ns = dur;
-			if (po->str_args & (1U << 6))
-				q->r.ret_str = rec_str(ctx, rax, max, &q->strs[6],
-						       &q->r.ret_str_len, &q->r.ret_str_flags);
-			uprobes_rec_queue(p->up, q);
-		}
-	}
-}
-
-/**
- * uprobes_run_entry - run the entry handlers of @pt in registration order.
- * @pt: the point hit
- * @ctx: context (regs, pid, tid, now_ns filled by the backend)
- *
- * Called between uprobes_hit_begin() and uprobes_hit_end().
- */
-void uprobes_run_entry(struct probe_point *pt, struct utrace_probe_ctx *ctx)
-{
-	unsigned int i;
-
-	ctx->point = &pt->info;
-	ctx->is_return = false;
-	/* the list may not change during the hit: changes are deferred */
-	for (i = 0; i < pt->nr_probes; i++) {
-		struct utrace_probe *p = pt->probes[i];
-
-		if (!probe_runs(p->up, p))
-			continue;
-		p->hits++;
-		ctx->probe = p;
-		if (p->opts.actions && !p->opts.retprobe)
-			builtin_entry(p, &pt->popts[i], &pt->pcnt[i], ctx);
-		if (!p->opts.handler || p->opts.retprobe)
-			continue;
-		if (p->opts.handler(ctx, p->opts.data) == UTRACE_PROBE_REMOVE)
-			utrace_probe__unregister(p);
-	}
-}
-
-/**
- * uprobes_run_return - run the return handlers for instance @ri.
- * @pp: process
- * @ri: the return instance being completed
- * @ctx: context (regs already show the return; ret_addr and entry_ns set)
- */
-void uprobes_run_return(struct uprobes_proc *pp, const struct utrace_return_instance *ri,
-			struct utrace_probe_ctx *ctx)
-{
-	struct probe_point *pt = uprobes_point_find(pp, ri->func);
-	unsigned int i;
-
-	if (!pt)
-		return; /* every probe there was unregistered meanwhile */
-	ctx->point = &pt->info;
-	ctx->is_return = true;
-	for (i = 0; i < pt->nr_probes; i++) {
-		struct utrace_probe *p = pt->probes[i];
-		utrace_handler_fn_t fn;
-
-		if (!probe_runs(p->up, p))
-			continue;
-		fn = p->opts.retprobe ? p->opts.handler : p->opts.ret_handler;
-		if (!fn && !(p->opts.actions && uprobes_probe_has_return(p)))
-			continue;
-		p->returns++;
-		ctx->probe = p;
-		ctx->entry_ns = p->opts.retprobe ? 0 : ri->entry_ns;
-		if (p->opts.actions)
-			builtin_return(p, &pt->popts[i], &pt->pcnt[i], ctx, ctx->entry_ns);
-		if (fn && fn(ctx, p->opts.data) == UTRACE_PROBE_REMOVE)
-			utrace_probe__unregister(p);
-	}
-}
-
-/**
- * uprobes_missed_return - count a return that will not be reported (depth
- * overflow, or the frame was unwound past by longjmp or an exception).
- * @pp: process
- * @func: the probe point of the function
- */
-void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func)
-{
-	struct probe_point *pt = uprobes_point_find(pp, func);
-	unsigned int i;
-
-	pp->up->stats.missed_returns++;
-	if (!pt)
-		return;
-	for (i = 0; i < pt->nr_probes; i++) {
-		struct utrace_probe *p = pt->probes[i];
-
-		if (!p->dead && (p->opts.ret_handler || p->opts.retprobe))
-			p->missed_returns++;
-	}
-}
-
-/* ------------------------------------------------------------------------ */
-/* Process life cycle                                                        */
-/* ------------------------------------------------------------------------ */
-
-/**
- * uprobes_proc_exec - @th's process completed an execve: drop its points
- * (the old address space is gone), arm the SPEC probes in the new image.
- * @up: layer
- * @th: the thread (now the leader), stopped at the exec event
- */
-void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th)
-{
-	uprobes_proc_exec_pid(up, utrace_thread__pid(th));
-}
-
-/**
- * uprobes_proc_exec_pid - uprobes_proc_exec() for a process none of whose
- * threads saw the exec (the agent backend's ANCHOR: only the agent's
- * control thread is traced, and it died in the execve; the new image's
- * agent answered): the SPEC probes are armed in the new image.
- * Return: the new image's process, or NULL (nothing to arm, or it failed)
- */
-struct uprobes_proc *uprobes_proc_exec_pid(struct utrace_uprobes *up, pid_t pid)
-{
-	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
-	struct utrace_probe *p;
-	bool any = false;
-
-	if (pp) {
-		proc_forget_points(pp, UTRACE_DROP_EXEC);
-		proc_free(pp);
-	}
-	for (p = up->probes; p; p = p->next)
-		if (p->is_spec && !p->dead)
-			any = true;
-	/* utrace_uprobes__free() is quiescing: nothing to arm any more */
-	if (!any || up->freeing || up->all)
-		return NULL; /* (system-wide: the new image's files are probed already, or not wanted) */
-	return proc_setup(up, pid, true);
-}
-
-/**
- * uprobes_proc_exit - process @pid exited: drop everything, no memory
- * access.
- * @up: layer
- * @pid: process id
- */
-void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid)
-{
-	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
-
-	if (!pp)
-		return;
-	proc_forget_points(pp, UTRACE_DROP_EXIT);
-	proc_free(pp);
-}
-
-/**
- * uprobes_proc_fork - @parent's process forked @child, which has not run
- * yet: remove our breakpoints and trampoline return addresses from its
- * copy; a followed child gets the SPEC probes as a new process. Idempotent
- * (called from the fork event or the child's first stop, whichever comes
- * first). A vfork child shares its parent's memory: nothing is removed;
- * a followed one shares the parent's points.
- * @up: layer
- * @parent: parent pid
- * @child: child pid
- * @vfork: CLONE_VM child
- * @followed: the session traces the child
- */
-void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, bool vfork,
-		       bool followed)
-{
-	struct uprobes_proc *pp = uprobes_proc_find(up, parent);
-	struct uprobes_proc *cp;
-
-	if (!pp || uprobes_proc_find(up, child))
-		return;
-	if (vfork) {
-		if (followed) {
-			cp = proc_new(up, child);
-			if (cp)
-				cp->vfork_parent = pp->pid;
-		}
-		return;
-	}
-	if (up->ops->fork_clean)
-		up->ops->fork_clean(pp, child);
-	if (!followed)
-		return;
-	cp = proc_new(up, child);
-	if (!cp)
-		return;
-	if (proc_refresh_image(cp)) {
-		proc_free(cp);
-		return;
-	}
-	if (up->ops->fork_inherit && up->ops->fork_inherit(cp, pp)) {
-		proc_free(cp);
-		return;
-	}
-	proc_arm_rbrk(cp);
-	proc_arm_all_specs(cp);
-}
-
-/* @obj (an image path, maybe under /proc/PID/root) names the mapped @path. */
-static bool path_same(const char *obj, const char *path)
-{
-	size_t lo, lp;
-
-	if (!obj || !path)
-		return false;
-	lo = strlen(obj);
-	lp = strlen(path);
-	return lo >= lp && !strcmp(obj + lo - lp, path) && (lo == lp || path[0] == '/');
-}
-
-/**
- * uprobes_dl_activity - the dynamic linker changed the link map of @pp
- * (r_brk hit): forget points in objects that went away, arm pending SPECs.
- * @pp: process
- * @th: the thread that hit r_brk (stopped)
- */
-void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th)
-{
-	struct utrace_maps *maps;
-	unsigned int i;
-
-	(void)th;
-	pp->up->stats.dl_events++;
-	if (pp->r_debug) {
-		/* struct r_debug: int r_version; struct link_map *r_map; r_brk; r_state */
-		int state;
-
-		if (utrace_mem__read(pp->pid, pp->r_debug + 24, &state, sizeof(state)) ==
-			    sizeof(state) &&
-		    state != 0 /* RT_CONSISTENT */)
-			return; /* RT_ADD / RT_DELETE: the link map is about to change */
-	}
-	pr_debug("process %d: link map changed, rescanning\n", pp->pid);
-	maps = utrace_maps__read(pp->pid);
-	if (!maps)
-		return;
-	for (i = 0; i < PROC_HASH; i++) {
-		struct probe_point *pt, *next;
-
-		for (pt = pp->points[i]; pt; pt = next) {
-			const struct utrace_map *m = utrace_maps__find(maps, pt->addr);
-
-			next = pt->hnext;
-			/* r_brk stays; an unwind guard goes with its object */
-			if ((pt->internal && !pt->unwind) ||
-			    (m && m->path && (m->prot & UTRACE_MAP_EXEC) &&
-			     path_same(pt->object, m->path)))
-				continue;
-			pr_debug("process %d: %s unloaded\n", pp->pid, pt->name);
-			point_forget(pp, pt, UTRACE_DROP_UNLOAD);
-		}
-	}
-	utrace_maps__free(maps);
-	if (proc_refresh_image(pp))
-		return;
-	proc_arm_all_specs(pp);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -2341,7 +1272,7 @@ int uprobes_rq_deliver(struct utrace_uprobes *up, utrace_record_fn_t fn, void *c
 			up->rq_tail = &up->rq;
 		up->rq_len--;
 		r = fn(&q->r, ctx);
-		rec_free(q);
+		uprobes_rec_free(q);
 		if (r)
 			return r;
 		n++;
@@ -2417,124 +1348,6 @@ const char *utrace_uprobes__backend_why(const struct utrace_uprobes *up)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The life cycle engine                                                     */
-/* ------------------------------------------------------------------------ */
-
-/*
- * One engine on the session for every backend: exec, exit, fork and new
- * processes are the registry's business (the life cycle above), whatever
- * writes the breakpoints. Signals go to the backend (ptrace: its int3s).
- * Session callbacks, tracing thread.
- */
-static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_t *info)
-{
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-
-	return up->ops->signal ? up->ops->signal(up, th, info) : UTRACE_RESUME;
-}
-
-static int on_thread_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former)
-{
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-
-	(void)former;
-	uprobes_proc_exec(up, th);
-	return UTRACE_RESUME;
-}
-
-/* The process's memory, shared with a vfork parent's, is used through it. */
-struct uprobes_proc *uprobes_points_proc(struct uprobes_proc *pp)
-{
-	if (pp->vfork_parent) {
-		struct uprobes_proc *parent = uprobes_proc_find(pp->up, pp->vfork_parent);
-
-		if (parent)
-			return parent;
-	}
-	return pp;
-}
-
-static int on_thread_exit(struct utrace_engine *e, struct utrace_thread *th, int status)
-{
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-	pid_t pid = utrace_thread__pid(th);
-	struct uprobes_proc *pp = uprobes_proc_find(up, pid);
-
-	(void)status;
-	if (!pp)
-		return UTRACE_RESUME;
-	if (utrace_session__threads(up->s, pid, NULL, 0) <= 1)
-		uprobes_proc_exit(up, pid); /* the last thread: the process is gone */
-	else
-		uprobes_task_exit(uprobes_points_proc(pp), utrace_thread__tid(th));
-	return UTRACE_RESUME;
-}
-
-static int on_fork(struct utrace_engine *e, struct utrace_thread *th, pid_t child, bool vfork,
-		   bool followed)
-{
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-	pid_t pid = utrace_thread__pid(th);
-
-	/* clone(CLONE_VM) without CLONE_VFORK shares the memory too */
-	if (!vfork && syscall(SYS_kcmp, pid, child, KCMP_VM, 0, 0) == 0)
-		vfork = true;
-	uprobes_proc_fork(up, pid, child, vfork, followed);
-	return UTRACE_RESUME;
-}
-
-/* PPid of @pid, or 0. */
-static pid_t read_ppid(pid_t pid)
-{
-	char buf[32];
-
-	if (proc_status_field(pid, "PPid", buf, sizeof(buf)) < 0)
-		return 0;
-	return (pid_t)atoi(buf);
-}
-
-/*
- * A followed fork child may report its first stop before its parent's fork
- * event: set it up now, before it runs (uprobes_proc_fork() is idempotent).
- */
-static int on_attach(struct utrace_engine *e, struct utrace_thread *th)
-{
-	struct utrace_uprobes *up = utrace_engine__ctx(e);
-	pid_t pid = utrace_thread__pid(th), ppid;
-	bool vfork;
-
-	if (utrace_thread__tid(th) != pid || uprobes_proc_find(up, pid) || up->all)
-		return UTRACE_RESUME;
-	ppid = read_ppid(pid);
-	if (ppid <= 0 || !uprobes_proc_find(up, ppid))
-		return UTRACE_RESUME;
-	if (utrace_session__threads(up->s, pid, NULL, 0) != 1)
-		return UTRACE_RESUME; /* not a fresh fork child */
-	vfork = syscall(SYS_kcmp, pid, ppid, KCMP_VM, 0, 0) == 0;
-	uprobes_proc_fork(up, ppid, pid, vfork, true);
-	return UTRACE_RESUME;
-}
-
-static int engine_attach(struct utrace_uprobes *up)
-{
-	UTRACE_OPTS(utrace_engine_ops, ops, .signal = on_signal, .exec = on_thread_exec,
-		    .exit = on_thread_exit, .fork = on_fork, .attach = on_attach);
-
-	up->engine = utrace_engine__attach(up->s, &ops,
-					   UTRACE_EV_SIGNAL | UTRACE_EV_EXEC | UTRACE_EV_EXIT |
-						   UTRACE_EV_FORK | UTRACE_EV_ATTACH,
-					   up);
-	return up->engine ? 0 : -errno;
-}
-
-static void engine_detach(struct utrace_uprobes *up)
-{
-	if (up->s && up->engine)
-		utrace_engine__detach(up->engine);
-	up->engine = NULL;
-}
-
-/* ------------------------------------------------------------------------ */
 /* The layer                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -2559,11 +1372,11 @@ static int backend_init(struct utrace_uprobes *up, enum utrace_backend b)
 		return -EOPNOTSUPP;
 	up->ops = backends[b];
 	up->backend = b;
-	err = engine_attach(up);
+	err = uprobes_engine_attach(up);
 	if (!err && up->ops->init)
 		err = up->ops->init(up);
 	if (err) {
-		engine_detach(up);
+		uprobes_engine_detach(up);
 		up->ops = NULL;
 	}
 	return err;
@@ -2598,7 +1411,7 @@ static void uprobes_session_hook(void *data, pid_t pid)
 	if (pid < 0) {
 		if (up->ops->fini)
 			up->ops->fini(up);
-		engine_detach(up);
+		uprobes_engine_detach(up);
 		up->s->release_hook = NULL;
 		if (up->s->after_data == up)
 			up->s->after_hook = NULL;
@@ -2627,14 +1440,14 @@ static int all_setup(struct utrace_uprobes *up, const char *path)
 	size_t i, n;
 	int err;
 
-	pp = proc_new(up, 0);
+	pp = uprobes_proc_new(up, 0);
 	if (!pp)
 		return -ENOMEM;
 	pp->img = utrace_image__open_exec(path);
 	if (!pp->img) {
 		err = -errno;
 		pr_warn("system-wide probes: cannot read '%s': %s\n", path, strerror(-err));
-		proc_free(pp);
+		uprobes_proc_free(pp);
 		return err ? err : -ENOENT;
 	}
 	n = utrace_image__object_count(pp->img);
@@ -2643,7 +1456,7 @@ static int all_setup(struct utrace_uprobes *up, const char *path)
 	pp->planner = utrace_planner__new(pp->img);
 	if (!pp->planner) {
 		err = -errno;
-		proc_free(pp);
+		uprobes_proc_free(pp);
 		return err ? err : -ENOMEM;
 	}
 	up->all = pp;
@@ -2726,7 +1539,7 @@ struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 		if (err) {
 			if (up->ops->fini)
 				up->ops->fini(up);
-			engine_detach(up);
+			uprobes_engine_detach(up);
 			free(up);
 			errno = -err;
 			return NULL;
@@ -2762,12 +1575,12 @@ int utrace_uprobes__sync(struct utrace_uprobes *up)
 
 		if (uprobes_proc_find(up, pids[i]) || !pid_armable(up, pids[i]))
 			continue;
-		pp = proc_new(up, pids[i]);
+		pp = uprobes_proc_new(up, pids[i]);
 		if (!pp)
 			continue;
-		if (proc_quiesce(pp) == 0 && proc_refresh_image(pp) == 0) {
-			proc_arm_rbrk(pp);
-			proc_arm_all_specs(pp);
+		if (proc_quiesce(pp) == 0 && uprobes_proc_refresh_image(pp) == 0) {
+			uprobes_proc_arm_rbrk(pp);
+			uprobes_proc_arm_all_specs(pp);
 			armed++;
 		}
 		proc_resume(pp);
@@ -2838,7 +1651,7 @@ static int proc_release(struct uprobes_proc *pp)
 
 				if (r && !ret)
 					ret = r;
-				remember_removed(pp, pt->addr);
+				uprobes_remember_removed(pp, pt->addr);
 			}
 		}
 		{
@@ -2854,8 +1667,8 @@ static int proc_release(struct uprobes_proc *pp)
 			return ret;
 		proc_resume(pp);
 	}
-	proc_forget_points(pp, UTRACE_DROP_DETACH);
-	proc_free(pp);
+	uprobes_proc_forget_points(pp, UTRACE_DROP_DETACH);
+	uprobes_proc_free(pp);
 	return ret;
 }
 
@@ -2884,8 +1697,8 @@ void utrace_uprobes__free(struct utrace_uprobes *up)
 		if (up->s) {
 			proc_release(up->procs);
 		} else { /* the session is gone: so are its processes, to us */
-			proc_forget_points(up->procs, UTRACE_DROP_DETACH);
-			proc_free(up->procs);
+			uprobes_proc_forget_points(up->procs, UTRACE_DROP_DETACH);
+			uprobes_proc_free(up->procs);
 		}
 	}
 	while (up->deferred) {
@@ -2895,17 +1708,17 @@ void utrace_uprobes__free(struct utrace_uprobes *up)
 		free(d);
 	}
 	while (up->probes)
-		probe_free(up->probes);
+		uprobes_probe_free(up->probes);
 	while (up->rq) {
 		struct uprobes_rec *q = up->rq;
 
 		up->rq = q->next;
-		rec_free(q);
+		uprobes_rec_free(q);
 	}
 	if (up->s && up->ops->fini) /* (a closed session took its engines along) */
 		up->ops->fini(up);
 	if (up->s)
-		engine_detach(up);
+		uprobes_engine_detach(up);
 	uprobes_modules_free(up);
 	free(up);
 }

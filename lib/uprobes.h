@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * uprobes.h - the probe registry's objects (uprobes.c), shared with its
- * backends (backend.h: the operations; backend-ptrace.c). Not installed.
+ * uprobes.h - the probe registry's objects (uprobes.c, uprobes-arm.c,
+ * uprobes-life.c), shared with its backends (backend.h: the operations;
+ * backend-ptrace.c). Not installed.
  * Everything here runs in the tracer process, in the session's tracing
  * thread; nothing is locked (there is one thread).
  */
@@ -261,21 +262,82 @@ struct probe_point *uprobes_point_find(struct uprobes_proc *pp, uint64_t addr);
 struct utrace_task *uprobes_task_get(struct uprobes_proc *pp, pid_t tid, bool create);
 void uprobes_task_exit(struct uprobes_proc *pp, pid_t tid);
 bool uprobes_point_wants_return(const struct probe_point *pt);
+/* The bucket of runtime address @addr in uprobes_proc.points[]. */
+unsigned int uprobes_hash_addr(uint64_t addr);
+/* Free @pt and the backend's state of it (not in the hash, or taken out). */
+void uprobes_point_free(struct probe_point *pt);
+/* Take @pt out of @pp's hash (and out of the armed points counted). */
+void uprobes_point_unlink(struct uprobes_proc *pp, struct probe_point *pt);
+/* Note @addr as a breakpoint just removed from @pp (its late SIGTRAPs). */
+void uprobes_remember_removed(struct uprobes_proc *pp, uint64_t addr);
+/* Free a point whose memory is gone (exec, exit, unload), its probes told: no write. */
+void uprobes_point_forget(struct uprobes_proc *pp, struct probe_point *pt,
+			  enum utrace_drop_reason why);
+/* uprobes_point_forget() every point of @pp, once the backend flushed its events. */
+void uprobes_proc_forget_points(struct uprobes_proc *pp, enum utrace_drop_reason why);
+/* Unlink and free @pp: its tasks, the backend's state, its image and planner. */
+void uprobes_proc_free(struct uprobes_proc *pp);
+/* Start the state of process @pid (the backend's proc_init), without an image. */
+struct uprobes_proc *uprobes_proc_new(struct utrace_uprobes *up, pid_t pid);
+/* (Re)build the image and planner of @pp from its maps. Return: 0 or negative errno. */
+int uprobes_proc_refresh_image(struct uprobes_proc *pp);
+/* Unlink and free probe @p (its retired figures; queued records forget it). */
+void uprobes_probe_free(struct utrace_probe *p);
+/* Arm @p (address or SPEC) where it belongs. Return: 0 or negative errno. */
+int uprobes_do_register(struct utrace_probe *p);
+/* Take @p out of every process, quiescing where a breakpoint goes. */
+int uprobes_do_unregister(struct utrace_probe *p);
+bool uprobes_proc_pending(struct uprobes_proc *pp);
+uint64_t uprobes_now_ns(void);
+/* Length of the instruction at @bytes (xol.c), or negative. */
+int xol_insn_len(const uint8_t *bytes, size_t len);
+
+/* ---- uprobes-arm.c: arming, hits, built-in actions ---------------------- */
+
+/* The point of match @m in @pp, made and armed if new (-UTRACE_ERRNO__NOT_PATCHABLE: @why). */
+int uprobes_point_get(struct uprobes_proc *pp, const struct utrace_match *m, bool internal,
+		      struct probe_point **ret_pt, char *why, size_t whylen);
+/* Probe @i leaves @pt: what it counted there stays with the probe. */
+void uprobes_point_retire(struct probe_point *pt, unsigned int i);
+/* Take the probe at index @i out of @pt's lists. */
+void uprobes_point_del_probe_at(struct probe_point *pt, unsigned int i);
+/* Insert @p in @pt's handler list, in registration order. */
+int uprobes_point_add_probe(struct probe_point *pt, struct utrace_probe *p);
+/* Remove the breakpoint of @pt (process alive) and free it. */
+int uprobes_point_remove(struct uprobes_proc *pp, struct probe_point *pt);
+/* -UTRACE_ERRNO__NOT_PATCHABLE (@why) where @p's return half is refused at @m. */
+int uprobes_ret_refused(struct uprobes_proc *pp, const struct utrace_probe *p,
+			const struct utrace_match *m, char *why, size_t whylen);
+/* Arm SPEC probe @p in @pp. Return: points added, or negative errno. */
+int uprobes_proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *ret_pending);
+/* The dynamic linker's r_brk as an internal point of @pp (or the backend's dl_watch). */
+void uprobes_proc_arm_rbrk(struct uprobes_proc *pp);
+/* The unwind guards of @pp, once a return probe applies to it. */
+void uprobes_proc_arm_unwind_guards(struct uprobes_proc *pp);
+/* Arm every live SPEC probe in @pp (new process, new image). */
+void uprobes_proc_arm_all_specs(struct uprobes_proc *pp);
+/* Start tracking process @pid: image, r_brk, SPEC probes if @arm_specs. No quiesce. */
+struct uprobes_proc *uprobes_proc_setup(struct utrace_uprobes *up, pid_t pid, bool arm_specs);
 void uprobes_hit_begin(struct utrace_uprobes *up);
 void uprobes_hit_end(struct utrace_uprobes *up);
+/* Free a queued record and the copies behind it. */
+void uprobes_rec_free(struct uprobes_rec *q);
 void uprobes_run_entry(struct probe_point *pt, struct utrace_probe_ctx *ctx);
 void uprobes_run_return(struct uprobes_proc *pp, const struct utrace_return_instance *ri,
 			struct utrace_probe_ctx *ctx);
 void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func);
+
+/* ---- uprobes-life.c: process life cycle, the engine --------------------- */
+
 void uprobes_proc_exec(struct utrace_uprobes *up, struct utrace_thread *th);
 struct uprobes_proc *uprobes_proc_exec_pid(struct utrace_uprobes *up, pid_t pid);
 void uprobes_proc_exit(struct utrace_uprobes *up, pid_t pid);
-bool uprobes_proc_pending(struct uprobes_proc *pp);
 void uprobes_proc_fork(struct utrace_uprobes *up, pid_t parent, pid_t child, bool vfork,
 		       bool followed);
 void uprobes_dl_activity(struct uprobes_proc *pp, struct utrace_thread *th);
-uint64_t uprobes_now_ns(void);
-/* Length of the instruction at @bytes (xol.c), or negative. */
-int xol_insn_len(const uint8_t *bytes, size_t len);
+/* Attach the layer's engine to its session (exec, exit, fork, attach, signals). */
+int uprobes_engine_attach(struct utrace_uprobes *up);
+/* Detach it (not from a session that is gone). */
+void uprobes_engine_detach(struct utrace_uprobes *up);
 
 #endif /* __UTRACE_UPROBES_INTERNAL_H */
