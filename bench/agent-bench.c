@@ -10,6 +10,9 @@
  *
  *   agent-bench [N] [RUNS]      (UTRACE_BUILD_DIR must point at the build)
  *
+ * AGENT_BENCH_ONLY=PREFIX runs only the configurations whose name starts
+ * with PREFIX (to profile one: perf record -- agent-bench).
+ *
  * Output: one line per configuration, "name median_ns_per_call runs...".
  */
 #include <stdio.h>
@@ -80,9 +83,12 @@ static double run(const char *n, uint32_t flags, bool int3)
 
 static double config(const char *name, const char *n, int runs, uint32_t flags, bool int3)
 {
+	const char *only = getenv("AGENT_BENCH_ONLY");
 	double v[16], med;
 	int i;
 
+	if (only && strncmp(name, only, strlen(only)))
+		return -1; /* profiling one configuration (perf record) */
 	for (i = 0; i < runs; i++) {
 		v[i] = run(n, flags, int3);
 		if (v[i] < 0) {
