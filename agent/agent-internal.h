@@ -103,6 +103,7 @@ struct utrace_task {
 	uint32_t gen; /* agent_gen when @slot was claimed (a new session claims anew) */
 	struct utrace_abi_thread *slot; /* NULL: no slot free; counters go to hits_shared */
 	uint64_t *hits;
+	struct utrace_abi_cell *cells; /* [UTRACE_ABI_CELLS] in @slot (dispatch.c cell_of()) */
 	struct utrace_abi_event *ring;
 	struct utrace_return_instance *ri; /* [max_depth] */
 	/* -k: the stack mapping around the thread's rsp, learned once (stack.c) */
@@ -210,6 +211,12 @@ extern __thread struct utrace_task *utrace_tls_task __attribute__((tls_model("in
 static inline void count_inc(uint64_t *c)
 {
 	__asm__ volatile("incq %0" : "+m"(*c));
+}
+
+/* count_add - count_inc() by @v: one "addq". */
+static inline void count_add(uint64_t *c, uint64_t v)
+{
+	__asm__ volatile("addq %1, %0" : "+m"(*c) : "r"(v));
 }
 
 void guard_init(void);

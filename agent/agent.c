@@ -426,6 +426,7 @@ static int fork_rearena(void)
 		if (t->slot) {
 			t->slot = agent_abi_thread(0);
 			t->hits = utrace_abi_hits(t->slot);
+			t->cells = utrace_abi_cells(t->slot, agent_layout.max_probes);
 			t->ring = agent_abi_ring(0);
 			t->slot->tid = t->tid;
 			t->slot->state = 1; /* in use (guard.c) */

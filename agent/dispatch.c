@@ -55,15 +55,50 @@ static __attribute__((noinline)) void emit_with_stack(struct utrace_task *t, str
 }
 
 /*
- * account - one timed call of @a for -c and -H: its log2 bucket, and the
- * exact total, minimum, maximum and error count beside it. Probed thread,
- * under the guard; lock-free: min and max retry a compare-and-swap only
- * while the call is a new extreme (rarely, once the run warms up).
+ * cell_of - the calling thread's timing cell of @p (struct utrace_abi_cell),
+ * taken at its first use; NULL if the thread has no slot or the cell
+ * belongs to another probe (the figures then go to the shared atomics).
+ * Probed thread, under the guard: the only writer of its cells.
  */
-static void account(struct utrace_abi_probe *a, uint64_t dur, uint64_t rax)
+static inline struct utrace_abi_cell *cell_of(struct utrace_task *t, const struct utrace_probe *p)
+{
+	struct utrace_abi_cell *c;
+
+	if (__builtin_expect(!t->cells, 0))
+		return NULL;
+	c = &t->cells[p->id & (UTRACE_ABI_CELLS - 1)];
+	if (__builtin_expect(c->probe == p->id + 1, 1))
+		return c;
+	if (c->probe)
+		return NULL;
+	__atomic_store_n(&c->probe, p->id + 1, __ATOMIC_RELEASE);
+	return c;
+}
+
+/*
+ * account - one timed call of @p for -c and -H: its log2 bucket, and the
+ * exact total, minimum, maximum and error count beside it. Probed thread,
+ * under the guard. Into the thread's cell @c: single-writer adds and
+ * stores, no lock prefix. Without a cell, into the probe's shared figures,
+ * lock-free: min and max retry a compare-and-swap only while the call is
+ * a new extreme (rarely, once the run warms up).
+ */
+static void account(struct utrace_abi_cell *c, struct utrace_abi_probe *a, uint64_t dur,
+		    uint64_t rax)
 {
 	uint64_t cur;
 
+	if (__builtin_expect(c != NULL, 1)) {
+		count_inc(&c->hist[utrace_abi_hist_bucket(dur)]);
+		count_add(&c->sum_ns, dur);
+		if (~dur > c->min_inv)
+			__atomic_store_n(&c->min_inv, ~dur, __ATOMIC_RELAXED);
+		if (dur > c->max_ns)
+			__atomic_store_n(&c->max_ns, dur, __ATOMIC_RELAXED);
+		if (a->err_kind && utrace_abi_is_error(a->err_kind, rax))
+			count_inc(&c->errors);
+		return;
+	}
 	__atomic_fetch_add(&a->hist[utrace_abi_hist_bucket(dur)], 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&a->sum_ns, dur, __ATOMIC_RELAXED);
 	cur = __atomic_load_n(&a->min_inv, __ATOMIC_RELAXED);
@@ -105,7 +140,7 @@ static void inject(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t 
 					p->abi->str_args, p->abi->str_max, NULL, 0);
 	}
 	if (flags & UTRACE_PF_HIST)
-		account(p->abi, 0, p->inject_value);
+		account(cell_of(t, p), p->abi, 0, p->inject_value);
 	regs->rax = p->inject_value;
 	regs->rip = *(uint64_t *)regs->rsp;
 	regs->rsp += 8;
@@ -242,6 +277,7 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 	uint64_t ret = 0;
 
 	do {
+		struct utrace_abi_cell *c;
 		struct utrace_probe *p;
 		struct utrace_task *g;
 		uint64_t now, dur;
@@ -259,11 +295,15 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 			__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
 			continue;
 		}
-		__atomic_fetch_add(&p->abi->returns, 1, __ATOMIC_RELAXED);
+		c = cell_of(g, p);
+		if (__builtin_expect(c != NULL, 1))
+			count_inc(&c->returns);
+		else
+			__atomic_fetch_add(&p->abi->returns, 1, __ATOMIC_RELAXED);
 		now = (p->flags & (UTRACE_PF_RECORD_RETURN | UTRACE_PF_HIST)) ? ring_now_ns() : 0;
 		dur = now && ri.entry_ns && now > ri.entry_ns ? now - ri.entry_ns : 0;
 		if (p->flags & UTRACE_PF_HIST)
-			account(p->abi, dur, regs->rax);
+			account(c, p->abi, dur, regs->rax);
 		if (p->flags & UTRACE_PF_RECORD_RETURN) {
 			uint64_t rax = regs->rax;
 

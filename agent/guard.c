@@ -122,6 +122,7 @@ static void task_claim(struct utrace_task *t)
 
 	t->slot = NULL;
 	t->hits = NULL;
+	t->cells = NULL;
 	t->ring = NULL;
 	t->gen = gen;
 	if (!agent_active) {
@@ -149,6 +150,7 @@ static void task_claim(struct utrace_task *t)
 		if (s) {
 			t->slot = s;
 			t->hits = utrace_abi_hits(s);
+			t->cells = utrace_abi_cells(s, agent_layout.max_probes);
 			t->ring = agent_abi_ring(i);
 			__atomic_store_n(&s->tid, t->tid, __ATOMIC_RELAXED);
 			__atomic_store_n(&s->state, SLOT_USED, __ATOMIC_RELEASE);

@@ -198,9 +198,7 @@ static void mod_count(struct utrace_probe_ctx *ctx, unsigned int i, uint64_t del
 		return;
 	id = m->counter_base + i;
 	if (__builtin_expect(t && t->hits && t->gen == agent_gen, 1))
-		__asm__ volatile("addq %1, %0"
-				 : "+m"(t->hits[id])
-				 : "r"(delta)); /* see count_inc */
+		count_add(&t->hits[id], delta);
 	else
 		__atomic_fetch_add(&agent_abi_probe(id)->hits_shared, delta, __ATOMIC_RELAXED);
 }

@@ -30,16 +30,17 @@ static int cmp(const void *a, const void *b)
 }
 
 /* One run; @flags 0 = no probe. Returns ns/call from the target, or < 0. */
-static double run(const char *n, uint32_t flags, bool int3)
+static double run(const char *n, uint32_t flags, bool int3, int threads)
 {
-	char path[4096], buf[256];
-	char *argv[] = { path, "bench", (char *)n, NULL };
+	char path[4096], buf[256], nt[16];
+	char *argv[] = { path, "bench", (char *)n, nt, NULL };
 	struct ahost_opts o = { .pipe_stdout = true };
 	struct ahost h;
 	ssize_t len = 0, r;
 	double ns;
 	int id = -1;
 
+	snprintf(nt, sizeof(nt), "%d", threads);
 	snprintf(path, sizeof(path), "%s/tests/agent/s-agent",
 		 getenv("UTRACE_BUILD_DIR") ?: "build");
 	if (ahost_launch(&h, &o, argv)) {
@@ -73,7 +74,7 @@ static double run(const char *n, uint32_t flags, bool int3)
 		ahost_close(&h);
 		return -1;
 	}
-	if (id >= 0 && ahost_hits(&h, id) < (uint64_t)atol(n)) {
+	if (id >= 0 && ahost_hits(&h, id) < (uint64_t)atol(n) * (uint64_t)threads) {
 		fprintf(stderr, "only %llu hits\n", (unsigned long long)ahost_hits(&h, id));
 		ns = -1;
 	}
@@ -81,7 +82,8 @@ static double run(const char *n, uint32_t flags, bool int3)
 	return ns;
 }
 
-static double config(const char *name, const char *n, int runs, uint32_t flags, bool int3)
+static double config_mt(const char *name, const char *n, int runs, uint32_t flags, bool int3,
+			int threads)
 {
 	const char *only = getenv("AGENT_BENCH_ONLY");
 	double v[16], med;
@@ -90,7 +92,7 @@ static double config(const char *name, const char *n, int runs, uint32_t flags, 
 	if (only && strncmp(name, only, strlen(only)))
 		return -1; /* profiling one configuration (perf record) */
 	for (i = 0; i < runs; i++) {
-		v[i] = run(n, flags, int3);
+		v[i] = run(n, flags, int3, threads);
 		if (v[i] < 0) {
 			printf("%-24s failed\n", name);
 			return -1;
@@ -106,12 +108,17 @@ static double config(const char *name, const char *n, int runs, uint32_t flags, 
 	return med;
 }
 
+static double config(const char *name, const char *n, int runs, uint32_t flags, bool int3)
+{
+	return config_mt(name, n, runs, flags, int3, 1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *n = argc > 1 ? argv[1] : "10000000";
 	int runs = argc > 2 ? atoi(argv[2]) : 5;
 	char nsmall[32];
-	double base, cnt, ret, trap, rec, stk, inj;
+	double base, cnt, ret, trap, rec, stk, inj, base2, ret2;
 
 	if (runs < 1 || runs > 16)
 		runs = 5;
@@ -129,6 +136,11 @@ int main(int argc, char **argv)
 		     false);
 	inj = config("entry+count+inject (jmp)", n, runs,
 		     UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_INJECT, false);
+	/* two threads calling the same probe at once (2 cores here) */
+	base2 = config_mt("2 threads untraced", n, runs, 0, false, 2);
+	ret2 = config_mt("2 threads entry+return+hist", n, runs,
+			 UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST,
+			 false, 2);
 	if (base >= 0 && cnt >= 0 && ret >= 0 && trap >= 0) {
 		printf("per hit: entry+count %.2f ns, entry+return+hist %.2f ns, int3 entry+count %.2f ns\n",
 		       cnt - base, ret - base, trap - base);
@@ -137,5 +149,8 @@ int main(int argc, char **argv)
 		printf("per hit: -k stack walk %.2f ns more than an entry record, --inject "
 		       "decision %.2f ns\n",
 		       stk - rec, inj - base);
+	if (base2 >= 0 && ret2 >= 0)
+		printf("per hit, 2 threads on one probe: entry+return+hist %.2f ns\n",
+		       ret2 - base2);
 	return 0;
 }

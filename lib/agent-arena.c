@@ -223,6 +223,55 @@ uint64_t ahost_hits(struct ahost *h, int id)
 	return ahost_hits_tid(h, id, 0);
 }
 
+/* One set of return figures (shared, or a cell's) into @out. */
+static void timing_add(struct ahost_timing *out, const uint64_t *returns, const uint64_t *sum,
+		       const uint64_t *min_inv, const uint64_t *max, const uint64_t *errors,
+		       const uint64_t *hist)
+{
+	uint64_t min = ~ARENA_READ(*min_inv), max_ns = ARENA_READ(*max);
+	unsigned int b;
+
+	out->returns += ARENA_READ(*returns);
+	out->sum_ns += ARENA_READ(*sum);
+	out->errors += ARENA_READ(*errors);
+	if (min < out->min_ns)
+		out->min_ns = min;
+	if (max_ns > out->max_ns)
+		out->max_ns = max_ns;
+	for (b = 0; b < UTRACE_ABI_HIST_BUCKETS; b++)
+		out->hist[b] += ARENA_READ(hist[b]);
+}
+
+void ahost_timing(struct ahost *h, int id, struct ahost_timing *out)
+{
+	const struct utrace_abi_probe *a;
+	uint32_t i, nt;
+
+	memset(out, 0, sizeof(*out));
+	out->min_ns = UINT64_MAX;
+	if (id < 0 || (uint32_t)id >= h->lay.max_probes)
+		return;
+	a = probe_at(h, (uint32_t)id);
+	timing_add(out, &a->returns, &a->sum_ns, &a->min_inv, &a->max_ns, &a->errors, a->hist);
+	nt = nr_slots(h);
+	for (i = 0; i < nt; i++) {
+		struct utrace_abi_cell *c = utrace_abi_cells(thread_at(h, i), h->lay.max_probes) +
+					    ((uint32_t)id & (UTRACE_ABI_CELLS - 1));
+
+		if (__atomic_load_n(&c->probe, __ATOMIC_ACQUIRE) == (uint32_t)id + 1)
+			timing_add(out, &c->returns, &c->sum_ns, &c->min_inv, &c->max_ns,
+				   &c->errors, c->hist);
+	}
+}
+
+uint64_t ahost_returns(struct ahost *h, int id)
+{
+	struct ahost_timing tm;
+
+	ahost_timing(h, id, &tm);
+	return tm.returns;
+}
+
 uint64_t ahost_drops(struct ahost *h)
 {
 	uint32_t i, nt = nr_slots(h);

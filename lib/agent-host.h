@@ -168,6 +168,17 @@ uint64_t ahost_hits(struct ahost *h, int id);
 uint64_t ahost_hits_tid(struct ahost *h, int id, uint32_t tid);
 uint64_t ahost_drops(struct ahost *h);
 /*
+ * The return figures of probe @id: its shared ones plus every thread's
+ * timing cell of it (abi.h struct utrace_abi_cell). @min_ns is UINT64_MAX
+ * until a timed call; the sums are read while the threads add to them.
+ */
+struct ahost_timing {
+	uint64_t returns, sum_ns, min_ns, max_ns, errors;
+	uint64_t hist[UTRACE_ABI_HIST_BUCKETS];
+};
+void ahost_timing(struct ahost *h, int id, struct ahost_timing *out);
+uint64_t ahost_returns(struct ahost *h, int id);
+/*
  * Consume the records of every thread ring (load-acquire head, copy,
  * store-release tail), calling @fn for each. Returns the number consumed.
  */

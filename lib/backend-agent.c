@@ -1828,8 +1828,9 @@ static void agent_point_counts(struct uprobes_proc *pp, struct probe_point *pt,
 	struct agent_proc *ap = pp->priv;
 	struct agent_point *apt = pt->priv;
 	struct utrace_abi_probe *ab;
+	struct ahost_timing tm;
 	unsigned int a = p->opts.actions, b;
-	uint64_t every, inj, min;
+	uint64_t every, inj;
 
 	if (!ap || !apt || apt->id < 0 || !ap->h.arena)
 		return;
@@ -1840,27 +1841,27 @@ static void agent_point_counts(struct uprobes_proc *pp, struct probe_point *pt,
 		      0;
 	if (a & UTRACE_ACT_INJECT)
 		c->injected = inj;
-	if (a & UTRACE_ACT_COUNT) {
-		c->calls = ahost_hits(&ap->h, apt->id);
-		if (uprobes_probe_has_return(p))
-			c->errors = __atomic_load_n(&ab->errors, __ATOMIC_RELAXED);
-	}
-	if (uprobes_probe_has_return(p) && (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST)))
-		c->returns = __atomic_load_n(&ab->returns, __ATOMIC_RELAXED);
 	c->missed_returns = __atomic_load_n(&ab->missed_ret, __ATOMIC_RELAXED);
+	if (a & UTRACE_ACT_COUNT)
+		c->calls = ahost_hits(&ap->h, apt->id);
+	if (!uprobes_probe_has_return(p) || !(a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST)))
+		return;
+	/* the target wrote these: a hostile one only lies about itself */
+	ahost_timing(&ap->h, apt->id, &tm);
+	if (a & UTRACE_ACT_COUNT)
+		c->errors = tm.errors;
+	c->returns = tm.returns;
 	if (!(a & UTRACE_ACT_HIST))
 		return;
 	for (b = 0; b < UTRACE_HIST_BUCKETS; b++) {
-		c->hist[b] = __atomic_load_n(&ab->hist[b], __ATOMIC_RELAXED);
+		c->hist[b] = tm.hist[b];
 		c->timed += c->hist[b];
 	}
 	if (!c->timed)
 		return;
-	/* the target wrote these: a hostile one only lies about itself */
-	c->sum_ns = __atomic_load_n(&ab->sum_ns, __ATOMIC_RELAXED);
-	c->max_ns = __atomic_load_n(&ab->max_ns, __ATOMIC_RELAXED);
-	min = ~__atomic_load_n(&ab->min_inv, __ATOMIC_RELAXED);
-	c->min_ns = min == UINT64_MAX ? c->max_ns : min; /* read mid-update */
+	c->sum_ns = tm.sum_ns;
+	c->max_ns = tm.max_ns;
+	c->min_ns = tm.min_ns == UINT64_MAX ? c->max_ns : tm.min_ns; /* read mid-update */
 }
 
 static void grp_reset(struct agent_proc *ap)

@@ -1173,10 +1173,10 @@ TEST_TIMEOUT(depth_overflow_is_counted, 60)
 	a = ahost_abi(&h, id);
 	CHECK_EQ(ahost_hits(&h, id), expect(out, "entries"));
 	CHECK(a->missed_ret > 0);
-	CHECK_EQ(a->returns + a->missed_ret, ahost_hits(&h, id));
+	CHECK_EQ(ahost_returns(&h, id) + a->missed_ret, ahost_hits(&h, id));
 	harness_note("fib 12, depth 4: %llu hits, %llu returns, %llu missed",
-		     (unsigned long long)ahost_hits(&h, id), (unsigned long long)a->returns,
-		     (unsigned long long)a->missed_ret);
+		     (unsigned long long)ahost_hits(&h, id),
+		     (unsigned long long)ahost_returns(&h, id), (unsigned long long)a->missed_ret);
 	free(out);
 	ahost_close(&h);
 }
@@ -1196,7 +1196,7 @@ TEST_TIMEOUT(foreign_sigtraps_pass_through, 60)
 	out = read_all(h.stdout_fd);
 	CHECK_EQ(expect(out, "traps"), 100);
 	CHECK_EQ(ahost_hits(&h, id), 50);
-	CHECK_EQ(ahost_abi(&h, id)->returns, 50);
+	CHECK_EQ(ahost_returns(&h, id), 50);
 	CHECK_EQ(h.hdr->foreign_traps, 100);
 	free(out);
 	ahost_close(&h);
@@ -1225,7 +1225,7 @@ TEST_TIMEOUT(riprel_slot_near_code, 60)
 	out = read_all(h.stdout_fd);
 	CHECK_EQ(expect(out, "entries"), 100);
 	CHECK_EQ(ahost_hits(&h, id), 100);
-	CHECK_EQ(a->returns, 100);
+	CHECK_EQ(ahost_returns(&h, id), 100);
 	free(out);
 	ahost_close(&h);
 }

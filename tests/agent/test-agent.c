@@ -197,6 +197,51 @@ TEST(exact_counts_8_threads_int3)
 	run_count(8, 20000, true);
 }
 
+/*
+ * Return figures are kept per thread (abi.h struct utrace_abi_cell): 4
+ * threads x 20000 calls of probed_add and of ref_add, both timed. Probe
+ * ids 0 and 32 share cell 0: each thread's first hit (probed_add) takes
+ * it, so ref_add's figures go to its shared atomics. Both are exact.
+ */
+TEST(timing_cells_per_thread_and_shared)
+{
+	const uint32_t f = UTRACE_PF_COUNT | UTRACE_PF_ENTRY | UTRACE_PF_RETPROBE | UTRACE_PF_HIST;
+	struct ahost_timing a, b;
+	struct ahost h;
+	struct ahost_opts o = { 0 };
+	uint64_t sa = 0, sb = 0;
+	int ia, ib, i;
+
+	LAUNCH(&h, &o, "count", "4", "20000");
+	ia = probe(&h, "probed_add", f, false, UTRACE_PS_JMP);
+	CHECK_EQ(ia, 0);
+	h.nr_probes = UTRACE_ABI_CELLS; /* ids 1..31 stay unused */
+	ib = probe(&h, "ref_add", f, false, UTRACE_PS_JMP);
+	CHECK_EQ(ib, UTRACE_ABI_CELLS);
+	sync_ok(&h);
+	check_state(&h, ia, UTRACE_PS_JMP);
+	check_state(&h, ib, UTRACE_PS_JMP);
+	CHECK_EQ(ahost_start(&h), 0);
+	CHECK_EQ(ahost_wait(&h), 0);
+	ahost_timing(&h, ia, &a);
+	ahost_timing(&h, ib, &b);
+	for (i = 0; i < UTRACE_ABI_HIST_BUCKETS; i++) {
+		sa += a.hist[i];
+		sb += b.hist[i];
+	}
+	CHECK_EQ(ahost_hits(&h, ia), 80000);
+	CHECK_EQ(ahost_hits(&h, ib), 80000);
+	CHECK_EQ(a.returns, 80000);
+	CHECK_EQ(b.returns, 80000);
+	CHECK_EQ(sa, 80000);
+	CHECK_EQ(sb, 80000);
+	CHECK_EQ(ahost_abi(&h, ia)->returns, 0); /* all in the threads' cells */
+	CHECK_EQ(ahost_abi(&h, ib)->returns, 80000); /* all shared */
+	CHECK(a.min_ns > 0 && a.min_ns <= a.max_ns && a.sum_ns >= 80000 * a.min_ns);
+	CHECK(b.min_ns > 0 && b.min_ns <= b.max_ns && b.sum_ns <= 80000 * b.max_ns);
+	ahost_close(&h);
+}
+
 /* A mid-function site whose flags are live: the jmp path must keep them. */
 static void run_flags_with(bool int3, uint32_t flags)
 {
@@ -402,6 +447,7 @@ TEST(entry_return_latency)
 	struct ahost_opts o = { .ring_records = 1024 };
 	struct utrace_abi_probe *a;
 	struct utrace_abi_event *ev;
+	struct ahost_timing tm;
 	uint64_t sum = 0;
 	const long n = 100000;
 	int id, i;
@@ -417,12 +463,16 @@ TEST(entry_return_latency)
 	CHECK_EQ(ahost_wait(&h), 0); /* the target checked every return value */
 	a = ahost_abi(&h, id);
 	CHECK_EQ(ahost_hits(&h, id), n);
-	CHECK_EQ(a->returns, n);
+	CHECK_EQ(ahost_returns(&h, id), n);
 	CHECK_EQ(a->missed_ret, 0);
+	ahost_timing(&h, id, &tm);
 	for (i = 0; i < UTRACE_ABI_HIST_BUCKETS; i++)
-		sum += a->hist[i];
+		sum += tm.hist[i];
 	CHECK_EQ(sum, n);
-	CHECK_EQ(a->hist[0], 0); /* every duration measured (> 0 ns) */
+	CHECK_EQ(tm.hist[0], 0); /* every duration measured (> 0 ns) */
+	/* one thread: its cell holds every figure, the shared ones none */
+	CHECK_EQ(a->returns, 0);
+	CHECK(tm.min_ns > 0 && tm.min_ns <= tm.max_ns && tm.sum_ns >= tm.max_ns);
 	/* The ring holds the first 1024 records (nobody drained it). */
 	CHECK_EQ(utrace_abi_thread(h.arena, 0)->head, 1024);
 	CHECK_EQ(ahost_drops(&h), 2 * n - 1024);
@@ -451,7 +501,7 @@ TEST(recursion)
 	CHECK_EQ(ahost_wait(&h), 0);
 	/* fib(20) makes 2 * fib(21) - 1 = 21891 calls, at most 20 deep. */
 	CHECK_EQ(ahost_hits(&h, id), 21891);
-	CHECK_EQ(ahost_abi(&h, id)->returns, 21891);
+	CHECK_EQ(ahost_returns(&h, id), 21891);
 	CHECK_EQ(ahost_abi(&h, id)->missed_ret, 0);
 	ahost_close(&h);
 }
@@ -471,7 +521,7 @@ TEST(recursion_int3)
 	CHECK_EQ(ahost_wait(&h), 0);
 	/* fib(16): 2 * fib(17) - 1 = 3193 calls */
 	CHECK_EQ(ahost_hits(&h, id), 3193);
-	CHECK_EQ(ahost_abi(&h, id)->returns, 3193);
+	CHECK_EQ(ahost_returns(&h, id), 3193);
 	ahost_close(&h);
 }
 
@@ -489,7 +539,7 @@ TEST(recursion_past_max_depth)
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, id), 21891);
 	CHECK(ahost_abi(&h, id)->missed_ret > 0);
-	CHECK_EQ(ahost_abi(&h, id)->returns + ahost_abi(&h, id)->missed_ret, 21891);
+	CHECK_EQ(ahost_returns(&h, id) + ahost_abi(&h, id)->missed_ret, 21891);
 	ahost_close(&h);
 }
 
@@ -508,10 +558,10 @@ TEST(longjmp_drops_stale_instances)
 	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, jid), 100 * 11);
-	CHECK_EQ(ahost_abi(&h, jid)->returns, 0); /* every frame was left by longjmp */
+	CHECK_EQ(ahost_returns(&h, jid), 0); /* every frame was left by longjmp */
 	CHECK_EQ(ahost_abi(&h, jid)->missed_ret, 100 * 11);
 	CHECK_EQ(ahost_hits(&h, fid), 100 * 177);
-	CHECK_EQ(ahost_abi(&h, fid)->returns, 100 * 177);
+	CHECK_EQ(ahost_returns(&h, fid), 100 * 177);
 	ahost_close(&h);
 }
 
@@ -540,9 +590,9 @@ TEST(cxx_exceptions_through_hijacked_frames)
 	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0); /* no std::terminate: every throw was caught */
 	CHECK_EQ(ahost_hits(&h, tid), 100 * 11);
-	CHECK_EQ(ahost_abi(&h, tid)->returns, 0);
+	CHECK_EQ(ahost_returns(&h, tid), 0);
 	CHECK_EQ(ahost_abi(&h, tid)->missed_ret, 100 * 11);
-	CHECK_EQ(ahost_abi(&h, fid)->returns, 100 * 177);
+	CHECK_EQ(ahost_returns(&h, fid), 100 * 177);
 	ahost_close(&h);
 }
 
@@ -560,7 +610,7 @@ TEST(pthread_exit_through_hijacked_frames)
 	CHECK_EQ(ahost_start(&h), 0);
 	CHECK_EQ(ahost_wait(&h), 0);
 	CHECK_EQ(ahost_hits(&h, id), 20 * 6);
-	CHECK_EQ(ahost_abi(&h, id)->returns, 0);
+	CHECK_EQ(ahost_returns(&h, id), 0);
 	ahost_close(&h);
 }
 
