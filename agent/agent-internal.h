@@ -97,7 +97,7 @@ enum utrace_task_state {
 struct utrace_task {
 	uint32_t tid;
 	uint32_t state; /* enum utrace_task_state */
-	uint32_t guard; /* reentrancy depth (guard.c) */
+	uint32_t guard; /* 0, or who holds the guard: enum utrace_guard (guard.c) */
 	uint32_t depth; /* return instances in use */
 	uint32_t max_depth;
 	uint32_t gen; /* agent_gen when @slot was claimed (a new session claims anew) */
@@ -201,6 +201,20 @@ static inline long raw_syscall6(long nr, long a, long b, long c, long d, long e,
 }
 
 /* guard.c */
+/*
+ * Who holds a thread's guard. GUARD_HIT: a hit's dispatch, between its
+ * built-in actions (which call no libc function); a hit then comes from a
+ * signal handler of the program that interrupted the dispatch: the
+ * program's call, counted (-c), though no handler runs (@nested).
+ * GUARD_OWN: the agent's own code (an interposer, the making of a task, a
+ * module's handler, the fork child's handler): its calls are not the
+ * program's, only @nested.
+ */
+enum utrace_guard {
+	GUARD_HIT = 1,
+	GUARD_OWN = 2,
+};
+
 extern __thread struct utrace_task *utrace_tls_task __attribute__((tls_model("initial-exec")));
 
 /*

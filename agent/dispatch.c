@@ -38,6 +38,38 @@ static inline void count_hit(struct utrace_task *t, struct utrace_probe *p)
 }
 
 /*
+ * nested_hit - a hit of @p while its thread holds the guard: no handler
+ * runs (@nested). Under a hit's dispatch (GUARD_HIT, guard.c) the call is
+ * the program's: a signal handler of the program interrupted the dispatch
+ * (whose built-in actions call no libc function) and called @p; it is
+ * counted, so that -c stays exact under signals. Under the agent's own
+ * code (GUARD_OWN) it is the agent's call: not counted.
+ */
+static void nested_hit(struct utrace_probe *p)
+{
+	struct utrace_task *t = utrace_tls_task;
+
+	__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
+	if ((p->flags & UTRACE_PF_COUNT) && t && t->guard == GUARD_HIT &&
+	    t->gen == __atomic_load_n(&agent_gen, __ATOMIC_RELAXED))
+		count_hit(t, p);
+}
+
+/*
+ * run_handler - an in-process handler (a C probe module's) under
+ * GUARD_OWN: the libc calls it makes are the tool's, not the program's.
+ */
+static void run_handler(struct utrace_task *t, struct utrace_handler *h,
+			struct utrace_agent_ctx *ctx)
+{
+	t->guard = GUARD_OWN;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	h->fn(ctx, h->data);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->guard = GUARD_HIT;
+}
+
+/*
  * A record with the caller stack (-k). Out of line: the 256 bytes of
  * return addresses are on the probed thread's stack only for -k probes
  * (a hit may run on a small sigaltstack).
@@ -167,7 +199,7 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		return 0; /* late hit of a disarmed probe, or dormant */
 	t = guard_enter();
 	if (!t) {
-		__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
+		nested_hit(p);
 		return 0;
 	}
 	if (__builtin_expect(flags & UTRACE_PF_UNWIND, 0))
@@ -196,7 +228,7 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 		};
 
 		if (!h->on_return)
-			h->fn(&ctx, h->data);
+			run_handler(t, h, &ctx);
 	}
 	if ((flags & (UTRACE_PF_INJECT | UTRACE_PF_ENTRY)) ==
 		    (UTRACE_PF_INJECT | UTRACE_PF_ENTRY) &&
@@ -328,7 +360,7 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 			};
 
 			if (h->on_return)
-				h->fn(&ctx, h->data);
+				run_handler(g, h, &ctx);
 		}
 		guard_leave(g);
 		if (regs->rip != ret)

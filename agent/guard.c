@@ -174,7 +174,7 @@ static struct utrace_task *task_new(void)
 		t->ri = (struct utrace_return_instance *)(t + 1);
 		task_claim(t);
 		/* May allocate (keys >= 32), and is probed itself: its hits are nested. */
-		t->guard = 1;
+		t->guard = GUARD_OWN;
 		utrace_tls_task = t;
 		if (t->slot && have_exit_key)
 			pthread_setspecific(exit_key, t);
@@ -217,13 +217,17 @@ struct utrace_task *guard_enter(void)
 	}
 	if (t->guard || t->state == UTRACE_TASK_CLOAKED)
 		return NULL;
-	t->guard = 1;
+	t->guard = GUARD_HIT;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (__builtin_expect(t->gen != __atomic_load_n(&agent_gen, __ATOMIC_ACQUIRE), 0)) {
-		/* First hit in a new session; setspecific may allocate: guard held. */
+		/* First hit in a new session; setspecific may allocate: the agent's calls. */
+		t->guard = GUARD_OWN;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		task_claim(t);
 		if (t->slot && have_exit_key)
 			pthread_setspecific(exit_key, t);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		t->guard = GUARD_HIT;
 	}
 	return t;
 }
@@ -251,7 +255,7 @@ int guard_hold(void)
 
 	task_creating++; /* a thread without a task: guard_enter() makes none */
 	if (t && t->state != UTRACE_TASK_CLOAKED)
-		t->guard = 1; /* a thread with one: the thunk's fast path sees it too */
+		t->guard = GUARD_OWN; /* a thread with one: the thunk's fast path sees it too */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	return was;
 }

@@ -63,30 +63,28 @@ static void restorer_learn(void)
 	struct {
 		uint64_t handler, flags, restorer, mask;
 	} k;
-	int sig, saved = errno;
+	int sig;
 
 	for (sig = SIGTRAP; sig < 65 && !__atomic_load_n(&sig_restorer, __ATOMIC_RELAXED);
 	     sig = sig == SIGTRAP ? 1 : sig + 1) {
 		/* 0x04000000: SA_RESTORER, not in glibc's headers */
 		if (sig != SIGKILL && sig != SIGSTOP &&
-		    !syscall(SYS_rt_sigaction, sig, NULL, &k, sizeof(k.mask)) &&
+		    !raw_syscall6(SYS_rt_sigaction, sig, 0, (long)&k, sizeof(k.mask), 0, 0) &&
 		    (k.flags & 0x04000000) && k.restorer)
 			__atomic_store_n(&sig_restorer, k.restorer, __ATOMIC_RELAXED);
 	}
-	errno = saved;
 }
 
 /* The altstack's top if @sp is on the thread's alternate signal stack, else 0. */
 static uint64_t altstack_hi(uint64_t sp)
 {
-	int saved = errno;
 	uint64_t hi = 0;
 	stack_t ss;
 
-	if (!syscall(SYS_sigaltstack, NULL, &ss) && !(ss.ss_flags & SS_DISABLE) &&
-	    sp >= (uint64_t)ss.ss_sp && sp - (uint64_t)ss.ss_sp < ss.ss_size)
+	if (!raw_syscall6(SYS_sigaltstack, 0, (long)&ss, 0, 0, 0, 0) &&
+	    !(ss.ss_flags & SS_DISABLE) && sp >= (uint64_t)ss.ss_sp &&
+	    sp - (uint64_t)ss.ss_sp < ss.ss_size)
 		hi = (uint64_t)ss.ss_sp + ss.ss_size;
-	errno = saved;
 	return hi;
 }
 
@@ -98,16 +96,15 @@ static __attribute__((noinline)) void stack_learn(struct utrace_task *t, uint64_
 {
 	char buf[512];
 	uint64_t lo = 0, hi = 0;
-	int field = 0, saved = errno; /* 0: start, 1: end, 2: rest of the line */
+	int field = 0; /* 0: start, 1: end, 2: rest of the line */
 	long fd, n, i;
 
 	t->stack_tried = true;
-	fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		errno = saved;
+	fd = raw_syscall6(SYS_openat, AT_FDCWD, (long)"/proc/self/maps", O_RDONLY | O_CLOEXEC, 0, 0,
+			  0);
+	if (fd < 0)
 		return;
-	}
-	while ((n = syscall(SYS_read, fd, buf, sizeof(buf))) > 0) {
+	while ((n = raw_syscall6(SYS_read, fd, (long)buf, sizeof(buf), 0, 0, 0)) > 0) {
 		for (i = 0; i < n; i++) {
 			char c = buf[i];
 			int d = c >= '0' && c <= '9' ? c - '0' :
@@ -134,8 +131,7 @@ static __attribute__((noinline)) void stack_learn(struct utrace_task *t, uint64_
 		}
 	}
 out:
-	syscall(SYS_close, fd);
-	errno = saved;
+	raw_syscall6(SYS_close, fd, 0, 0, 0, 0, 0);
 }
 
 /* The real return address for the one read from @slot, if hijacked. */

@@ -209,25 +209,6 @@ static struct sess sess_start(const struct srv *s, int k)
 	return u;
 }
 
-/* The calls of @fn in a -c summary: 0 if the table has no row for it, -1 if no table. */
-static long summary_calls(const char *summary, const char *fn)
-{
-	char *text = strdup(summary), *line, *save = NULL;
-	long calls = strstr(text, "% time") ? 0 : -1;
-
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *tok[16], *s2 = NULL, *w;
-		int nt = 0;
-
-		for (w = strtok_r(line, " ", &s2); w && nt < 16; w = strtok_r(NULL, " ", &s2))
-			tok[nt++] = w;
-		if (nt >= 7 && !strcmp(tok[nt - 1], fn))
-			calls = atol(tok[3]);
-	}
-	free(text);
-	return calls;
-}
-
 /* SIGINT, exit 0; the summary in *@summary (static). */
 static void sess_stop(struct sess *u, char **summary)
 {

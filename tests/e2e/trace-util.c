@@ -337,3 +337,22 @@ pid_t launched(pid_t u, const char *exe)
 		closedir(d);
 	return found;
 }
+
+/* The calls of @fn in a -c summary: 0 if the table has no row for it, -1 if no table. */
+long summary_calls(const char *summary, const char *fn)
+{
+	char *text = strdup(summary), *line, *save = NULL;
+	long calls = strstr(text, "% time") ? 0 : -1;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *tok[16], *s2 = NULL, *w;
+		int nt = 0;
+
+		for (w = strtok_r(line, " ", &s2); w && nt < 16; w = strtok_r(NULL, " ", &s2))
+			tok[nt++] = w;
+		if (nt >= 7 && !strcmp(tok[nt - 1], fn))
+			calls = atol(tok[3]);
+	}
+	free(text);
+	return calls;
+}

@@ -54,4 +54,7 @@ struct bg bg_start_mode(const char *mode);
 /* close the target's stdin: it checks work() still computes, prints ok */
 void bg_finish(struct bg *b);
 
+/* The calls of @fn in a -c summary: 0 if the table has no row for it, -1 if no table. */
+long summary_calls(const char *summary, const char *fn);
+
 #endif /* __UTRACE_TRACE_UTIL_H */
