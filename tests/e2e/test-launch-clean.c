@@ -9,7 +9,9 @@
  * were left to the program and its children, the arena fd sat at 3 and
  * the agent's pidfd and /proc/self/mem at the next numbers, an fd the
  * program put on 3 was closed by the new image's agent (which then ran
- * untraced), and libctor's 7 constructor calls were missed.
+ * untraced), and libctor's 7 constructor calls were missed. (That real
+ * programs' malloc and free counts are the same with the agent, with
+ * ptrace and with bpftrace: test-self-count.c.)
  * Suite 'e2e', not parallel.
  */
 #include <stdio.h>
@@ -93,69 +95,4 @@ TEST_TIMEOUT(users_own_preload_kept, 60)
 	CHECK(!strstr(out, "utrace-agent"));
 	free(out);
 	free(err);
-}
-
-/* The -c row of @fn: its calls column. */
-static long calls_of(const char *err, const char *fn)
-{
-	char want[64];
-	const char *l;
-	long calls = -1;
-
-	snprintf(want, sizeof(want), " %s\n", fn);
-	l = strstr(err, want);
-	while (l && l > err && l[-1] != '\n')
-		l--;
-	if (!l || sscanf(l, "%*s %*s %*s %ld", &calls) != 1)
-		return -1;
-	return calls;
-}
-
-/*
- * No call of the agent's own is counted as the program's, and launch mode
- * changes nothing the program does: malloc and free counts of real
- * programs are the same with the agent and with the ptrace backend (which
- * loads nothing into the target). Before, the agent's variables in the
- * environment made python3 copy two more strings into os.environ.
- */
-static void same_counts(const char *const *cmd)
-{
-	const char *args[32] = { "-b", NULL, "-c", "-f", "libc:malloc", "-f", "libc:free", "--" };
-	long m[2], f[2];
-	int b, i;
-
-	for (i = 0; cmd[i] && i < 20; i++)
-		args[8 + i] = cmd[i];
-	for (b = 0; b < 2; b++) {
-		char *out = NULL, *err = NULL;
-
-		args[1] = b ? "ptrace" : "agent";
-		CHECK_EQ(run_utrace(args, &out, &err), 0);
-		m[b] = calls_of(err, "malloc");
-		f[b] = calls_of(err, "free");
-		harness_note("%s: malloc %ld free %ld", args[1], m[b], f[b]);
-		free(out);
-		free(err);
-	}
-	CHECK(m[0] > 0 && f[0] > 0);
-	CHECK_EQ(m[0], m[1]);
-	CHECK_EQ(f[0], f[1]);
-}
-
-TEST_TIMEOUT(agent_counts_equal_ptrace_python3, 120)
-{
-	const char *cmd[] = { "/usr/bin/python3", "-c", "pass", NULL };
-
-	if (access(cmd[0], X_OK))
-		SKIP("no /usr/bin/python3");
-	same_counts(cmd);
-}
-
-TEST_TIMEOUT(agent_counts_equal_ptrace_xz_threads, 120)
-{
-	const char *cmd[] = { "/usr/bin/xz", "-T2", "-c", harness_build_path("cli/utrace"), NULL };
-
-	if (access(cmd[0], X_OK))
-		SKIP("no /usr/bin/xz");
-	same_counts(cmd);
 }
