@@ -413,7 +413,7 @@ static int fork_rearena(void)
 		struct utrace_abi_probe *a = utrace_abi_probe(m, i);
 
 		a->hits_shared = a->nested = a->missed_ret = a->returns = a->inject_calls = 0;
-		a->sum_ns = a->min_inv = a->max_ns = a->errors = 0;
+		a->sum_ns = a->min_inv = a->max_ns = a->errors = a->nested_calls = 0;
 		utrace_memset(a->hist, 0, sizeof(a->hist));
 	}
 	for (i = 0; i < agent_nr_probes; i++)

@@ -2159,11 +2159,22 @@ static void print_at_exit(struct tracer *t)
 static void report_missed(struct tracer *t, bool detached)
 {
 	struct utrace_uprobes_stats st;
-	uint64_t hits, rets;
+	uint64_t hits, rets, unrecorded = 0;
 	int i;
 
 	if (!t->up || utrace_uprobes__stats(t->up, &st))
 		return;
+	for (i = 0; i < t->nr_probes; i++) {
+		struct utrace_probe_counts c;
+
+		if (t->probes[i].p && !utrace_probe__counts(t->probes[i].p, &c))
+			unrecorded += c.unrecorded;
+	}
+	/* nothing lost silently: calls the event stream does not show (-c counts them) */
+	if (unrecorded && t->opts->verbose >= 0 && (!t->opts->summary || t->opts->summary_events))
+		cli_error("note: %" PRIu64 " calls were made by signal handlers that interrupted "
+			  "utrace's handler in the same thread: not shown (-c counts them)",
+			  unrecorded);
 	hits = st.hits;
 	rets = st.returns;
 	if (t->lib) {

@@ -279,8 +279,15 @@ struct utrace_abi_probe {
 	uint8_t str_ret; /* 1: the return value is a string */
 	uint16_t str_max;
 	uint32_t __pad2;
+	/*
+	 * Agent-written (ABI 11, atomic): the program's calls among @nested,
+	 * hits from a signal handler that interrupted a hit's dispatch in the
+	 * same thread (agent/dispatch.c nested_hit()): counted with COUNT,
+	 * but no record, no return probe, no handler.
+	 */
+	uint64_t nested_calls;
 };
-_Static_assert(sizeof(struct utrace_abi_probe) == 400 + UTRACE_ABI_HIST_BUCKETS * 8, "probe size");
+_Static_assert(sizeof(struct utrace_abi_probe) == 408 + UTRACE_ABI_HIST_BUCKETS * 8, "probe size");
 _Static_assert(offsetof(struct utrace_abi_probe, code) == 64, "probe code offset");
 
 /**

@@ -1842,6 +1842,7 @@ static void agent_point_counts(struct uprobes_proc *pp, struct probe_point *pt,
 	if (a & UTRACE_ACT_INJECT)
 		c->injected = inj;
 	c->missed_returns = __atomic_load_n(&ab->missed_ret, __ATOMIC_RELAXED);
+	c->unrecorded = __atomic_load_n(&ab->nested_calls, __ATOMIC_RELAXED);
 	if (a & UTRACE_ACT_COUNT)
 		c->calls = ahost_hits(&ap->h, apt->id);
 	if (!uprobes_probe_has_return(p) || !(a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST)))

@@ -1066,6 +1066,7 @@ void uprobes_counts_add(struct utrace_probe_counts *c, const struct utrace_probe
 	c->sum_ns += a->sum_ns;
 	c->injected += a->injected;
 	c->missed_returns += a->missed_returns;
+	c->unrecorded += a->unrecorded;
 	for (i = 0; i < UTRACE_HIST_BUCKETS; i++)
 		c->hist[i] += a->hist[i];
 }
@@ -1083,7 +1084,7 @@ void uprobes_retire_counts(struct utrace_probe *p, const struct probe_point *pt,
 	struct uprobes_retired *r;
 
 	if (!c->calls && !c->returns && !c->timed && !c->injected && !c->errors &&
-	    !c->missed_returns)
+	    !c->missed_returns && !c->unrecorded)
 		return;
 
 	for (r = p->retired; r; r = r->next)

@@ -599,6 +599,12 @@ struct utrace_probe_counts {
 	uint64_t hist[UTRACE_HIST_BUCKETS];
 	uint64_t injected;
 	uint64_t missed_returns;
+	/*
+	 * Calls counted in @calls that ran no action but the count: the
+	 * agent's hits from a signal handler that interrupted its handler in
+	 * the same thread (no record, no return timing). 0 on other backends.
+	 */
+	uint64_t unrecorded;
 };
 
 /**
