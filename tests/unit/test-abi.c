@@ -35,7 +35,8 @@ TEST(fixed_sizes)
 	CHECK_EQ(offsetof(struct utrace_abi_thread, tail), 128);
 	CHECK_EQ(offsetof(struct utrace_arena_hdr, cmd_seq), 96);
 	CHECK_EQ(offsetof(struct utrace_abi_probe, code), 64);
-	CHECK_EQ(sizeof(struct utrace_abi_probe), 912);
+	CHECK_EQ(sizeof(struct utrace_abi_probe), 920);
+	CHECK_EQ(sizeof(struct utrace_abi_cell), 560);
 	CHECK(UTRACE_TRAMP_XOL_OFF + UTRACE_ABI_MAX_CODE <= UTRACE_TRAMP_SLOT);
 }
 
@@ -99,10 +100,14 @@ TEST(accessors_follow_the_layout)
 	h->max_threads = 2;
 	h->ring_records = 4;
 	utrace_abi_layout(h);
-	CHECK((char *)utrace_abi_probe(arena, 1) == (char *)arena + 4096 + 912);
+	CHECK((char *)utrace_abi_probe(arena, 1) == (char *)arena + 4096 + 920);
 	CHECK((char *)utrace_abi_thread(arena, 1) ==
 	      (char *)arena + h->threads_off + h->thread_stride);
 	CHECK((char *)utrace_abi_hits(utrace_abi_thread(arena, 0)) ==
 	      (char *)arena + h->threads_off + 192);
+	/* the cells after the 2 hit counters, 64-byte aligned; all of them in the stride */
+	CHECK((char *)utrace_abi_cells(utrace_abi_thread(arena, 0), 2) ==
+	      (char *)arena + h->threads_off + 256);
+	CHECK_EQ(h->thread_stride, 256 + UTRACE_ABI_CELLS * 560);
 	CHECK((char *)utrace_abi_ring(arena, 1) == (char *)arena + h->rings_off + 4 * 80);
 }
