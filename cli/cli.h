@@ -143,8 +143,13 @@ int cmd_read(int argc, char **argv);
 
 struct output;
 struct utrace_session;
-/* -s with -f/-u/-r: cmd-syscalls.c's engine in cmd-trace.c's session and output */
+struct chrome;
+/*
+ * -s with -f/-u/-r: cmd-syscalls.c's engine in cmd-trace.c's session and
+ * output (and, with --format chrome, its writer @chrome; else NULL)
+ */
 int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct output *out,
+		   struct chrome *chrome,
 		   bool (*want)(pid_t pid, struct utrace_thread *th, const siginfo_t *si));
 void syscalls_embed_end(void);
 

@@ -61,6 +61,7 @@
 
 #include "utrace/utrace.h"
 #include "utrace/session.h"
+#include "chrome.h"
 #include "cli.h"
 #include "output.h"
 #include "sysdec.h"
@@ -142,6 +143,13 @@ struct tracer {
 	/* -P PATH: the paths (and their realpath()s) a shown syscall must use */
 	char *paths[32];
 	int nr_paths;
+	/*
+	 * --format chrome: the calls as duration events on their thread's
+	 * track, signals as instant ones. Embedded: the function tracer's
+	 * writer (one file, one time line); alone: own_chrome.
+	 */
+	struct chrome *chrome;
+	struct chrome own_chrome;
 };
 
 static struct tracer *the_tracer; /* for the signal handlers */
@@ -291,6 +299,49 @@ static void print_json_args(FILE *f, const struct sysdec_call *c)
 		fputc(']', f);
 }
 
+/*
+ * --format chrome: a finished call is one "B"/"E" pair on its thread's
+ * track, from its entry to its exit (CLOCK_MONOTONIC, as the function
+ * events), named as strace names it, with its decoded arguments and its
+ * return value; exit and exit_group (no exit stop) and a call still
+ * running at the end are instant events.
+ */
+static void print_chrome(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
+{
+	const struct sysdec_call *c = &tk->call;
+	const char *name = sysdec_name(c->nr);
+	char unk[32], probe[64], *args = NULL, ret[160];
+	size_t len = 0;
+	FILE *m;
+
+	if (!name) {
+		snprintf(unk, sizeof(unk), "syscall_%#lx", (unsigned long)c->nr);
+		name = unk;
+	}
+	snprintf(probe, sizeof(probe), "syscall:%s", name);
+	m = open_memstream(&args, &len);
+	if (m) {
+		print_json_args(m, c); /* ", \"args\": [...]" */
+		fclose(m);
+	}
+	if (!finished) {
+		chrome_instant(t->chrome, tk->pid, tk->tid, tk->entry_mono_ns, name, probe,
+			       args && len > 2 ? args + 2 : NULL);
+		free(args);
+		return;
+	}
+	chrome_begin(t->chrome, tk->pid, tk->tid, tk->entry_mono_ns, name, probe,
+		     args && len > 2 ? args + 2 : NULL);
+	if (c->failed)
+		snprintf(ret, sizeof(ret), "\"ret\": %ld, \"errno\": \"%s\"%s", user_ret(c),
+			 c->errname ? c->errname : "?", tk->injected ? ", \"injected\": true" : "");
+	else
+		snprintf(ret, sizeof(ret), "\"ret\": %ld%s", user_ret(c),
+			 tk->injected ? ", \"injected\": true" : "");
+	chrome_end(t->chrome, tk->pid, tk->tid, tk->entry_mono_ns + dur_ns, name, probe, ret);
+	free(args);
+}
+
 /* One finished (or never-finishing) syscall. */
 static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
 {
@@ -304,6 +355,11 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 
 	if (!(t->status_mask & status))
 		return; /* -z, -Z, -e status= */
+	if (t->chrome) {
+		if (t->chrome->f) /* (closed: the session's last exits come after the file) */
+			print_chrome(t, tk, finished, dur_ns);
+		return;
+	}
 	if (o->format == CLI_FMT_JSON) {
 		char unk[32];
 
@@ -805,6 +861,8 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 
 	if (tk && tk->in_syscall && t->events)
 		print_call(t, tk, false, 0); /* killed inside a syscall */
+	if (t->chrome && t->chrome->f && !t->embedded && t->events)
+		chrome_thread_exit(t->chrome, tid, now_mono_ns());
 	if ((tid == pid || (tk && tk->out)) && t->events)
 		output_json_exit(o, now_realtime_ns(), pid, tid, status);
 	/* -ff: every thread's file ends so, as strace's */
@@ -838,10 +896,21 @@ static int on_signal(struct utrace_engine *e, struct utrace_thread *th, siginfo_
 
 	if (t->want && !t->want(utrace_thread__pid(th), th, si))
 		return UTRACE_RESUME; /* followed by the session only (no -F) */
-	if (!t->events || o->format == CLI_FMT_CHROME)
+	if (!t->events || (o->format == CLI_FMT_CHROME && !t->chrome))
 		return UTRACE_RESUME;
 	if (si->si_signo < 1 || si->si_signo > 64 || !(t->signals >> (si->si_signo - 1) & 1))
 		return UTRACE_RESUME; /* -e signal=SET: delivered, just not shown */
+	if (t->chrome) {
+		char args[96];
+
+		if (!t->chrome->f)
+			return UTRACE_RESUME;
+		snprintf(args, sizeof(args), "\"si_code\": %d, \"si_pid\": %d", si->si_code,
+			 (int)si->si_pid);
+		chrome_instant(t->chrome, utrace_thread__pid(th), utrace_thread__tid(th),
+			       now_mono_ns(), name ? name : "signal", "signal", args);
+		return UTRACE_RESUME;
+	}
 	if (o->format == CLI_FMT_JSON) {
 		output_json_signal(o, now_realtime_ns(), utrace_thread__pid(th),
 				   utrace_thread__tid(th), si);
@@ -994,7 +1063,7 @@ static int cmp_time(const void *a, const void *b, void *ctx)
 /* strace -c's table, sorted by time; errors left blank when 0, like strace. */
 static void print_summary(struct tracer *t)
 {
-	FILE *f = t->out.f;
+	FILE *f = t->chrome ? stderr : t->out.f; /* the table is not a trace event */
 	long order[SYSDEC_NR_MAX], n = 0, nr, i;
 	uint64_t total_ns = 0, calls = 0, errors = 0;
 	const char *dashes =
@@ -1431,9 +1500,11 @@ static int kernel_summary(struct tracer *t, bool launched)
 	int ret = EXIT_TRACE, err = 0, i, r;
 	long nr;
 
-	if (t->events && (o->format == CLI_FMT_JSON || t->per_thread)) {
+	if (t->events && (o->format != CLI_FMT_TEXT || t->per_thread)) {
 		cli_error("-s with -b kernel writes text lines only yet (use -b ptrace for %s)",
-			  t->per_thread ? "-ff" : "--format json");
+			  t->per_thread		      ? "-ff" :
+			  o->format == CLI_FMT_CHROME ? "--format chrome" :
+							"--format json");
 		return EXIT_TRACE;
 	}
 	if (t->events)
@@ -1594,8 +1665,8 @@ static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
 					"-c gives the calls, errors and times of each syscall");
 		return EXIT_USAGE;
 	}
-	if (opts->format == CLI_FMT_CHROME) {
-		cli_error("--format chrome is not supported with -s yet; use text or json");
+	if (opts->format == CLI_FMT_CHROME && opts->per_thread_files && opts->output) {
+		cli_error("-ff writes one text file per thread: not with --format chrome");
 		return EXIT_USAGE;
 	}
 	if (sysdec_parse_set(opts->syscalls ? opts->syscall_set : "none", &t->set, errbuf,
@@ -1626,6 +1697,7 @@ static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
  * one line.
  */
 int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct output *out,
+		   struct chrome *chrome,
 		   bool (*want)(pid_t pid, struct utrace_thread *th, const siginfo_t *si))
 {
 	static struct tracer tr;
@@ -1649,6 +1721,7 @@ int syscalls_embed(struct cli_opts *opts, struct utrace_session *s, const struct
 	}
 	t->embedded = true;
 	t->want = want;
+	t->chrome = chrome; /* the function tracer's writer: one time line */
 	t->out = *out;
 	t->out.own = false;
 	t->s = s;
@@ -1714,6 +1787,10 @@ int cmd_syscalls(struct cli_opts *opts)
 	}
 	if (opts->backend == CLI_BACKEND_KERNEL)
 		return kernel_summary(t, launched); /* never the ptrace engine behind -b kernel */
+	if (opts->format == CLI_FMT_CHROME && t->events) {
+		chrome_open(&t->own_chrome, t->out.f);
+		t->chrome = &t->own_chrome;
+	}
 
 	/*
 	 * seccomp only where it can never leave a filtered process untraced
@@ -1806,6 +1883,8 @@ int cmd_syscalls(struct cli_opts *opts)
 										  SIGKILL) :
 				   0;
 	}
+	if (t->chrome)
+		chrome_close(t->chrome); /* complete before the -c table (stderr, maybe its file) */
 	if (opts->summary)
 		print_summary(t);
 	output_flush(&t->out);
@@ -1833,6 +1912,10 @@ out:
 	for (r = 0; r < TASK_HASH; r++) /* -ff: threads still traced at the end (-d, -p) */
 		for (struct task *tk = t->tasks[r]; tk; tk = tk->next)
 			task_close_output(tk);
+	if (t->chrome) {
+		chrome_close(t->chrome); /* the calls still open end at the last event */
+		t->chrome = NULL;
+	}
 	output_close(&t->out);
 	free(filter);
 	while (t->nr_paths)

@@ -2279,10 +2279,6 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 			    !strcmp(t->probes[j].spec, in->spec))
 				in->shown = true;
 	}
-	if (opts->syscalls && opts->format == CLI_FMT_CHROME) {
-		cli_error("--format chrome is not supported with -s yet; use text or json");
-		return EXIT_USAGE;
-	}
 	return 0;
 }
 
@@ -2603,7 +2599,8 @@ int cmd_trace(struct cli_opts *opts)
 	 * signal of the program's to show)
 	 */
 	if (opts->syscalls) {
-		ret = syscalls_embed(opts, t->s, &t->out, embed_wanted);
+		ret = syscalls_embed(opts, t->s, &t->out, t->chrome_on ? &t->chrome : NULL,
+				     embed_wanted);
 		if (ret)
 			goto out;
 		t->syscalls_on = true;

@@ -281,6 +281,72 @@ TEST_TIMEOUT(chrome_trace_is_valid, 120)
 	free(py);
 }
 
+/* -s in a Chrome trace: syscalls are B/E pairs inside the function calls of their thread */
+static const char *chrome_sc_check =
+	"import json, sys, collections\n"
+	"d = json.load(open(sys.argv[1]))\n"
+	"stacks = collections.defaultdict(list); n = collections.Counter()\n"
+	"for e in d['traceEvents']:\n"
+	"    if e['ph'] == 'B':\n"
+	"        stacks[e['tid']].append(e['name']); n[e['name']] += 1\n"
+	"        if e['name'] == 'write': assert e['cat'] == 'syscall:write' and "
+	"len(e['args']['args']) == 3, e\n"
+	"    elif e['ph'] == 'E':\n"
+	"        assert stacks[e['tid']].pop() == e['name'], e\n"
+	"        if e['name'] == 'write': assert e['args']['ret'] > 0, e\n"
+	"    elif e['ph'] == 'i':\n"
+	"        n['i:' + e['name']] += 1\n"
+	"assert not any(stacks.values()), stacks\n"
+	"print('work', n['work'], 'write', n['write'], 'clone3', n['clone3'], 'exit_group', "
+	"n['i:exit_group'])\n";
+
+/*
+ * --format chrome with -s: alone (strace's calls as duration events), and
+ * with -f on each backend (one time line: the syscalls nested in the
+ * calls). s-trace calls 5 2 3: 11 work() calls, 2 threads (clone3), its
+ * two lines written at exit (2 writes), exit_group (an instant: no exit).
+ */
+TEST_TIMEOUT(chrome_with_syscalls, 120)
+{
+	static const char *const backends[] = { "ptrace", "agent" };
+	char file[] = "/tmp/utrace-e2e-trace-XXXXXX";
+	int fd = mkstemp(file), b;
+	char *out = NULL, *err = NULL, *py = NULL;
+
+	CHECK(fd >= 0);
+	close(fd);
+	{
+		const char *args[] = { "--format", "chrome", "-o",
+				       file,	   "-s",     "write,clone3,exit_group",
+				       "--",	   target(), "calls",
+				       "5",	   "2",	     "3",
+				       NULL };
+
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		CHECK_EQ(run_python(chrome_sc_check, file, &py), 0);
+		CHECK_STREQ(py, "work 0 write 2 clone3 2 exit_group 1\n");
+		free(out);
+		free(err);
+		free(py);
+	}
+	for (b = 0; b < 2; b++) {
+		const char *args[] = { "-b",	backends[b], "--format", "chrome",
+				       "-o",	file,	     "-s",	 "write,clone3,exit_group",
+				       "-f",	"work",	     "--",	 target(),
+				       "calls", "5",	     "2",	 "3",
+				       NULL };
+
+		CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s: %s", backends[b], err);
+		CHECK_EQ(run_python(chrome_sc_check, file, &py), 0);
+		CHECK_MSG(py && !strcmp(py, "work 11 write 2 clone3 2 exit_group 1\n"), "%s: %s",
+			  backends[b], py ? py : "");
+		free(out);
+		free(err);
+		free(py);
+	}
+	unlink(file);
+}
+
 TEST_TIMEOUT(inject_return_value, 120)
 {
 	const char *args[] = { "--inject", "answer=42@2", "-f", "answer", "--",
