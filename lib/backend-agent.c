@@ -2373,6 +2373,13 @@ static bool agent_own_syscall(struct utrace_uprobes *up, struct utrace_thread *t
 	uint64_t ret = 0;
 	bool ctor = false;
 
+	/*
+	 * the injected agent's control thread, before it could publish its
+	 * tid (and before the process is the layer's: the injection is still
+	 * under way)
+	 */
+	if (th->injected)
+		return true;
 	if (!ap)
 		return false;
 	if (ap->h.hdr && (pid_t)__atomic_load_n(&ap->h.hdr->control_tid, __ATOMIC_ACQUIRE) == tid)

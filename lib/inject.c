@@ -1323,9 +1323,12 @@ int utrace_session__inject(struct utrace_session *s, pid_t pid, const char *path
 		r = choose_thread(&c);
 	}
 	t[2] = now_us();
-	/* 4-9. */
-	if (r == 0)
+	/* 4-9. Threads it clones meanwhile are the injected code's (struct utrace_thread). */
+	if (r == 0) {
+		s->injecting_tid = c.th ? c.th->tid : 0;
 		r = inject_in_thread(&c, real, &out);
+		s->injecting_tid = 0;
+	}
 	t[3] = now_us();
 	release_thread(&c);
 	/* 10. */

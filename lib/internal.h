@@ -127,6 +127,13 @@ struct utrace_thread {
 	struct user_regs_struct regs; /* cache, valid while stopped */
 	int busy; /* event handling or callbacks in progress for it */
 	bool dead; /* gone (unlinked); freed when @busy drops to 0 */
+	/*
+	 * Cloned by the thread the session was injecting code into, during
+	 * the injection (lib/inject.c): a thread of the injected code (the
+	 * agent's control thread), not the program's. Its system calls are
+	 * the agent's from its first one (lib/backend-agent.c own_syscall).
+	 */
+	bool injected;
 };
 
 struct tproc {
@@ -159,6 +166,7 @@ struct session_launch_extra;
 
 struct utrace_session {
 	pid_t tracer_tid;
+	pid_t injecting_tid; /* lib/inject.c: the thread running injected code now, or 0 */
 	bool follow_forks;
 	int mode;
 	int remote_timeout_ms; /* < 0: no limit */

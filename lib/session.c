@@ -1079,6 +1079,8 @@ static void handle_clone_event(struct utrace_session *s, struct utrace_thread *t
 		}
 	}
 	a.child = child;
+	if (s->injecting_tid && th->tid == s->injecting_tid)
+		cth->injected = true; /* before any of its stops is dispatched */
 	if (cth->proc == th->proc) {
 		a.ev = UTRACE_EV_CLONE;
 	} else {

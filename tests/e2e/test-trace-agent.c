@@ -1094,6 +1094,41 @@ static char *from_main(const char *err)
 }
 
 /*
+ * -s with -f attached to a running program (-p): the agent injected then
+ * starts a control thread, whose start-up (rseq, set_robust_list, ~30
+ * rt_sigaction probes, /proc/self/mem...) came before it could publish its
+ * tid and was shown as the program's (48 lines). The session marks a
+ * thread cloned by the injected thread during the injection as the
+ * injected code's (lib/inject.c): every line is the program's thread's.
+ */
+TEST_TIMEOUT(agent_attach_syscalls_are_the_programs, 60)
+{
+	struct bg b = bg_start();
+	char pid[16], tag[24], *out = NULL, *err = NULL, *l;
+	const char *args[] = { "-b", "agent", "-s", "-f", "work", "-p", pid, "-d", "0.3", NULL };
+	int lines = 0, bad = 0;
+
+	snprintf(pid, sizeof(pid), "%d", (int)b.pid);
+	snprintf(tag, sizeof(tag), "[%d] ", (int)b.pid);
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	for (l = err; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (*l != '[')
+			continue;
+		lines++;
+		if (strncmp(l, tag, strlen(tag))) {
+			if (bad++ < 3)
+				harness_note("not the program's: %.100s", l);
+		}
+	}
+	CHECK_MSG(bad == 0, "%d of %d lines from another thread", bad, lines);
+	CHECK(strstr(err, "] poll(") && strstr(err, "] work("));
+	CHECK(!strstr(err, "rt_sigaction(SIGRT_"));
+	bg_finish(&b);
+	free(out);
+	free(err);
+}
+
+/*
  * -s with -f on the agent (ltrace -S): the functions run in the target,
  * the syscalls come from the session's stops, and they make one stream in
  * time order: from main() on, exactly what -b ptrace prints. None of the
