@@ -10,7 +10,8 @@
  *
  * test-uprobes.c scenario              here
  * ------------------------------------ -----------------------------------
- * mt_exact_counts                      mt_exact_counts (CLI -c -v, 3 runs)
+ * mt_exact_counts                      test-backends.c mt_exact_counts (the
+ *                                      API, every backend)
  * mt_bpftrace_agrees                   mt_bpftrace_agrees (bpftrace's count
  *                                      of the same workload = the agent's)
  * fib_recursion_and_order              fib_recursion_and_order (CLI text:
@@ -346,30 +347,6 @@ static void wait_armed(pid_t pid, uint64_t addr, int sec)
 }
 
 /* ---- the CLI, launch mode ------------------------------------------------- */
-
-TEST_TIMEOUT(mt_exact_counts, 400)
-{
-	const char *args[] = { "-b", "agent",	  "-c", "-v",	  "-f", "work",
-			       "--", s_uprobes(), "mt", "100000", "8",	NULL };
-	int run;
-
-	for (run = 0; run < 3; run++) {
-		char *out = NULL, *err = NULL;
-		struct vline v;
-
-		CHECK_EQ(run_utrace(args, &out, &err), 0);
-		CHECK_EQ(expect(out, "entries"), 800000);
-		v = vline(err);
-		CHECK_EQ(v.hits, 800000);
-		CHECK_EQ(v.returns, 800000);
-		CHECK_EQ(v.missed, 0);
-		CHECK_MSG(strstr(err, " 800000 ") && strstr(err, " work\n"), "%s", err);
-		CHECK(!strstr(err, "lost"));
-		harness_note("run %d: %ld entries, %ld returns", run, v.hits, v.returns);
-		free(out);
-		free(err);
-	}
-}
 
 /*
  * bpftrace's count of calls of work() for the same workload, or -1 if

@@ -8,6 +8,9 @@
  * it cannot inject: refused). Each scenario runs on every backend in turn:
  *  - count_exact_threads: launch, COUNT of work() in 4 threads x 5,000
  *    calls: exactly 20,000 on every backend.
+ *  - mt_exact_counts: 8 threads x 20,000 calls of work() (3 x 8 x 100,000
+ *    in the slow suite), COUNT and HIST: every entry and return counted
+ *    and timed, as the target's "expect" line says; none missed.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -129,17 +132,26 @@ struct run {
 	int out; /* read end of the command's stdout */
 };
 
-/* A session and a layer with @uo (agent_untraced, flags: the agent's own tests). */
-static struct run run_new_opts(const struct utrace_uprobes_opts *uo)
+/*
+ * A session (@so: NULL, or following forks) and a layer with @uo
+ * (agent_untraced, flags: the agent's own tests).
+ */
+static struct run run_new_sess(const struct utrace_session_opts *so,
+			       const struct utrace_uprobes_opts *uo)
 {
 	struct run r = { 0 };
 
-	r.s = utrace_session__new(NULL);
+	r.s = utrace_session__new(so);
 	CHECK(r.s);
 	r.up = utrace_uprobes__new(r.s, uo);
 	CHECK_MSG(r.up, "backend %s: %s", utrace_backend_str(uo->backend), strerror(errno));
 	CHECK_EQ(utrace_uprobes__backend(r.up), uo->backend);
 	return r;
+}
+
+static struct run run_new_opts(const struct utrace_uprobes_opts *uo)
+{
+	return run_new_sess(NULL, uo);
 }
 
 static struct run run_new(enum utrace_backend b)
@@ -189,6 +201,37 @@ static int run_to_exit(struct run *r, utrace_record_fn_t fn, void *ctx)
 	return -1;
 }
 
+/* What the exited command printed (its stdout to EOF), in @buf. */
+static const char *run_output(struct run *r, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (n + 1 < size) {
+		struct pollfd pf = { r->out, POLLIN, 0 };
+		ssize_t k;
+
+		CHECK_MSG(poll(&pf, 1, 10000) == 1, "no EOF from the command's stdout");
+		k = read(r->out, buf + n, size - 1 - n);
+		CHECK(k >= 0);
+		if (!k)
+			break;
+		n += (size_t)k;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+/* "KEY=N" in the target's output (its "expect ..." line), -1 if not there. */
+static long expect(const char *out, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = out ? strstr(out, pat) : NULL;
+	return p ? atol(p + strlen(pat)) : -1;
+}
+
 static void run_free(struct run *r)
 {
 	utrace_uprobes__free(r->up);
@@ -226,6 +269,56 @@ TEST(count_exact_threads)
 			  utrace_backend_str(b), (unsigned long long)c.calls);
 		CHECK_EQ(c.returns, 0);
 		run_free(&r);
+	}
+}
+
+/*
+ * 8 threads x 20,000 calls of work() (8 x 100,000, 3 runs, in the slow
+ * suite): every entry and every return counted and timed, exactly, as the
+ * target's "expect" line says; none missed.
+ */
+static void mt_once(enum utrace_backend b, long calls, int run)
+{
+	char n[32], out[256];
+	const char *args[] = { "mt", n, "8", NULL };
+	struct run r = run_new(b);
+	struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_HIST, 0);
+	struct utrace_probe_counts c;
+	struct utrace_uprobes_stats ust;
+	const char *bn = utrace_backend_str(b);
+	long want = 8 * calls;
+
+	snprintf(n, sizeof(n), "%ld", calls);
+	run_launch(&r, "s-uprobes", args);
+	CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+	CHECK_EQ(expect(run_output(&r, out, sizeof(out)), "entries"), want);
+	CHECK_EQ(expect(out, "returns"), want);
+	CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	CHECK_MSG(c.calls == (uint64_t)want && c.returns == (uint64_t)want &&
+			  c.timed == (uint64_t)want && !c.missed_returns,
+		  "%s: %llu calls %llu returns %llu timed %llu missed, want %ld", bn,
+		  (unsigned long long)c.calls, (unsigned long long)c.returns,
+		  (unsigned long long)c.timed, (unsigned long long)c.missed_returns, want);
+	/* every return had its entry's time: none came before it */
+	CHECK_MSG(c.min_ns <= c.max_ns && c.sum_ns >= c.max_ns, "%s: min %llu max %llu sum %llu",
+		  bn, (unsigned long long)c.min_ns, (unsigned long long)c.max_ns,
+		  (unsigned long long)c.sum_ns);
+	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+	CHECK_EQ(ust.foreign_traps, 0);
+	harness_note("%s run %d: %llu entries, %llu returns", bn, run, (unsigned long long)c.calls,
+		     (unsigned long long)c.returns);
+	run_free(&r);
+}
+
+TEST_TIMEOUT(mt_exact_counts, 400)
+{
+	enum utrace_backend b;
+	int run, runs = (int)harness_size(1, 3);
+
+	FOR_EACH_BACKEND(b)
+	{
+		for (run = 0; run < runs; run++)
+			mt_once(b, harness_size(20000, 100000), run);
 	}
 }
 
