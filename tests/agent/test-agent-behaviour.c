@@ -14,11 +14,11 @@
  *                                      API, every backend)
  * mt_bpftrace_agrees                   mt_bpftrace_agrees (bpftrace's count
  *                                      of the same workload = the agent's)
- * fib_recursion_and_order              fib_recursion_and_order (CLI text:
- *                                      the exact entry/return sequence of
- *                                      the recursion; exact counts of fib 20).
- *                                      Two handlers on one point: n/a (the
- *                                      CLI has one built-in handler per site)
+ * fib_recursion_and_order              test-backends.c fib_recursion_and_order
+ *                                      (records: the exact entry/return
+ *                                      sequence of the recursion; exact
+ *                                      counts of fib 20 by two probes on one
+ *                                      point). Handler order: ptrace only
  * longjmp_unwinds_return_instances     longjmp_unwinds_return_instances
  * signal_handler_calls_probed_function signal_handler_calls_probed_function
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
@@ -384,64 +384,6 @@ TEST_TIMEOUT(mt_bpftrace_agrees, 200)
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
 	CHECK_EQ(bt, vline(err).hits);
 	CHECK_EQ(bt, 160000);
-	free(out);
-	free(err);
-}
-
-/* The lines utrace prints for fib(n), computed from the recursion. */
-static long fib_lines(long n, char *buf, size_t size, size_t *len)
-{
-	long r;
-
-	*len += (size_t)snprintf(buf + *len, size - *len, "fib(%ld)\n", n);
-	r = n < 2 ? n : fib_lines(n - 1, buf, size, len) + fib_lines(n - 2, buf, size, len);
-	*len += (size_t)snprintf(buf + *len, size - *len, "fib() = %ld\n", r);
-	return r;
-}
-
-/* The event lines of @err without their "[tid] " prefixes. */
-static char *event_lines(const char *err)
-{
-	char *r = calloc(1, strlen(err) + 1), *w = r;
-	const char *line = err;
-
-	while (r && line && *line) {
-		const char *nl = strchr(line, '\n'), *e = strstr(line, "] ");
-		size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
-
-		if (*line == '[' && e && (!nl || e < nl)) {
-			memcpy(w, e + 2, len - (size_t)(e + 2 - line));
-			w += len - (size_t)(e + 2 - line);
-		}
-		line = nl ? nl + 1 : NULL;
-	}
-	return r;
-}
-
-TEST_TIMEOUT(fib_recursion_and_order, 120)
-{
-	const char *seq[] = { "-b", "agent", "-f", "fib", "--", s_uprobes(), "fib", "6", NULL };
-	const char *big[] = { "-b", "agent",	 "-c",	"-v", "-f", "fib",
-			      "--", s_uprobes(), "fib", "20", NULL };
-	char *out = NULL, *err = NULL, *got, want[8192];
-	size_t len = 0;
-	struct vline v;
-
-	CHECK_EQ(run_utrace(seq, &out, &err), 0);
-	CHECK_EQ(expect(out, "result"), 8);
-	fib_lines(6, want, sizeof(want), &len);
-	got = event_lines(err);
-	CHECK_MSG(!strcmp(got, want), "got:\n%s\nwant:\n%s", got, want);
-	free(got);
-	free(out);
-	free(err);
-
-	CHECK_EQ(run_utrace(big, &out, &err), 0);
-	CHECK_EQ(expect(out, "result"), 6765);
-	v = vline(err);
-	CHECK_EQ(v.hits, expect(out, "entries"));
-	CHECK_EQ(v.returns, expect(out, "returns"));
-	CHECK_EQ(v.missed, 0);
 	free(out);
 	free(err);
 }

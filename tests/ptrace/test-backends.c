@@ -11,6 +11,10 @@
  *  - mt_exact_counts: 8 threads x 20,000 calls of work() (3 x 8 x 100,000
  *    in the slow suite), COUNT and HIST: every entry and return counted
  *    and timed, as the target's "expect" line says; none missed.
+ *  - fib_recursion_and_order: RECORD of fib(6): the exact entry/return
+ *    sequence of the recursion (arguments, return values) from
+ *    utrace_uprobes__poll(); fib(20) counted by two probes on the one
+ *    point: both 21,891 calls, every return seen.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -319,6 +323,91 @@ TEST_TIMEOUT(mt_exact_counts, 400)
 	{
 		for (run = 0; run < runs; run++)
 			mt_once(b, harness_size(20000, 100000), run);
+	}
+}
+
+/* The entry/return sequence of fib(@n), computed from the recursion. */
+static long fib_lines(long n, char *buf, size_t size, size_t *len)
+{
+	long r;
+
+	*len += (size_t)snprintf(buf + *len, size - *len, "fib(%ld)\n", n);
+	r = n < 2 ? n : fib_lines(n - 1, buf, size, len) + fib_lines(n - 2, buf, size, len);
+	*len += (size_t)snprintf(buf + *len, size - *len, "fib() = %ld\n", r);
+	return r;
+}
+
+struct seq {
+	char buf[8192];
+	size_t len;
+	int other; /* records that are no fib() entry or return */
+};
+
+static int seq_rec(const struct utrace_record *rec, void *ctx)
+{
+	struct seq *q = ctx;
+
+	if (rec->type == UTRACE_REC_ENTRY && rec->symbol && !strcmp(rec->symbol, "fib") &&
+	    rec->nargs >= 1)
+		q->len += (size_t)snprintf(q->buf + q->len, sizeof(q->buf) - q->len, "fib(%ld)\n",
+					   (long)rec->args[0]);
+	else if (rec->type == UTRACE_REC_RETURN && rec->symbol && !strcmp(rec->symbol, "fib"))
+		q->len += (size_t)snprintf(q->buf + q->len, sizeof(q->buf) - q->len,
+					   "fib() = %ld\n", (long)rec->retval);
+	else
+		q->other++;
+	CHECK(q->len < sizeof(q->buf));
+	return 0;
+}
+
+/*
+ * fib(6) recorded: the exact entry/return sequence of the recursion, with
+ * each call's argument and return value; fib(20) counted: 21,891 calls
+ * and returns (the target's "expect" line), by two probes on the one point.
+ */
+TEST(fib_recursion_and_order)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *seq6[] = { "fib", "6", NULL }, *big[] = { "fib", "20", NULL };
+		UTRACE_OPTS(utrace_probe_opts, o, .actions = UTRACE_ACT_RECORD, .nargs = 1);
+		struct run r = run_new(b);
+		struct seq *q = calloc(1, sizeof(*q));
+		char want[8192], out[256];
+		size_t len = 0;
+		struct utrace_probe *p1, *p2;
+		struct utrace_probe_counts c1, c2;
+		const char *bn = utrace_backend_str(b);
+
+		CHECK(q && utrace_probe__register_spec(r.up, "fib", &o));
+		run_launch(&r, "s-uprobes", seq6);
+		CHECK_EQ(run_to_exit(&r, seq_rec, q), 0);
+		CHECK_EQ(expect(run_output(&r, out, sizeof(out)), "result"), 8);
+		fib_lines(6, want, sizeof(want), &len);
+		CHECK_MSG(!strcmp(q->buf, want) && !q->other,
+			  "%s: %d other records, got:\n%s\nwant:\n%s", bn, q->other, q->buf, want);
+		free(q);
+		run_free(&r);
+
+		r = run_new(b);
+		p1 = probe(&r, "fib", UTRACE_ACT_COUNT | UTRACE_ACT_HIST, 0);
+		p2 = probe(&r, "fib", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0); /* the same point */
+		run_launch(&r, "s-uprobes", big);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK_EQ(expect(run_output(&r, out, sizeof(out)), "result"), 6765);
+		CHECK_EQ(utrace_probe__counts(p1, &c1), 0);
+		CHECK_EQ(utrace_probe__counts(p2, &c2), 0);
+		CHECK_MSG((long)c1.calls == expect(out, "entries") &&
+				  (long)c1.returns == expect(out, "returns") &&
+				  !c1.missed_returns && c2.calls == c1.calls && !c2.returns,
+			  "%s: %llu calls %llu returns %llu missed, the second probe %llu calls "
+			  "%llu returns; want %ld",
+			  bn, (unsigned long long)c1.calls, (unsigned long long)c1.returns,
+			  (unsigned long long)c1.missed_returns, (unsigned long long)c2.calls,
+			  (unsigned long long)c2.returns, expect(out, "entries"));
+		run_free(&r);
 	}
 }
 
