@@ -19,7 +19,8 @@
  *                                      sequence of the recursion; exact
  *                                      counts of fib 20 by two probes on one
  *                                      point). Handler order: ptrace only
- * longjmp_unwinds_return_instances     longjmp_unwinds_return_instances
+ * longjmp_unwinds_return_instances     test-backends.c
+ *                                      longjmp_unwinds_return_instances
  * signal_handler_calls_probed_function signal_handler_calls_probed_function
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
  *                                      dlclose_drops_and_reload_rearms,
@@ -384,22 +385,6 @@ TEST_TIMEOUT(mt_bpftrace_agrees, 200)
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
 	CHECK_EQ(bt, vline(err).hits);
 	CHECK_EQ(bt, 160000);
-	free(out);
-	free(err);
-}
-
-TEST_TIMEOUT(longjmp_unwinds_return_instances, 120)
-{
-	const char *args[] = { "-v", "-f",	  "jumper",  "-f", "work",
-			       "--", s_uprobes(), "longjmp", "10", NULL };
-	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
-
-	CHECK_EQ(events(ev, "entry", "jumper"), expect(out, "entries"));
-	CHECK_EQ(events(ev, "return", "jumper"), expect(out, "returns"));
-	CHECK_EQ(vline(err).missed, expect(out, "missed"));
-	CHECK_EQ(events(ev, "entry", "work"), 1);
-	CHECK_EQ(events(ev, "return", "work"), 1);
-	free(ev);
 	free(out);
 	free(err);
 }

@@ -15,6 +15,9 @@
  *    sequence of the recursion (arguments, return values) from
  *    utrace_uprobes__poll(); fib(20) counted by two probes on the one
  *    point: both 21,891 calls, every return seen.
+ *  - longjmp_unwinds_return_instances: longjmp out of 5 of 10 calls of
+ *    jumper(): 5 returns, 5 missed; work() afterwards returns (1 and 1);
+ *    the records say the same.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -407,6 +410,106 @@ TEST(fib_recursion_and_order)
 			  bn, (unsigned long long)c1.calls, (unsigned long long)c1.returns,
 			  (unsigned long long)c1.missed_returns, (unsigned long long)c2.calls,
 			  (unsigned long long)c2.returns, expect(out, "entries"));
+		run_free(&r);
+	}
+}
+
+/*
+ * @p's figures are @calls entries, @returns returns and @missed returns
+ * missed (< 0: not checked).
+ */
+static void check_counts(enum utrace_backend b, struct utrace_probe *p, long calls, long returns,
+			 long missed)
+{
+	struct utrace_probe_counts c;
+
+	CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	CHECK_MSG((long)c.calls == calls && (long)c.returns == returns &&
+			  ((long)c.missed_returns == missed || missed < 0),
+		  "%s: %s: %llu calls %llu returns %llu missed, want %ld %ld %ld",
+		  utrace_backend_str(b), utrace_probe__name(p), (unsigned long long)c.calls,
+		  (unsigned long long)c.returns, (unsigned long long)c.missed_returns, calls,
+		  returns, missed);
+}
+
+/*
+ * Launch @target @args, run it to its exit (status 0), its records to @fn
+ * (NULL: none polled); its stdout in @out.
+ */
+static const char *run_all(struct run *r, const char *target, const char *const *args,
+			   utrace_record_fn_t fn, void *ctx, char *out, size_t size)
+{
+	run_launch(r, target, args);
+	CHECK_EQ(run_to_exit(r, fn, ctx), 0);
+	return run_output(r, out, size);
+}
+
+#define CALLS (UTRACE_ACT_COUNT | UTRACE_ACT_HIST) /* calls and returns */
+#define CALLS_REC (CALLS | UTRACE_ACT_RECORD) /* and their records */
+
+/* ENTRY and RETURN records of up to 4 functions, by name */
+struct tally {
+	const char *fn[4];
+	long entries[4], returns[4], other;
+};
+
+static int tally_rec(const struct utrace_record *rec, void *ctx)
+{
+	struct tally *t = ctx;
+	int i;
+
+	for (i = 0; i < 4 && t->fn[i]; i++)
+		if (rec->symbol && !strcmp(rec->symbol, t->fn[i])) {
+			if (rec->type == UTRACE_REC_ENTRY)
+				t->entries[i]++;
+			else if (rec->type == UTRACE_REC_RETURN)
+				t->returns[i]++;
+			else
+				break;
+			return 0;
+		}
+	t->other++;
+	return 0;
+}
+
+/* @t's records of function @i: @entries entries and @returns returns */
+static void check_tally(enum utrace_backend b, const struct tally *t, int i, long entries,
+			long returns)
+{
+	CHECK_MSG(t->entries[i] == entries && t->returns[i] == returns && !t->other,
+		  "%s: %s: %ld entry and %ld return records (%ld others), want %ld and %ld",
+		  utrace_backend_str(b), t->fn[i], t->entries[i], t->returns[i], t->other, entries,
+		  returns);
+}
+
+/*
+ * longjmp out of jumper() at odd i: its return instances are unwound
+ * past (missed, as the target counts), the 5 others return; work(1)
+ * after the last longjmp returns normally (no stale instance taken).
+ */
+TEST(longjmp_unwinds_return_instances)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "longjmp", "10", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *pj = probe(&r, "jumper", CALLS_REC, 0),
+				    *pw = probe(&r, "work", CALLS_REC, 0);
+		struct tally t = { { "jumper", "work" } };
+		char out[256];
+
+		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
+		check_tally(b, &t, 1, 1, 1);
+		CHECK_EQ(expect(out, "entries"), 10);
+		check_counts(b, pj, expect(out, "entries"), expect(out, "returns"),
+			     b == UTRACE_BACKEND_KERNEL ? -1 : expect(out, "missed"));
+		if (b == UTRACE_BACKEND_KERNEL)
+			harness_note("kernel: missed returns not checked (the kernel drops the "
+				     "uretprobe instances unwound past silently: none counted)");
+		check_counts(b, pw, 1, 1, 0);
 		run_free(&r);
 	}
 }

@@ -265,29 +265,6 @@ TEST(fib_recursion_and_order)
 	run_close(&r);
 }
 
-TEST(longjmp_unwinds_return_instances)
-{
-	const char *args[] = { "longjmp", "10", NULL };
-	struct counts c = { 0 }, w = { 0 };
-	struct utrace_probe_stats st;
-	struct utrace_probe *p;
-	struct run r;
-	char *out;
-
-	run_start(&r, args);
-	p = probe_spec(r.up, "jumper", &c, true, true);
-	probe_spec(r.up, "work", &w, true, true);
-	CHECK_EQ(run_finish(&r, &out), 0);
-	CHECK_EQ(c.entries, expect(out, "entries"));
-	CHECK_EQ(c.returns, expect(out, "returns"));
-	CHECK_EQ(utrace_probe__stats(p, &st), 0);
-	CHECK_EQ(st.missed_returns, expect(out, "missed"));
-	CHECK_EQ(w.entries, 1);
-	CHECK_EQ(w.returns, 1);
-	free(out);
-	run_close(&r);
-}
-
 /* A probe with only a return handler (the count of its entries is in its stats). */
 static struct utrace_probe *probe_ret(struct utrace_uprobes *up, const char *spec, struct counts *c)
 {
