@@ -21,6 +21,10 @@
  *                                      point). Handler order: ptrace only
  * longjmp_unwinds_return_instances     test-backends.c
  *                                      longjmp_unwinds_return_instances
+ * cxx_exception_through_return_probes  test-backends.c
+ *                                      cxx_exception_through_return_probes
+ *                                      (launch); attached here:
+ *                                      cxx_exceptions_*_attached
  * signal_handler_calls_probed_function signal_handler_calls_probed_function
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
  *                                      dlclose_drops_and_reload_rearms,

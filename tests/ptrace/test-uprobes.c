@@ -265,50 +265,6 @@ TEST(fib_recursion_and_order)
 	run_close(&r);
 }
 
-/* A probe with only a return handler (the count of its entries is in its stats). */
-static struct utrace_probe *probe_ret(struct utrace_uprobes *up, const char *spec, struct counts *c)
-{
-	return probe_spec(up, spec, c, false, true);
-}
-
-/*
- * s-agent-cxx ROUNDS DEPTH throws from DEPTH + 1 probed_throw() frames whose
- * return addresses are hijacked; the unwinder finds no unwind info for the
- * trampoline unless the unwind guard on _Unwind_RaiseException put the real
- * ones back first (std::terminate, exit 134, without it).
- */
-TEST(cxx_exception_through_return_probes)
-{
-	const char *args[] = { "50", "10", NULL };
-	struct counts t = { 0 }, f = { 0 };
-	struct utrace_probe_stats tst, fst;
-	struct utrace_probe *pt, *pf;
-	const char *prog = harness_build_path("tests/agent/s-agent-cxx");
-	struct run r;
-	char *out;
-
-	if (access(prog, X_OK))
-		SKIP("no C++ compiler: %s not built", prog);
-	run_start_prog(&r, prog, args, false, 0);
-	pt = probe_ret(r.up, "probed_throw", &t);
-	pf = probe_ret(r.up, "probed_fib", &f);
-	CHECK_EQ(run_finish(&r, &out), 0);
-	CHECK_EQ(utrace_probe__stats(pt, &tst), 0);
-	CHECK_EQ(utrace_probe__stats(pf, &fst), 0);
-	/* 50 rounds: probed_throw(0..10) throws from depth 10, fib(10) = 177 calls */
-	CHECK_EQ((long)tst.hits, 50 * 11);
-	CHECK_EQ((long)fst.hits, 50 * 177);
-	CHECK_EQ(f.returns, 50 * 177);
-	CHECK_EQ((long)fst.missed_returns, 0);
-	CHECK_EQ(f.ret_bad, 0);
-	CHECK_EQ((long)(tst.returns + tst.missed_returns), (long)tst.hits);
-	CHECK_EQ(t.returns, (long)tst.returns);
-	harness_note("probed_throw: %llu returns, %llu missed", (unsigned long long)tst.returns,
-		     (unsigned long long)tst.missed_returns);
-	free(out);
-	run_close(&r);
-}
-
 /*
  * pthread_exit() and cancellation from the callee of return-probed frames:
  * glibc's forced unwind must find the thread function's cleanup handler
