@@ -25,6 +25,10 @@
  *                                      cxx_exception_through_return_probes
  *                                      (launch); attached here:
  *                                      cxx_exceptions_*_attached
+ * pthread_exit_through_return_probes   test-backends.c
+ *                                      pthread_exit_through_return_probes
+ *                                      (the agent: pthread_exit only; a
+ *                                      cancelled thread: a bug, noted there)
  * signal_handler_calls_probed_function signal_handler_calls_probed_function
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
  *                                      dlclose_drops_and_reload_rearms,

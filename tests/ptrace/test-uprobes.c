@@ -265,38 +265,6 @@ TEST(fib_recursion_and_order)
 	run_close(&r);
 }
 
-/*
- * pthread_exit() and cancellation from the callee of return-probed frames:
- * glibc's forced unwind must find the thread function's cleanup handler
- * (in a library that loads libgcc_s at its dlopen: the unwinder's guards
- * are armed then, pending until that moment); without the unwind guards it
- * stops at the trampoline and skips it (s-uprobes exits 1).
- */
-TEST(pthread_exit_through_return_probes)
-{
-	char lib[4096];
-	const char *args[] = { "pexit", lib, "20", "5", NULL };
-	struct counts c = { 0 }, w = { 0 };
-	struct utrace_probe_stats st;
-	struct utrace_probe *p;
-	struct run r;
-	char *out;
-
-	snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-unwind.so"));
-	run_start(&r, args);
-	p = probe_spec(r.up, "exiter", &c, true, true);
-	probe_spec(r.up, "work", &w, true, true);
-	CHECK_EQ(run_finish(&r, &out), 0);
-	CHECK_EQ(c.entries, expect(out, "entries"));
-	CHECK_EQ(c.returns, expect(out, "returns"));
-	CHECK_EQ(utrace_probe__stats(p, &st), 0);
-	CHECK_EQ((long)st.missed_returns, expect(out, "missed"));
-	CHECK_EQ(w.entries, 1);
-	CHECK_EQ(w.returns, 1);
-	free(out);
-	run_close(&r);
-}
-
 TEST(signal_handler_calls_probed_function)
 {
 	const char *args[] = { "signal", "200", NULL };
