@@ -29,7 +29,8 @@
  *                                      pthread_exit_through_return_probes
  *                                      (the agent: pthread_exit only; a
  *                                      cancelled thread: a bug, noted there)
- * signal_handler_calls_probed_function signal_handler_calls_probed_function
+ * signal_handler_calls_probed_function test-backends.c
+ *                                      signal_handler_calls_probed_function
  * dlopen_pending_spec                  dlopen_pending_spec (launch),
  *                                      dlclose_drops_and_reload_rearms,
  *                                      dlopen_bare_name_keeps_runpath,
@@ -393,20 +394,6 @@ TEST_TIMEOUT(mt_bpftrace_agrees, 200)
 	CHECK_EQ(run_utrace(args, &out, &err), 0);
 	CHECK_EQ(bt, vline(err).hits);
 	CHECK_EQ(bt, 160000);
-	free(out);
-	free(err);
-}
-
-TEST_TIMEOUT(signal_handler_calls_probed_function, 120)
-{
-	const char *args[] = { "-f", "work", "--", s_uprobes(), "signal", "200", NULL };
-	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
-
-	CHECK_EQ(expect(out, "entries"), 400);
-	CHECK_EQ(events(ev, "entry", "work"), expect(out, "entries"));
-	CHECK_EQ(events(ev, "return", "work"), expect(out, "returns"));
-	CHECK(!strstr(ev, "\"lost\""));
-	free(ev);
 	free(out);
 	free(err);
 }

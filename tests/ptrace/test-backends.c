@@ -30,6 +30,9 @@
  *    work() afterwards returns. The agent: 1 thread, by pthread_exit()
  *    (a bug with cancellation); the kernel: skipped (a bug, no unwind
  *    guard, as for C++ exceptions).
+ *  - signal_handler_calls_probed_function: work() 200 times in main and
+ *    200 times in a signal handler: 400 calls and returns, counted and
+ *    recorded.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -641,6 +644,27 @@ TEST(pthread_exit_through_return_probes)
 		check_counts(b, pw, 1, 1, 0);
 		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
 		check_tally(b, &t, 1, 1, 1);
+		run_free(&r);
+	}
+}
+
+/* 200 calls of work() in main, 200 in a SIGUSR1 handler raised right after each */
+TEST(signal_handler_calls_probed_function)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "signal", "200", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *p = probe(&r, "work", CALLS_REC, 0);
+		struct tally t = { { "work" } };
+		char out[256];
+
+		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+		CHECK_EQ(expect(out, "entries"), 400);
+		check_counts(b, p, expect(out, "entries"), expect(out, "returns"), 0);
+		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
 		run_free(&r);
 	}
 }

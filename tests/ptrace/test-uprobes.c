@@ -265,22 +265,6 @@ TEST(fib_recursion_and_order)
 	run_close(&r);
 }
 
-TEST(signal_handler_calls_probed_function)
-{
-	const char *args[] = { "signal", "200", NULL };
-	struct counts c = { 0 };
-	struct run r;
-	char *out;
-
-	run_start(&r, args);
-	probe_spec(r.up, "work", &c, true, true);
-	CHECK_EQ(run_finish(&r, &out), 0);
-	CHECK_EQ(c.entries, expect(out, "entries"));
-	CHECK_EQ(c.returns, expect(out, "returns"));
-	free(out);
-	run_close(&r);
-}
-
 /* At work(1), before the dlopen: the library probe is pending, unarmed. */
 static struct utrace_probe_stats before_dlopen;
 
