@@ -58,7 +58,8 @@
  *                                      the child's own arena)
  * depth_overflow_is_counted            depth_overflow_is_counted (host API:
  *                                      the CLI has no depth option)
- * tail_call_chains_return_instances    tail_call_chains_return_instances
+ * tail_call_chains_return_instances    test-backends.c
+ *                                      tail_call_chains_return_instances
  * foreign_sigtraps_pass_through        foreign_sigtraps_pass_through (host
  *                                      API: the counter) + the CLI run
  * refused_site_fails_registration      refused_site_fails_with_reason
@@ -570,22 +571,6 @@ TEST_TIMEOUT(fork_followed_child_is_probed, 60)
 	/* parent 2 x 50, child 30: with -F the child keeps its probes (own arena) */
 	CHECK_EQ(events(ev, "entry", "work"), 2 * 50 + 30);
 	CHECK_EQ(events(ev, "return", "work"), 2 * 50 + 30);
-	free(ev);
-	free(out);
-	free(err);
-}
-
-TEST_TIMEOUT(tail_call_chains_return_instances, 60)
-{
-	const char *args[] = { "-f",	    "tail_a", "-f",  "tail_b", "--",
-			       s_uprobes(), "tail",   "100", NULL };
-	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
-
-	CHECK_EQ(expect(out, "entries"), 100);
-	CHECK_EQ(events(ev, "entry", "tail_a"), 100);
-	CHECK_EQ(events(ev, "entry", "tail_b"), 100);
-	CHECK_EQ(events(ev, "return", "tail_a"), 100);
-	CHECK_EQ(events(ev, "return", "tail_b"), 100);
 	free(ev);
 	free(out);
 	free(err);

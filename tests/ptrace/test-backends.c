@@ -33,6 +33,9 @@
  *  - signal_handler_calls_probed_function: work() 200 times in main and
  *    200 times in a signal handler: 400 calls and returns, counted and
  *    recorded.
+ *  - tail_call_chains_return_instances: tail_a() tail-calls tail_b(), both
+ *    return-probed: 100 calls and returns of each, and the records in
+ *    order (a's entry, b's entry, b's return, a's return, the values).
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -665,6 +668,65 @@ TEST(signal_handler_calls_probed_function)
 		CHECK_EQ(expect(out, "entries"), 400);
 		check_counts(b, p, expect(out, "entries"), expect(out, "returns"), 0);
 		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
+		run_free(&r);
+	}
+}
+
+/*
+ * tail_a() jumps into tail_b(), both return-probed: tail_b()'s return
+ * returns from both (chained return instances), in order: tail_a's entry,
+ * tail_b's entry, tail_b's return, tail_a's return, with the value.
+ */
+struct tail_seq {
+	int n, bad;
+	char why[160];
+};
+
+static int tail_rec(const struct utrace_record *rec, void *ctx)
+{
+	static const char *const want[] = { "E tail_a", "E tail_b", "R tail_b", "R tail_a" };
+	struct tail_seq *q = ctx;
+	char got[64];
+	long i = q->n / 4;
+
+	if (rec->type != UTRACE_REC_ENTRY && rec->type != UTRACE_REC_RETURN) {
+		q->bad++;
+		return 0;
+	}
+	snprintf(got, sizeof(got), "%c %s", rec->type == UTRACE_REC_ENTRY ? 'E' : 'R',
+		 rec->symbol ? rec->symbol : "?");
+	if (strcmp(got, want[q->n % 4]) ||
+	    (rec->type == UTRACE_REC_RETURN && (long)rec->retval != (i + 1) * 3) ||
+	    (rec->type == UTRACE_REC_ENTRY && rec->nargs && (long)rec->args[0] != i + (q->n % 4)))
+		if (!q->bad++)
+			snprintf(q->why, sizeof(q->why),
+				 "record %d: '%s' retval %ld arg %ld, want '%s'", q->n, got,
+				 (long)rec->retval, (long)rec->args[0], want[q->n % 4]);
+	q->n++;
+	return 0;
+}
+
+TEST(tail_call_chains_return_instances)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "tail", "100", NULL };
+		UTRACE_OPTS(utrace_probe_opts, o, .actions = CALLS_REC, .nargs = 1);
+		struct run r = run_new(b);
+		struct utrace_probe *pa = utrace_probe__register_spec(r.up, "tail_a", &o),
+				    *pb = utrace_probe__register_spec(r.up, "tail_b", &o);
+		struct tail_seq q = { 0 };
+		char out[256];
+
+		CHECK(pa && pb);
+		run_all(&r, "s-uprobes", args, tail_rec, &q, out, sizeof(out));
+		CHECK_EQ(expect(out, "entries"), 100);
+		check_counts(b, pa, 100, 100, 0);
+		check_counts(b, pb, 100, 100, 0);
+		CHECK_MSG(q.n == 400 && !q.bad, "%s: %d records, %d wrong: %s",
+			  utrace_backend_str(b), q.n, q.bad, q.why);
 		run_free(&r);
 	}
 }

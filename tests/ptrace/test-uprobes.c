@@ -753,25 +753,6 @@ TEST(depth_overflow_is_counted)
 	run_close(&r);
 }
 
-TEST(tail_call_chains_return_instances)
-{
-	const char *args[] = { "tail", "100", NULL };
-	struct counts a = { 0 }, b = { 0 };
-	struct run r;
-	char *out;
-
-	run_start(&r, args);
-	probe_spec(r.up, "tail_a", &a, true, true);
-	probe_spec(r.up, "tail_b", &b, true, true);
-	CHECK_EQ(run_finish(&r, &out), 0);
-	CHECK_EQ(a.entries, 100);
-	CHECK_EQ(b.entries, 100);
-	CHECK_EQ(a.returns, 100);
-	CHECK_EQ(b.returns, 100);
-	free(out);
-	run_close(&r);
-}
-
 TEST(foreign_sigtraps_pass_through)
 {
 	const char *args[] = { "sigtrap", "50", NULL };
