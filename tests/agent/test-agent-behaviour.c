@@ -71,7 +71,8 @@
  * riprel_slot_near_code                riprel_slot_near_code (host API)
  * vfork_exec_keeps_parent_probes       vfork_exec_keeps_parent_probes
  *                                      (the follow variant: -F, not yet)
- * coroutine_stack_switch_survives      coroutine_stack_switch_survives
+ * coroutine_stack_switch_survives      test-backends.c
+ *                                      coroutine_stack_switch_survives
  * attach_detach_cycles                 attach_detach_cycles (utrace -p, 5
  *                                      sessions on one process: the dormant
  *                                      agent is reused) + arm_disarm_cycles
@@ -588,23 +589,6 @@ TEST_TIMEOUT(vfork_exec_keeps_parent_probes, 60)
 	v = vline(err);
 	CHECK_EQ(v.hits, 80);
 	CHECK_EQ(v.returns, 80);
-	free(out);
-	free(err);
-}
-
-TEST_TIMEOUT(coroutine_stack_switch_survives, 60)
-{
-	const char *args[] = {
-		"-v", "-f", "co_func", "-f", "work", "--", s_uprobes(), "coro", NULL
-	};
-	char *out = NULL, *err = NULL, *ev = run_json(args, &out, &err);
-
-	CHECK_MSG(strstr(out, "coro result=15"), "%s", out);
-	CHECK_EQ(events(ev, "entry", "co_func"), 1);
-	CHECK_EQ(events(ev, "entry", "work"), 1);
-	CHECK_EQ(events(ev, "return", "work"), 1);
-	harness_note("co_func returns reported: %ld", events(ev, "return", "co_func"));
-	free(ev);
 	free(out);
 	free(err);
 }

@@ -924,26 +924,6 @@ TEST(vfork_exec_keeps_parent_probes)
 	}
 }
 
-TEST(coroutine_stack_switch_survives)
-{
-	const char *args[] = { "coro", NULL };
-	struct counts c = { 0 }, w = { 0 };
-	struct run r;
-	char *out;
-
-	run_start(&r, args);
-	probe_spec(r.up, "co_func", &c, true, true);
-	probe_spec(r.up, "work", &w, true, true);
-	CHECK_EQ(run_finish(&r, &out), 0);
-	CHECK_MSG(strstr(out, "coro result=15"), "%s", out);
-	CHECK_EQ(c.entries, 1);
-	CHECK_EQ(w.entries, 1);
-	CHECK_EQ(w.returns, 1);
-	harness_note("co_func returns reported: %ld", c.returns);
-	free(out);
-	run_close(&r);
-}
-
 TEST(attach_detach_cycles)
 {
 	const char *args[] = { "loop", "8", NULL };
