@@ -69,8 +69,9 @@
  *                                      the injection; attach is covered by
  *                                      the attach_* tests
  * riprel_slot_near_code                riprel_slot_near_code (host API)
- * vfork_exec_keeps_parent_probes       vfork_exec_keeps_parent_probes
- *                                      (the follow variant: -F, not yet)
+ * vfork_exec_keeps_parent_probes       test-backends.c
+ *                                      vfork_exec_keeps_parent_probes (the
+ *                                      session following forks or not)
  * coroutine_stack_switch_survives      test-backends.c
  *                                      coroutine_stack_switch_survives
  * attach_detach_cycles                 attach_detach_cycles (utrace -p, 5
@@ -573,22 +574,6 @@ TEST_TIMEOUT(fork_followed_child_is_probed, 60)
 	CHECK_EQ(events(ev, "entry", "work"), 2 * 50 + 30);
 	CHECK_EQ(events(ev, "return", "work"), 2 * 50 + 30);
 	free(ev);
-	free(out);
-	free(err);
-}
-
-TEST_TIMEOUT(vfork_exec_keeps_parent_probes, 60)
-{
-	const char *args[] = { "-b", "agent",	  "-c",	   "-v", "-f", "work",
-			       "--", s_uprobes(), "vfork", "40", NULL };
-	char *out = NULL, *err = NULL;
-	struct vline v;
-
-	CHECK_EQ(run_utrace(args, &out, &err), 0);
-	CHECK_EQ(expect(out, "entries"), 80);
-	v = vline(err);
-	CHECK_EQ(v.hits, 80);
-	CHECK_EQ(v.returns, 80);
 	free(out);
 	free(err);
 }

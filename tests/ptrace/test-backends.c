@@ -41,6 +41,8 @@
  *    result, work() 1 call and 1 return; co_func() 1 call, its return
  *    reported or not (noted). The kernel: skipped (its uretprobes kill
  *    the program, SIGILL).
+ *  - vfork_exec_keeps_parent_probes: 40 calls, vfork() + exec, 40 calls:
+ *    80 counted and recorded, the session following forks or not.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -782,6 +784,39 @@ TEST(coroutine_stack_switch_survives)
 		harness_note("%s: co_func returns reported: %llu", utrace_backend_str(b),
 			     (unsigned long long)c.returns);
 		run_free(&r);
+	}
+}
+
+/*
+ * 40 calls of work(), vfork() + exec of /bin/true, 40 calls: the parent's
+ * probes survive its child's exec (the child shares the memory until
+ * then), with the session following forks and without.
+ */
+static void vfork_once(enum utrace_backend b, bool follow)
+{
+	UTRACE_OPTS(utrace_session_opts, so, .follow_forks = follow);
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = b);
+	const char *args[] = { "vfork", "40", NULL };
+	struct run r = run_new_sess(&so, &uo);
+	struct utrace_probe *p = probe(&r, "work", CALLS_REC, 0);
+	struct tally t = { { "work" } };
+	char out[256];
+
+	run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+	CHECK_EQ(expect(out, "entries"), 80);
+	check_counts(b, p, 80, 80, 0);
+	check_tally(b, &t, 0, 80, 80);
+	run_free(&r);
+}
+
+TEST(vfork_exec_keeps_parent_probes)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		vfork_once(b, false);
+		vfork_once(b, true); /* the session follows the child */
 	}
 }
 

@@ -904,26 +904,6 @@ TEST(riprel_slot_near_code)
 	run_close(&r);
 }
 
-TEST(vfork_exec_keeps_parent_probes)
-{
-	const char *args[] = { "vfork", "40", NULL };
-	int follow;
-
-	for (follow = 0; follow < 2; follow++) {
-		struct counts c = { 0 };
-		struct run r;
-		char *out;
-
-		run_start_opts(&r, args, follow, 0);
-		probe_spec(r.up, "work", &c, true, true);
-		CHECK_EQ(run_finish(&r, &out), 0);
-		CHECK_EQ(c.entries, 80);
-		CHECK_EQ(c.returns, 80);
-		free(out);
-		run_close(&r);
-	}
-}
-
 TEST(attach_detach_cycles)
 {
 	const char *args[] = { "loop", "8", NULL };
