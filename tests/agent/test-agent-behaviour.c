@@ -49,9 +49,10 @@
  *                                      probes are tracer-side API; the
  *                                      agent's handlers are built in
  * example_retval                       example_retval (utrace -r work)
- * example_count_hits                   attach_probe_detach_restores_code
- *                                      (-p PID -c -d: hits counted)
- * attach_probe_detach_restores_code    attach_probe_detach_restores_code
+ * example_count_hits                   attach_detach_cycles (-p PID -c -d:
+ *                                      hits counted)
+ * attach_probe_detach_restores_code    test-backends.c
+ *                                      attach_probe_detach_restores_code
  *                                      (the agent's XOL area stays mapped
  *                                      by design, docs/agent.md: not checked)
  * fork_followed_child_is_probed        fork_followed_child_is_probed (-F:
@@ -611,42 +612,6 @@ TEST_TIMEOUT(refused_site_fails_with_reason, 60)
 }
 
 /* ---- the CLI, attach mode (-p) --------------------------------------------- */
-
-TEST_TIMEOUT(attach_probe_detach_restores_code, 120)
-{
-	const char *args[] = { "loop", "4", NULL };
-	struct target t = target_start("s-uprobes", args, -1);
-	char pid[16], errfile[] = "/tmp/utrace-behaviour-err-XXXXXX", line[128], *err;
-	const char *uargs[] = {
-		"-b", "agent", "-c", "-v", "-f", "work", "-p", pid, "-d", "1", NULL
-	};
-	int fd = mkstemp(errfile);
-	struct vline v;
-	pid_t u;
-
-	CHECK(fd >= 0);
-	close(fd);
-	target_wait_ready(&t);
-	snprintf(pid, sizeof(pid), "%d", (int)t.pid);
-	u = spawn_utrace(uargs, errfile);
-	CHECK_EQ(wait_exit(u, 60), 0);
-	err = slurp(errfile);
-	unlink(errfile);
-	v = vline(err);
-	CHECK_MSG(v.hits > 0 && v.points == 1, "%s", err);
-	CHECK(strstr(err, " work\n"));
-	harness_note("attach: %ld entries, %ld returns while attached", v.hits, v.returns);
-	check_code_restored(t.pid, s_uprobes(), "work", "work");
-	CHECK(write(t.in, "x\n", 2) == 2);
-	close(t.in);
-	t.in = -1;
-	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
-	CHECK_MSG(strstr(line, " ok"), "%s", line);
-	/* every hit was a real call of the program's */
-	CHECK(v.hits <= atol(strstr(line, "calls=") + 6));
-	CHECK_EQ(target_reap(&t, 10000), 0);
-	free(err);
-}
 
 /*
  * set_return: get_value() returns 42 unless injected; --inject 'get_value=7'

@@ -43,6 +43,10 @@
  *    the program, SIGILL).
  *  - vfork_exec_keeps_parent_probes: 40 calls, vfork() + exec, 40 calls:
  *    80 counted and recorded, the session following forks or not.
+ *  - attach_probe_detach_restores_code: attached to 4 threads, two probes
+ *    on work() (one timing returns) until 2,000 calls, then free and
+ *    detach: the code bytes are the file's, no XOL area is left (ptrace),
+ *    and the program's own checks pass.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -1317,11 +1321,11 @@ TEST(fork_followed_agent_untraced)
 	run_free(&r);
 }
 
-/* The first 8 code bytes of @sym in s-uprobes' file (hex), as it prints them. */
-static void file_bytes_hex(const char *sym, char *hex)
+/* The first @n (<= 16) code bytes of @sym in s-uprobes' file (hex), as it prints them. */
+static void file_bytes_hex(const char *sym, char *hex, size_t n)
 {
 	struct utrace_elf *elf = utrace_elf__open(target_path("s-uprobes"));
-	uint8_t b[8];
+	uint8_t b[16];
 	size_t i, k;
 
 	CHECK(elf);
@@ -1329,8 +1333,9 @@ static void file_bytes_hex(const char *sym, char *hex)
 		const struct utrace_sym *s = utrace_elf__sym(elf, i);
 
 		if (!strcmp(s->name, sym) && !(s->flags & UTRACE_SYM_PLT)) {
-			CHECK_EQ(utrace_elf__read(elf, s->addr, b, 8), 8);
-			for (k = 0; k < 8; k++)
+			CHECK(n <= sizeof(b));
+			CHECK_EQ(utrace_elf__read(elf, s->addr, b, n), (long)n);
+			for (k = 0; k < n; k++)
 				sprintf(hex + 2 * k, "%02x", b[k]);
 			utrace_elf__close(elf);
 			return;
@@ -1352,7 +1357,7 @@ TEST(fork_child_is_clean)
 		char line[128], want[40];
 
 		run_launch(&r, "s-uprobes", args);
-		file_bytes_hex("work", want);
+		file_bytes_hex("work", want, 8);
 		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
 		CHECK(read_line(r.out, line, sizeof(line), 5000) > 0);
 		CHECK_MSG(!strncmp(line, "child bytes=", 12) && !strcmp(line + 12, want),
@@ -1361,6 +1366,105 @@ TEST(fork_child_is_clean)
 		CHECK_MSG(c.calls == 80, "%s: %llu calls, want the parent's 80",
 			  utrace_backend_str(b), (unsigned long long)c.calls);
 		run_free(&r);
+	}
+}
+
+/* The 16 code bytes of @sym in @pid equal the file's. */
+static void check_code_restored(enum utrace_backend b, pid_t pid, const char *sym)
+{
+	char hex[40], mem[40];
+	uint8_t c[16];
+	size_t i;
+
+	CHECK_EQ(utrace_mem__read(pid, sym_addr(pid, sym), c, 16), 16);
+	for (i = 0; i < 16; i++)
+		sprintf(mem + 2 * i, "%02x", c[i]);
+	file_bytes_hex(sym, hex, 16);
+	CHECK_MSG(!strcmp(mem, hex), "%s: %s() is %s, the file has %s", utrace_backend_str(b), sym,
+		  mem, hex);
+}
+
+/* Run the session until @p has counted @n calls (the test's timeout is the bound). */
+static void run_until_calls(struct run *r, struct utrace_probe *p, uint64_t n)
+{
+	struct utrace_probe_counts c = { 0 };
+
+	while (c.calls < n) {
+		CHECK(utrace_session__run(r->s, 20) >= 0);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	}
+}
+
+/* The program goes on once untraced: its own checks, and its count of calls. */
+static long target_ends_ok(struct target *t)
+{
+	char line[128];
+	const char *calls;
+
+	CHECK(write(t->in, "x\n", 2) == 2);
+	close(t->in);
+	t->in = -1;
+	CHECK(read_line(t->out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok") && (calls = strstr(line, "calls=")), "%s", line);
+	CHECK_EQ(target_reap(t, 10000), 0);
+	return atol(calls + 6);
+}
+
+/*
+ * Attach to 4 threads calling work(), two probes on it (one timing
+ * returns: trampolines in flight), until 2,000 calls; free and detach: the
+ * code bytes are the file's, no XOL area is left (ptrace; the agent's
+ * stays mapped by design, docs/agent.md; the kernel's [uprobes] page is
+ * the kernel's), and the program runs on to its own checks.
+ */
+TEST(attach_probe_detach_restores_code)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "4", NULL };
+		struct target t = target_start("s-uprobes", args, -1);
+		struct run r = run_new(b);
+		struct utrace_probe *p, *p2;
+		struct utrace_probe_counts c, c2;
+		struct sites si = { 0 };
+		struct utrace_maps *maps;
+		size_t i;
+
+		r.out = -1;
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		p = probe(&r, "work", CALLS, 0);
+		p2 = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0); /* the same point */
+		run_until_calls(&r, p, 2000);
+		CHECK_EQ(utrace_probe__sites(p, one_site, &si), 0);
+		CHECK_MSG(si.n == 1 && si.pid == t.pid && si.named_work, "%s: %d sites",
+			  utrace_backend_str(b), si.n);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_EQ(utrace_probe__counts(p2, &c2), 0);
+		CHECK_MSG(c.returns <= c.calls && c2.calls > 0, "%s: %llu calls %llu returns, %llu",
+			  utrace_backend_str(b), (unsigned long long)c.calls,
+			  (unsigned long long)c.returns, (unsigned long long)c2.calls);
+		utrace_uprobes__free(r.up);
+		check_code_restored(b, t.pid, "work");
+		if (b == UTRACE_BACKEND_PTRACE) { /* no anonymous executable mapping left */
+			maps = utrace_maps__read(t.pid);
+			CHECK(maps);
+			for (i = 0; i < maps->nr; i++)
+				CHECK_MSG(maps->maps[i].path ||
+						  !(maps->maps[i].prot & UTRACE_MAP_EXEC),
+					  "anonymous r-x mapping at 0x%llx",
+					  (unsigned long long)maps->maps[i].start);
+			utrace_maps__free(maps);
+		}
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		utrace_session__close(r.s);
+		/* every call counted was one the program made */
+		CHECK_MSG(c.calls <= (uint64_t)target_ends_ok(&t), "%s: %llu calls counted",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		harness_note("%s: %llu calls, %llu returns while attached", utrace_backend_str(b),
+			     (unsigned long long)c.calls, (unsigned long long)c.returns);
 	}
 }
 

@@ -556,14 +556,6 @@ static void run_until(struct utrace_session *s, const long *count, long n)
 		utrace_session__run(s, 20);
 }
 
-static int stop_after(struct utrace_probe_ctx *ctx, void *data)
-{
-	long *n = data;
-
-	(void)ctx;
-	return ++*n >= 2000 ? UTRACE_PROBE_OK : UTRACE_PROBE_OK;
-}
-
 /* Runtime address of @sym in live process @pid. */
 static uint64_t sym_addr(pid_t pid, const char *sym)
 {
@@ -641,79 +633,6 @@ TEST(example_count_hits)
 	CHECK_MSG(strstr(line, " ok"), "%s", line);
 	CHECK_EQ(target_reap(&t, 10000), 0);
 	free(out);
-}
-
-TEST(attach_probe_detach_restores_code)
-{
-	const char *args[] = { "loop", "4", NULL };
-	struct target t = target_start("s-uprobes", args, -1);
-	struct utrace_session *s;
-	struct utrace_uprobes *up;
-	struct counts c = { 0 };
-	struct utrace_probe_stats st;
-	struct utrace_probe *p;
-	struct utrace_maps *maps;
-	long hits = 0;
-	char line[128], hex[40], mem[40];
-	uint8_t b[16];
-	uint64_t addr = 0;
-	size_t i;
-
-	target_wait_ready(&t);
-	s = utrace_session__new(NULL);
-	CHECK(s);
-	up = utrace_uprobes__new(s, &ptrace_only);
-	CHECK(up);
-	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
-	p = probe_spec(up, "work", &c, true, true);
-	{
-		UTRACE_OPTS(utrace_probe_opts, o, .handler = stop_after, .data = &hits);
-
-		CHECK(utrace_probe__register_spec(up, "work", &o));
-	}
-	run_until(s, &c.entries, 2000);
-	CHECK_EQ(utrace_probe__stats(p, &st), 0);
-	CHECK(st.points == 1);
-	/* address of work in the target */
-	{
-		struct utrace_image *img = utrace_image__open_pid(t.pid);
-		struct utrace_spec spec;
-		struct utrace_match *m = NULL;
-		size_t nr = 0;
-
-		CHECK(img);
-		CHECK_EQ(utrace_spec__parse("work", &spec, NULL, 0), 0);
-		CHECK_EQ(utrace_image__resolve(img, &spec, &m, &nr, NULL), 0);
-		CHECK(nr >= 1);
-		addr = m[0].addr;
-		free(m);
-		utrace_spec__clear(&spec);
-		utrace_image__close(img);
-	}
-	utrace_uprobes__free(up);
-	CHECK_EQ(utrace_mem__read(t.pid, addr, b, 16), 16);
-	for (i = 0; i < 16; i++)
-		sprintf(mem + 2 * i, "%02x", b[i]);
-	file_bytes_hex("work", hex, 16);
-	CHECK_STREQ(mem, hex);
-	/* no XOL area left: no anonymous executable mapping */
-	maps = utrace_maps__read(t.pid);
-	CHECK(maps);
-	for (i = 0; i < maps->nr; i++)
-		CHECK_MSG(maps->maps[i].path || !(maps->maps[i].prot & UTRACE_MAP_EXEC),
-			  "anonymous r-x mapping at 0x%llx",
-			  (unsigned long long)maps->maps[i].start);
-	utrace_maps__free(maps);
-	CHECK_EQ(utrace_session__detach(s), 0);
-	utrace_session__close(s);
-	msleep(50);
-	CHECK(write(t.in, "x\n", 2) == 2);
-	close(t.in);
-	t.in = -1;
-	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
-	CHECK_MSG(strstr(line, " ok"), "%s", line);
-	CHECK_EQ(target_reap(&t, 10000), 0);
-	harness_note("attach: %ld entries, %ld returns while attached", c.entries, c.returns);
 }
 
 TEST(fork_followed_child_is_probed)
