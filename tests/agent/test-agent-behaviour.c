@@ -63,7 +63,10 @@
  *                                      tail_call_chains_return_instances
  * foreign_sigtraps_pass_through        foreign_sigtraps_pass_through (host
  *                                      API: the counter) + the CLI run
- * refused_site_fails_registration      refused_site_fails_with_reason
+ * refused_site_fails_registration      test-backends.c
+ *                                      refused_site_fails_registration (the
+ *                                      API); the CLI's one-line reason here:
+ *                                      refused_site_fails_with_reason
  *                                      (launch and -p)
  * unregister_while_running             unregister_while_running (host API)
  * register_before_attach_then_sync     n/a: the CLI resolves the SPECs after

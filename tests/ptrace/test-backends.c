@@ -47,6 +47,9 @@
  *    on work() (one timing returns) until 2,000 calls, then free and
  *    detach: the code bytes are the file's, no XOL area is left (ptrace),
  *    and the program's own checks pass.
+ *  - refused_site_fails_registration: a probe on a ud2 is refused
+ *    (UTRACE_ERRNO__NOT_PATCHABLE), by SPEC and by address, its bytes
+ *    untouched; a bad address is EFAULT, a pid not traced ESRCH.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -1465,6 +1468,51 @@ TEST(attach_probe_detach_restores_code)
 			  utrace_backend_str(b), (unsigned long long)c.calls);
 		harness_note("%s: %llu calls, %llu returns while attached", utrace_backend_str(b),
 			     (unsigned long long)c.calls, (unsigned long long)c.returns);
+	}
+}
+
+/*
+ * trap_fn() is a ud2, which cannot run out of line: a SPEC or an address
+ * probe on it is refused (UTRACE_ERRNO__NOT_PATCHABLE) and leaves its
+ * bytes alone; an address outside any object's code is EFAULT, a process
+ * not traced ESRCH.
+ */
+TEST(refused_site_fails_registration)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "1", NULL };
+		UTRACE_OPTS(utrace_probe_opts, o, .actions = UTRACE_ACT_COUNT);
+		struct target t = target_start("s-uprobes", args, -1);
+		struct run r = run_new(b);
+		const char *bn = utrace_backend_str(b);
+
+		r.out = -1;
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register_spec(r.up, "trap_fn", &o) &&
+				  errno == UTRACE_ERRNO__NOT_PATCHABLE,
+			  "%s: SPEC trap_fn: %s", bn, strerror(errno));
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register(r.up, t.pid, sym_addr(t.pid, "trap_fn"), &o) &&
+				  errno == UTRACE_ERRNO__NOT_PATCHABLE,
+			  "%s: trap_fn's address: %s", bn, strerror(errno));
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register(r.up, t.pid, 0x1000, &o) && errno == EFAULT,
+			  "%s: 0x1000: %s", bn, strerror(errno));
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register(r.up, t.pid + 100000, sym_addr(t.pid, "work"),
+						  &o) &&
+				  errno == ESRCH,
+			  "%s: a pid not traced: %s", bn, strerror(errno));
+		check_code_restored(b, t.pid, "trap_fn");
+		utrace_uprobes__free(r.up);
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		utrace_session__close(r.s);
+		target_ends_ok(&t);
 	}
 }
 

@@ -692,39 +692,6 @@ TEST(foreign_sigtraps_pass_through)
 	run_close(&r);
 }
 
-TEST(refused_site_fails_registration)
-{
-	const char *args[] = { "loop", "1", NULL };
-	UTRACE_OPTS(utrace_probe_opts, o, .handler = on_entry);
-	struct target t = target_start("s-uprobes", args, -1);
-	struct utrace_session *s;
-	struct utrace_uprobes *up;
-	char line[128];
-
-	target_wait_ready(&t);
-	s = utrace_session__new(NULL);
-	up = utrace_uprobes__new(s, &ptrace_only);
-	CHECK(s && up);
-	CHECK_EQ(utrace_session__attach(s, t.pid), 0);
-	errno = 0;
-	CHECK(!utrace_probe__register_spec(up, "trap_fn", &o));
-	CHECK_EQ(errno, UTRACE_ERRNO__NOT_PATCHABLE);
-	errno = 0;
-	CHECK(!utrace_probe__register(up, t.pid, sym_addr(t.pid, "trap_fn"), &o));
-	CHECK_EQ(errno, UTRACE_ERRNO__NOT_PATCHABLE);
-	CHECK(!utrace_probe__register(up, t.pid, 0x1000, &o));
-	CHECK_EQ(errno, EFAULT);
-	CHECK(!utrace_probe__register(up, t.pid + 100000, sym_addr(t.pid, "work"), &o));
-	CHECK_EQ(errno, ESRCH);
-	check_code_restored(t.pid, "trap_fn");
-	utrace_uprobes__free(up);
-	utrace_session__close(s);
-	close(t.in);
-	t.in = -1;
-	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
-	CHECK_EQ(target_reap(&t, 10000), 0);
-}
-
 TEST(unregister_while_running)
 {
 	const char *args[] = { "loop", "4", NULL };
