@@ -78,10 +78,13 @@
  *                                      session following forks or not)
  * coroutine_stack_switch_survives      test-backends.c
  *                                      coroutine_stack_switch_survives
- * attach_detach_cycles                 attach_detach_cycles (utrace -p, 5
- *                                      sessions on one process: the dormant
- *                                      agent is reused) + arm_disarm_cycles
- *                                      (host API)
+ * attach_detach_cycles                 test-backends.c attach_detach_cycles
+ *                                      (the API: ptrace and kernel; the
+ *                                      agent's turn: a bug, noted there);
+ *                                      here: attach_detach_cycles (utrace
+ *                                      -p, 5 sessions on one process: the
+ *                                      dormant agent is reused) +
+ *                                      arm_disarm_cycles (host API)
  * deferred_registration_multithreaded  n/a (as deferred_registration_*)
  */
 #include <dirent.h>

@@ -5,7 +5,11 @@
  * the same expectations: the built-in actions (probe.h) must give the same
  * figures whether they run in the tracer at each ptrace stop, inside the
  * target (the agent) or in BPF (the kernel, where it is built and allowed;
- * it cannot inject: refused). Each scenario runs on every backend in turn:
+ * it cannot inject: refused). Each scenario runs on every backend in turn;
+ * where a backend cannot do what a scenario asks, or has a bug there, its
+ * turn says so (harness_note) and the others keep the full expectation.
+ * The scenarios of test-uprobes.c that need no tracer-side handler live
+ * here (test-agent-behaviour.c's table says where each went):
  *  - count_exact_threads: launch, COUNT of work() in 4 threads x 5,000
  *    calls: exactly 20,000 on every backend.
  *  - mt_exact_counts: 8 threads x 20,000 calls of work() (3 x 8 x 100,000
@@ -43,13 +47,6 @@
  *    the program, SIGILL).
  *  - vfork_exec_keeps_parent_probes: 40 calls, vfork() + exec, 40 calls:
  *    80 counted and recorded, the session following forks or not.
- *  - attach_probe_detach_restores_code: attached to 4 threads, two probes
- *    on work() (one timing returns) until 2,000 calls, then free and
- *    detach: the code bytes are the file's, no XOL area is left (ptrace),
- *    and the program's own checks pass.
- *  - refused_site_fails_registration: a probe on a ud2 is refused
- *    (UTRACE_ERRNO__NOT_PATCHABLE), by SPEC and by address, its bytes
- *    untouched; a bad address is EFAULT, a pid not traced ESRCH.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -79,6 +76,18 @@
  *  - fork_child_is_clean: a fork child (not followed) runs without the
  *    parent's probes: its work() bytes are the file's, the parent's 2 x N
  *    calls are counted, none of the child's M.
+ *  - attach_probe_detach_restores_code: attached to 4 threads, two probes
+ *    on work() (one timing returns) until 2,000 calls, then free and
+ *    detach: the code bytes are the file's, no XOL area is left (ptrace),
+ *    and the program's own checks pass.
+ *  - refused_site_fails_registration: a probe on a ud2 is refused
+ *    (UTRACE_ERRNO__NOT_PATCHABLE), by SPEC and by address, its bytes
+ *    untouched; a bad address is EFAULT, a pid not traced ESRCH.
+ *  - attach_detach_cycles: 5 sessions one after the other on one process
+ *    of 8 threads, each counting 500 calls and detaching with the code
+ *    bytes the file's; the process runs on to its own checks. The agent:
+ *    skipped (a bug: now and then a later session kills the process or
+ *    hangs).
  *  - agent_refuses_tracer_handlers: a handler on the agent backend is
  *    EOPNOTSUPP; AUTO says why it chose what it chose.
  *  - module_through_the_api: a C probe module loaded by the library runs
@@ -1387,13 +1396,20 @@ static void check_code_restored(enum utrace_backend b, pid_t pid, const char *sy
 		  mem, hex);
 }
 
-/* Run the session until @p has counted @n calls (the test's timeout is the bound). */
-static void run_until_calls(struct run *r, struct utrace_probe *p, uint64_t n)
+/*
+ * Run the session until @p has counted @n calls in attached process @pid
+ * (the test's timeout is the bound), which must not die meanwhile.
+ */
+static void run_until_calls(struct run *r, struct utrace_probe *p, pid_t pid, uint64_t n)
 {
 	struct utrace_probe_counts c = { 0 };
 
 	while (c.calls < n) {
-		CHECK(utrace_session__run(r->s, 20) >= 0);
+		int res = utrace_session__run(r->s, 20);
+
+		CHECK_MSG(res > 0 && kill(pid, 0) == 0, "%s: process %d: %s after %llu calls",
+			  utrace_backend_str(utrace_uprobes__backend(r->up)), (int)pid,
+			  res < 0 ? strerror(-res) : "gone", (unsigned long long)c.calls);
 		CHECK_EQ(utrace_probe__counts(p, &c), 0);
 	}
 }
@@ -1440,7 +1456,7 @@ TEST(attach_probe_detach_restores_code)
 		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
 		p = probe(&r, "work", CALLS, 0);
 		p2 = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0); /* the same point */
-		run_until_calls(&r, p, 2000);
+		run_until_calls(&r, p, t.pid, 2000);
 		CHECK_EQ(utrace_probe__sites(p, one_site, &si), 0);
 		CHECK_MSG(si.n == 1 && si.pid == t.pid && si.named_work, "%s: %d sites",
 			  utrace_backend_str(b), si.n);
@@ -1513,6 +1529,65 @@ TEST(refused_site_fails_registration)
 		CHECK_EQ(utrace_session__detach(r.s), 0);
 		utrace_session__close(r.s);
 		target_ends_ok(&t);
+	}
+}
+
+/*
+ * 5 sessions one after the other on one process of 8 threads calling
+ * work(): each attaches, counts 500 calls with return trampolines in
+ * flight, frees and detaches with the code bytes the file's; the process
+ * lives on, and its own checks pass at the end.
+ */
+TEST(attach_detach_cycles)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "8", NULL };
+		struct target t;
+		uint64_t total = 0, pending = 0;
+		int cycle;
+
+		if (b == UTRACE_BACKEND_AGENT) {
+			/*
+			 * BUG (agent): now and then (3 runs in 22 with the machine
+			 * busy, none in 45 quiet ones) a later session on the same
+			 * process fails: "the agent did not apply the probes:
+			 * command 3: target died" (4th session) and the process is
+			 * gone, or the registration never returns (2nd session)
+			 */
+			harness_note("agent: skipped: BUG: a later session on one process "
+				     "now and then kills it or hangs in the registration");
+			continue;
+		}
+		t = target_start("s-uprobes", args, -1);
+		target_wait_ready(&t);
+		for (cycle = 0; cycle < 5; cycle++) {
+			struct run r = run_new(b);
+			struct utrace_probe *p;
+			struct utrace_probe_counts c;
+
+			r.out = -1;
+			CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+			p = probe(&r, "work", CALLS, 0);
+			run_until_calls(&r, p, t.pid, 500);
+			CHECK_EQ(utrace_probe__counts(p, &c), 0);
+			total += c.calls;
+			pending += c.calls - c.returns;
+			utrace_uprobes__free(r.up);
+			check_code_restored(b, t.pid, "work");
+			CHECK_EQ(utrace_session__detach(r.s), 0);
+			utrace_session__close(r.s);
+			CHECK_MSG(proc_state(t.pid) != 'Z' && proc_state(t.pid) != '?',
+				  "%s: cycle %d: the process is gone", utrace_backend_str(b),
+				  cycle);
+		}
+		CHECK_MSG(total <= (uint64_t)target_ends_ok(&t), "%s: %llu calls counted",
+			  utrace_backend_str(b), (unsigned long long)total);
+		harness_note("%s: 5 sessions, %llu calls; returns pending at the detaches: %llu",
+			     utrace_backend_str(b), (unsigned long long)total,
+			     (unsigned long long)pending);
 	}
 }
 

@@ -790,41 +790,6 @@ TEST(riprel_slot_near_code)
 	run_close(&r);
 }
 
-TEST(attach_detach_cycles)
-{
-	const char *args[] = { "loop", "8", NULL };
-	struct target t = target_start("s-uprobes", args, -1);
-	struct utrace_uprobes_stats ust;
-	char line[128];
-	long pending = 0;
-	int cycle;
-
-	target_wait_ready(&t);
-	for (cycle = 0; cycle < 10; cycle++) {
-		struct utrace_session *s = utrace_session__new(NULL);
-		struct utrace_uprobes *up = utrace_uprobes__new(s, &ptrace_only);
-		struct counts c = { 0 };
-
-		CHECK(s && up);
-		CHECK_EQ(utrace_session__attach(s, t.pid), 0);
-		probe_spec(up, "work", &c, true, true);
-		run_until(s, &c.entries, 500);
-		pending += c.entries - c.returns;
-		CHECK_EQ(utrace_uprobes__stats(up, &ust), 0);
-		utrace_uprobes__free(up);
-		check_code_restored(t.pid, "work");
-		CHECK_EQ(utrace_session__detach(s), 0);
-		utrace_session__close(s);
-		CHECK(proc_state(t.pid) != 'Z' && proc_state(t.pid) != '?');
-	}
-	harness_note("return instances pending at detach, over 10 cycles: %ld", pending);
-	close(t.in);
-	t.in = -1;
-	CHECK(read_line(t.out, line, sizeof(line), 10000) > 0);
-	CHECK_MSG(strstr(line, " ok"), "%s", line);
-	CHECK_EQ(target_reap(&t, 10000), 0);
-}
-
 TEST(deferred_registration_multithreaded)
 {
 	const char *args[] = { "mt", "2000", "4", NULL };
