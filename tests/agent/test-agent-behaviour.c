@@ -6,9 +6,13 @@
  * CLI does not expose (depth limit, foreign trap counter, arm/disarm cycles
  * on one process), through the host API (lib/agent-host.c). Same target
  * (tests/targets/s-uprobes, which prints the counts it expects and checks
- * its own results), same independently computed expectations.
+ * its own results), same independently computed expectations. The
+ * scenarios that need no CLI and no host API run on every backend through
+ * the public API in tests/ptrace/test-backends.c; the table names them
+ * there ("test-backends.c ..."), and the CLI tests kept here check what
+ * the CLI adds (its output, -p sessions of their own).
  *
- * test-uprobes.c scenario              here
+ * test-uprobes.c scenario              where (here, unless named)
  * ------------------------------------ -----------------------------------
  * mt_exact_counts                      test-backends.c mt_exact_counts (the
  *                                      API, every backend)

@@ -2,7 +2,11 @@
 /*
  * test-uprobes.c - the uprobes API with the ptrace backend against
  * tests/targets/s-uprobes, which prints the counts it expects
- * ("expect entries=N returns=N ...") and checks its own results.
+ * ("expect entries=N returns=N ...") and checks its own results. What
+ * needs tracer-side handlers (their order, two on one point, deferred
+ * (un)registration, set_return, the return context) is here; the
+ * scenarios that built-in actions can check run on every backend in
+ * test-backends.c.
  */
 #include <errno.h>
 #include <fcntl.h>
