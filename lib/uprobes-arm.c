@@ -915,7 +915,13 @@ void uprobes_missed_return(struct uprobes_proc *pp, uint64_t func)
 	for (i = 0; i < pt->nr_probes; i++) {
 		struct utrace_probe *p = pt->probes[i];
 
-		if (!p->dead && (p->opts.ret_handler || p->opts.retprobe))
+		/*
+		 * every probe with a return half (probe.h's rules: a handler,
+		 * a retprobe, a module's, or built-in actions): a COUNT|HIST
+		 * probe's longjmp-ed return was counted nowhere before
+		 * (utrace_probe__counts() said 0 missed of 5)
+		 */
+		if (!p->dead && uprobes_probe_has_return(p))
 			p->missed_returns++;
 	}
 }

@@ -5,9 +5,48 @@
  * the same expectations: the built-in actions (probe.h) must give the same
  * figures whether they run in the tracer at each ptrace stop, inside the
  * target (the agent) or in BPF (the kernel, where it is built and allowed;
- * it cannot inject: refused). Each scenario runs on every backend in turn:
+ * it cannot inject: refused). Each scenario runs on every backend in turn;
+ * where a backend cannot do what a scenario asks, or has a bug there, its
+ * turn says so (harness_note) and the others keep the full expectation.
+ * The scenarios of test-uprobes.c that need no tracer-side handler live
+ * here (test-agent-behaviour.c's table says where each went):
  *  - count_exact_threads: launch, COUNT of work() in 4 threads x 5,000
  *    calls: exactly 20,000 on every backend.
+ *  - mt_exact_counts: 8 threads x 20,000 calls of work() (3 x 8 x 100,000
+ *    in the slow suite), COUNT and HIST: every entry and return counted
+ *    and timed, as the target's "expect" line says; none missed.
+ *  - fib_recursion_and_order: RECORD of fib(6): the exact entry/return
+ *    sequence of the recursion (arguments, return values) from
+ *    utrace_uprobes__poll(); fib(20) counted by two probes on the one
+ *    point: both 21,891 calls, every return seen.
+ *  - longjmp_unwinds_return_instances: longjmp out of 5 of 10 calls of
+ *    jumper(): 5 returns, 5 missed; work() afterwards returns (1 and 1);
+ *    the records say the same.
+ *  - cxx_exception_through_return_probes: s-agent-cxx throws C++
+ *    exceptions through 11 return-probed frames, 50 times: the program's
+ *    own checks pass (the unwinder never meets a trampoline), every
+ *    thrown-through return is seen or missed, the 8,850 calls of
+ *    probed_fib() afterwards all return. The kernel: skipped (a bug: the
+ *    program dies in std::terminate).
+ *  - pthread_exit_through_return_probes: 20 threads leave by
+ *    pthread_exit() or cancellation from under 6 return-probed frames:
+ *    the cleanup handlers run (the target checks), 120 calls, 120 missed;
+ *    work() afterwards returns. The agent: 1 thread, by pthread_exit()
+ *    (a bug with cancellation); the kernel: skipped (a bug, no unwind
+ *    guard, as for C++ exceptions).
+ *  - signal_handler_calls_probed_function: work() 200 times in main and
+ *    200 times in a signal handler: 400 calls and returns, counted and
+ *    recorded.
+ *  - tail_call_chains_return_instances: tail_a() tail-calls tail_b(), both
+ *    return-probed: 100 calls and returns of each, and the records in
+ *    order (a's entry, b's entry, b's return, a's return, the values).
+ *  - coroutine_stack_switch_survives: co_func() yields to main on another
+ *    stack (swapcontext), main calls work(), co_func() resumes: the right
+ *    result, work() 1 call and 1 return; co_func() 1 call, its return
+ *    reported or not (noted). The kernel: skipped (its uretprobes kill
+ *    the program, SIGILL).
+ *  - vfork_exec_keeps_parent_probes: 40 calls, vfork() + exec, 40 calls:
+ *    80 counted and recorded, the session following forks or not.
  *  - hist_and_errors: launch s-timed: timed() 3 calls of >= 2, 3 and
  *    5 ms, timed exactly (sum >= 10 ms, min >= 2 ms, max >= 5 ms, the
  *    histogram's buckets hold the 3 calls); close() 4 calls, 3 errors
@@ -37,6 +76,18 @@
  *  - fork_child_is_clean: a fork child (not followed) runs without the
  *    parent's probes: its work() bytes are the file's, the parent's 2 x N
  *    calls are counted, none of the child's M.
+ *  - attach_probe_detach_restores_code: attached to 4 threads, two probes
+ *    on work() (one timing returns) until 2,000 calls, then free and
+ *    detach: the code bytes are the file's, no XOL area is left (ptrace),
+ *    and the program's own checks pass.
+ *  - refused_site_fails_registration: a probe on a ud2 is refused
+ *    (UTRACE_ERRNO__NOT_PATCHABLE), by SPEC and by address, its bytes
+ *    untouched; a bad address is EFAULT, a pid not traced ESRCH.
+ *  - attach_detach_cycles: 5 sessions one after the other on one process
+ *    of 8 threads, each counting 500 calls and detaching with the code
+ *    bytes the file's; the process runs on to its own checks. The agent:
+ *    skipped (a bug: now and then a later session kills the process or
+ *    hangs).
  *  - agent_refuses_tracer_handlers: a handler on the agent backend is
  *    EOPNOTSUPP; AUTO says why it chose what it chose.
  *  - module_through_the_api: a C probe module loaded by the library runs
@@ -129,17 +180,26 @@ struct run {
 	int out; /* read end of the command's stdout */
 };
 
-/* A session and a layer with @uo (agent_untraced, flags: the agent's own tests). */
-static struct run run_new_opts(const struct utrace_uprobes_opts *uo)
+/*
+ * A session (@so: NULL, or following forks) and a layer with @uo
+ * (agent_untraced, flags: the agent's own tests).
+ */
+static struct run run_new_sess(const struct utrace_session_opts *so,
+			       const struct utrace_uprobes_opts *uo)
 {
 	struct run r = { 0 };
 
-	r.s = utrace_session__new(NULL);
+	r.s = utrace_session__new(so);
 	CHECK(r.s);
 	r.up = utrace_uprobes__new(r.s, uo);
 	CHECK_MSG(r.up, "backend %s: %s", utrace_backend_str(uo->backend), strerror(errno));
 	CHECK_EQ(utrace_uprobes__backend(r.up), uo->backend);
 	return r;
+}
+
+static struct run run_new_opts(const struct utrace_uprobes_opts *uo)
+{
+	return run_new_sess(NULL, uo);
 }
 
 static struct run run_new(enum utrace_backend b)
@@ -156,7 +216,7 @@ static void run_launch(struct run *r, const char *target, const char *const *arg
 	int p[2], i = 0;
 
 	CHECK(pipe2(p, O_CLOEXEC) == 0);
-	argv[i++] = (char *)target_path(target);
+	argv[i++] = (char *)(target[0] == '/' ? target : target_path(target)); /* or a path */
 	while (args && *args && i < 11)
 		argv[i++] = (char *)*args++;
 	argv[i] = NULL;
@@ -187,6 +247,37 @@ static int run_to_exit(struct run *r, utrace_record_fn_t fn, void *ctx)
 	}
 	CHECK_MSG(0, "the command did not exit in 60 s");
 	return -1;
+}
+
+/* What the exited command printed (its stdout to EOF), in @buf. */
+static const char *run_output(struct run *r, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	while (n + 1 < size) {
+		struct pollfd pf = { r->out, POLLIN, 0 };
+		ssize_t k;
+
+		CHECK_MSG(poll(&pf, 1, 10000) == 1, "no EOF from the command's stdout");
+		k = read(r->out, buf + n, size - 1 - n);
+		CHECK(k >= 0);
+		if (!k)
+			break;
+		n += (size_t)k;
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+/* "KEY=N" in the target's output (its "expect ..." line), -1 if not there. */
+static long expect(const char *out, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), " %s=", key);
+	p = out ? strstr(out, pat) : NULL;
+	return p ? atol(p + strlen(pat)) : -1;
 }
 
 static void run_free(struct run *r)
@@ -226,6 +317,522 @@ TEST(count_exact_threads)
 			  utrace_backend_str(b), (unsigned long long)c.calls);
 		CHECK_EQ(c.returns, 0);
 		run_free(&r);
+	}
+}
+
+/*
+ * 8 threads x 20,000 calls of work() (8 x 100,000, 3 runs, in the slow
+ * suite): every entry and every return counted and timed, exactly, as the
+ * target's "expect" line says; none missed.
+ */
+static void mt_once(enum utrace_backend b, long calls, int run)
+{
+	char n[32], out[256];
+	const char *args[] = { "mt", n, "8", NULL };
+	struct run r = run_new(b);
+	struct utrace_probe *p = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_HIST, 0);
+	struct utrace_probe_counts c;
+	struct utrace_uprobes_stats ust;
+	const char *bn = utrace_backend_str(b);
+	long want = 8 * calls;
+
+	snprintf(n, sizeof(n), "%ld", calls);
+	run_launch(&r, "s-uprobes", args);
+	CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+	CHECK_EQ(expect(run_output(&r, out, sizeof(out)), "entries"), want);
+	CHECK_EQ(expect(out, "returns"), want);
+	CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	CHECK_MSG(c.calls == (uint64_t)want && c.returns == (uint64_t)want &&
+			  c.timed == (uint64_t)want && !c.missed_returns,
+		  "%s: %llu calls %llu returns %llu timed %llu missed, want %ld", bn,
+		  (unsigned long long)c.calls, (unsigned long long)c.returns,
+		  (unsigned long long)c.timed, (unsigned long long)c.missed_returns, want);
+	/* every return had its entry's time: none came before it */
+	CHECK_MSG(c.min_ns <= c.max_ns && c.sum_ns >= c.max_ns, "%s: min %llu max %llu sum %llu",
+		  bn, (unsigned long long)c.min_ns, (unsigned long long)c.max_ns,
+		  (unsigned long long)c.sum_ns);
+	CHECK_EQ(utrace_uprobes__stats(r.up, &ust), 0);
+	CHECK_EQ(ust.foreign_traps, 0);
+	harness_note("%s run %d: %llu entries, %llu returns", bn, run, (unsigned long long)c.calls,
+		     (unsigned long long)c.returns);
+	run_free(&r);
+}
+
+TEST_TIMEOUT(mt_exact_counts, 400)
+{
+	enum utrace_backend b;
+	int run, runs = (int)harness_size(1, 3);
+
+	FOR_EACH_BACKEND(b)
+	{
+		for (run = 0; run < runs; run++)
+			mt_once(b, harness_size(20000, 100000), run);
+	}
+}
+
+/* The entry/return sequence of fib(@n), computed from the recursion. */
+static long fib_lines(long n, char *buf, size_t size, size_t *len)
+{
+	long r;
+
+	*len += (size_t)snprintf(buf + *len, size - *len, "fib(%ld)\n", n);
+	r = n < 2 ? n : fib_lines(n - 1, buf, size, len) + fib_lines(n - 2, buf, size, len);
+	*len += (size_t)snprintf(buf + *len, size - *len, "fib() = %ld\n", r);
+	return r;
+}
+
+struct seq {
+	char buf[8192];
+	size_t len;
+	int other; /* records that are no fib() entry or return */
+};
+
+static int seq_rec(const struct utrace_record *rec, void *ctx)
+{
+	struct seq *q = ctx;
+
+	if (rec->type == UTRACE_REC_ENTRY && rec->symbol && !strcmp(rec->symbol, "fib") &&
+	    rec->nargs >= 1)
+		q->len += (size_t)snprintf(q->buf + q->len, sizeof(q->buf) - q->len, "fib(%ld)\n",
+					   (long)rec->args[0]);
+	else if (rec->type == UTRACE_REC_RETURN && rec->symbol && !strcmp(rec->symbol, "fib"))
+		q->len += (size_t)snprintf(q->buf + q->len, sizeof(q->buf) - q->len,
+					   "fib() = %ld\n", (long)rec->retval);
+	else
+		q->other++;
+	CHECK(q->len < sizeof(q->buf));
+	return 0;
+}
+
+/*
+ * fib(6) recorded: the exact entry/return sequence of the recursion, with
+ * each call's argument and return value; fib(20) counted: 21,891 calls
+ * and returns (the target's "expect" line), by two probes on the one point.
+ */
+TEST(fib_recursion_and_order)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *seq6[] = { "fib", "6", NULL }, *big[] = { "fib", "20", NULL };
+		UTRACE_OPTS(utrace_probe_opts, o, .actions = UTRACE_ACT_RECORD, .nargs = 1);
+		struct run r = run_new(b);
+		struct seq *q = calloc(1, sizeof(*q));
+		char want[8192], out[256];
+		size_t len = 0;
+		struct utrace_probe *p1, *p2;
+		struct utrace_probe_counts c1, c2;
+		const char *bn = utrace_backend_str(b);
+
+		CHECK(q && utrace_probe__register_spec(r.up, "fib", &o));
+		run_launch(&r, "s-uprobes", seq6);
+		CHECK_EQ(run_to_exit(&r, seq_rec, q), 0);
+		CHECK_EQ(expect(run_output(&r, out, sizeof(out)), "result"), 8);
+		fib_lines(6, want, sizeof(want), &len);
+		CHECK_MSG(!strcmp(q->buf, want) && !q->other,
+			  "%s: %d other records, got:\n%s\nwant:\n%s", bn, q->other, q->buf, want);
+		free(q);
+		run_free(&r);
+
+		r = run_new(b);
+		p1 = probe(&r, "fib", UTRACE_ACT_COUNT | UTRACE_ACT_HIST, 0);
+		p2 = probe(&r, "fib", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0); /* the same point */
+		run_launch(&r, "s-uprobes", big);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK_EQ(expect(run_output(&r, out, sizeof(out)), "result"), 6765);
+		CHECK_EQ(utrace_probe__counts(p1, &c1), 0);
+		CHECK_EQ(utrace_probe__counts(p2, &c2), 0);
+		CHECK_MSG((long)c1.calls == expect(out, "entries") &&
+				  (long)c1.returns == expect(out, "returns") &&
+				  !c1.missed_returns && c2.calls == c1.calls && !c2.returns,
+			  "%s: %llu calls %llu returns %llu missed, the second probe %llu calls "
+			  "%llu returns; want %ld",
+			  bn, (unsigned long long)c1.calls, (unsigned long long)c1.returns,
+			  (unsigned long long)c1.missed_returns, (unsigned long long)c2.calls,
+			  (unsigned long long)c2.returns, expect(out, "entries"));
+		run_free(&r);
+	}
+}
+
+/*
+ * @p's figures are @calls entries, @returns returns and @missed returns
+ * missed (< 0: not checked).
+ */
+static void check_counts(enum utrace_backend b, struct utrace_probe *p, long calls, long returns,
+			 long missed)
+{
+	struct utrace_probe_counts c;
+
+	CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	CHECK_MSG((long)c.calls == calls && (long)c.returns == returns &&
+			  ((long)c.missed_returns == missed || missed < 0),
+		  "%s: %s: %llu calls %llu returns %llu missed, want %ld %ld %ld",
+		  utrace_backend_str(b), utrace_probe__name(p), (unsigned long long)c.calls,
+		  (unsigned long long)c.returns, (unsigned long long)c.missed_returns, calls,
+		  returns, missed);
+}
+
+/*
+ * Launch @target @args, run it to its exit (status 0), its records to @fn
+ * (NULL: none polled); its stdout in @out.
+ */
+static const char *run_all(struct run *r, const char *target, const char *const *args,
+			   utrace_record_fn_t fn, void *ctx, char *out, size_t size)
+{
+	int st;
+
+	run_launch(r, target, args);
+	st = run_to_exit(r, fn, ctx);
+	CHECK_MSG(st == 0, "%s: %s exited with %d",
+		  utrace_backend_str(utrace_uprobes__backend(r->up)), target, st);
+	return run_output(r, out, size);
+}
+
+#define CALLS (UTRACE_ACT_COUNT | UTRACE_ACT_HIST) /* calls and returns */
+#define CALLS_REC (CALLS | UTRACE_ACT_RECORD) /* and their records */
+
+/* ENTRY and RETURN records of up to 4 functions, by name */
+struct tally {
+	const char *fn[4];
+	long entries[4], returns[4], other;
+};
+
+static int tally_rec(const struct utrace_record *rec, void *ctx)
+{
+	struct tally *t = ctx;
+	int i;
+
+	for (i = 0; i < 4 && t->fn[i]; i++)
+		if (rec->symbol && !strcmp(rec->symbol, t->fn[i])) {
+			if (rec->type == UTRACE_REC_ENTRY)
+				t->entries[i]++;
+			else if (rec->type == UTRACE_REC_RETURN)
+				t->returns[i]++;
+			else
+				break;
+			return 0;
+		}
+	t->other++;
+	return 0;
+}
+
+/* @t's records of function @i: @entries entries and @returns returns */
+static void check_tally(enum utrace_backend b, const struct tally *t, int i, long entries,
+			long returns)
+{
+	CHECK_MSG(t->entries[i] == entries && t->returns[i] == returns && !t->other,
+		  "%s: %s: %ld entry and %ld return records (%ld others), want %ld and %ld",
+		  utrace_backend_str(b), t->fn[i], t->entries[i], t->returns[i], t->other, entries,
+		  returns);
+}
+
+/*
+ * longjmp out of jumper() at odd i: its return instances are unwound
+ * past (missed, as the target counts), the 5 others return; work(1)
+ * after the last longjmp returns normally (no stale instance taken).
+ */
+TEST(longjmp_unwinds_return_instances)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "longjmp", "10", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *pj = probe(&r, "jumper", CALLS_REC, 0),
+				    *pw = probe(&r, "work", CALLS_REC, 0);
+		struct tally t = { { "jumper", "work" } };
+		char out[256];
+
+		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
+		check_tally(b, &t, 1, 1, 1);
+		CHECK_EQ(expect(out, "entries"), 10);
+		check_counts(b, pj, expect(out, "entries"), expect(out, "returns"),
+			     b == UTRACE_BACKEND_KERNEL ? -1 : expect(out, "missed"));
+		if (b == UTRACE_BACKEND_KERNEL)
+			harness_note("kernel: missed returns not checked (the kernel drops the "
+				     "uretprobe instances unwound past silently: none counted)");
+		check_counts(b, pw, 1, 1, 0);
+		run_free(&r);
+	}
+}
+
+/*
+ * s-agent-cxx ROUNDS DEPTH throws from DEPTH + 1 probed_throw() frames whose
+ * return addresses are hijacked; the unwinder finds no unwind info for the
+ * trampoline unless the unwind guard on _Unwind_RaiseException put the real
+ * ones back first (std::terminate, exit 134, without it). 50 rounds:
+ * probed_throw(0..10) throws from depth 10, fib(10) is 177 calls that all
+ * return.
+ */
+TEST(cxx_exception_through_return_probes)
+{
+	enum utrace_backend b;
+	char prog[4096];
+
+	snprintf(prog, sizeof(prog), "%s", harness_build_path("tests/agent/s-agent-cxx"));
+	if (access(prog, X_OK))
+		SKIP("no C++ compiler: %s not built", prog);
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "50", "10", NULL };
+		struct run r;
+		struct utrace_probe *pt, *pf;
+		struct tally t = { { "probed_throw" } };
+		struct utrace_probe_counts c;
+		char out[256];
+
+		if (b == UTRACE_BACKEND_KERNEL) {
+			/*
+			 * BUG (kernel backend): it has no unwind guard, so the
+			 * unwinder meets the uretprobe trampoline ([uprobes], no
+			 * unwind info) and the traced program dies in std::terminate
+			 * (exit 134: `utrace -b kernel -c -f probed_throw --
+			 * s-agent-cxx 50 10`). backend-kernel.c says the kernel's
+			 * uretprobes handle unwinding themselves: they do for
+			 * longjmp, not for an unwinder that reads the frames
+			 */
+			harness_note("kernel: skipped: BUG: a C++ throw through a return-probed "
+				     "frame kills the program (std::terminate, exit 134)");
+			continue;
+		}
+		r = run_new(b);
+		pt = probe(&r, "probed_throw", CALLS_REC, 0);
+		pf = probe(&r, "probed_fib", CALLS, 0);
+		run_all(&r, prog, args, tally_rec, &t, out, sizeof(out));
+		check_counts(b, pf, 50 * 177, 50 * 177, 0);
+		/* the thrown-through frames: returns seen or missed, never both, never lost */
+		CHECK_EQ(utrace_probe__counts(pt, &c), 0);
+		CHECK_MSG(
+			c.calls == 50 * 11 && c.returns + c.missed_returns == c.calls &&
+				(long)c.returns == t.returns[0] && t.entries[0] == 50 * 11,
+			"%s: probed_throw %llu calls %llu returns %llu missed, %ld and %ld records",
+			utrace_backend_str(b), (unsigned long long)c.calls,
+			(unsigned long long)c.returns, (unsigned long long)c.missed_returns,
+			t.entries[0], t.returns[0]);
+		harness_note("%s: probed_throw: %llu returns, %llu missed", utrace_backend_str(b),
+			     (unsigned long long)c.returns, (unsigned long long)c.missed_returns);
+		run_free(&r);
+	}
+}
+
+/*
+ * pthread_exit() and cancellation from the callee of 6 return-probed
+ * exiter() frames, in 20 threads: glibc's forced unwind must find the
+ * thread function's cleanup handler (in a library that loads libgcc_s at
+ * its dlopen: the unwinder's guards are armed then); s-uprobes exits 1 if
+ * it does not. Every exiter() return is missed, work() afterwards returns.
+ */
+TEST(pthread_exit_through_return_probes)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		char lib[4096], out[256];
+		/*
+		 * BUG (agent, launch mode): a cancellation acted upon inside libc
+		 * reaches _Unwind_ForcedUnwind through a pointer libc took from
+		 * libgcc_s, past the agent's interposer (agent/interpose.c says
+		 * so), and no guard probe is placed there as for an injected
+		 * agent: the unwinder meets the trampoline and the cleanup
+		 * handler is skipped (s-uprobes exits 1: `utrace -b agent -c -f
+		 * exiter -- s-uprobes pexit libuprobe-unwind.so 2 0`). Its turn:
+		 * the one thread that leaves by pthread_exit() (interposed).
+		 */
+		bool agent = b == UTRACE_BACKEND_AGENT;
+		const char *args[] = { "pexit", lib, agent ? "1" : "20", "5", NULL };
+		struct tally t = { { "exiter", "work" } };
+		struct utrace_probe *pe, *pw;
+		struct run r;
+
+		if (b == UTRACE_BACKEND_KERNEL) {
+			/* the bug of cxx_exception_through_return_probes: no unwind guard */
+			harness_note("kernel: skipped: BUG: a forced unwind through a "
+				     "return-probed frame skips the cleanup handler (s-uprobes "
+				     "exits 1, even with 1 thread: no unwind guard)");
+			continue;
+		}
+		if (agent)
+			harness_note("agent: 1 thread (pthread_exit) of 20: BUG: a cancelled "
+				     "thread's forced unwind skips its cleanup handler (no guard "
+				     "on libc's pointer to _Unwind_ForcedUnwind)");
+		snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-unwind.so"));
+		r = run_new(b);
+		pe = probe(&r, "exiter", CALLS_REC, 0);
+		pw = probe(&r, "work", CALLS_REC, 0);
+		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+		CHECK_EQ(expect(out, "entries"), (agent ? 1 : 20) * 6);
+		check_counts(b, pe, expect(out, "entries"), expect(out, "returns"),
+			     expect(out, "missed"));
+		check_counts(b, pw, 1, 1, 0);
+		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
+		check_tally(b, &t, 1, 1, 1);
+		run_free(&r);
+	}
+}
+
+/* 200 calls of work() in main, 200 in a SIGUSR1 handler raised right after each */
+TEST(signal_handler_calls_probed_function)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "signal", "200", NULL };
+		struct run r = run_new(b);
+		struct utrace_probe *p = probe(&r, "work", CALLS_REC, 0);
+		struct tally t = { { "work" } };
+		char out[256];
+
+		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+		CHECK_EQ(expect(out, "entries"), 400);
+		check_counts(b, p, expect(out, "entries"), expect(out, "returns"), 0);
+		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
+		run_free(&r);
+	}
+}
+
+/*
+ * tail_a() jumps into tail_b(), both return-probed: tail_b()'s return
+ * returns from both (chained return instances), in order: tail_a's entry,
+ * tail_b's entry, tail_b's return, tail_a's return, with the value.
+ */
+struct tail_seq {
+	int n, bad;
+	char why[160];
+};
+
+static int tail_rec(const struct utrace_record *rec, void *ctx)
+{
+	static const char *const want[] = { "E tail_a", "E tail_b", "R tail_b", "R tail_a" };
+	struct tail_seq *q = ctx;
+	char got[64];
+	long i = q->n / 4;
+
+	if (rec->type != UTRACE_REC_ENTRY && rec->type != UTRACE_REC_RETURN) {
+		q->bad++;
+		return 0;
+	}
+	snprintf(got, sizeof(got), "%c %s", rec->type == UTRACE_REC_ENTRY ? 'E' : 'R',
+		 rec->symbol ? rec->symbol : "?");
+	if (strcmp(got, want[q->n % 4]) ||
+	    (rec->type == UTRACE_REC_RETURN && (long)rec->retval != (i + 1) * 3) ||
+	    (rec->type == UTRACE_REC_ENTRY && rec->nargs && (long)rec->args[0] != i + (q->n % 4)))
+		if (!q->bad++)
+			snprintf(q->why, sizeof(q->why),
+				 "record %d: '%s' retval %ld arg %ld, want '%s'", q->n, got,
+				 (long)rec->retval, (long)rec->args[0], want[q->n % 4]);
+	q->n++;
+	return 0;
+}
+
+TEST(tail_call_chains_return_instances)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "tail", "100", NULL };
+		UTRACE_OPTS(utrace_probe_opts, o, .actions = CALLS_REC, .nargs = 1);
+		struct run r = run_new(b);
+		struct utrace_probe *pa = utrace_probe__register_spec(r.up, "tail_a", &o),
+				    *pb = utrace_probe__register_spec(r.up, "tail_b", &o);
+		struct tail_seq q = { 0 };
+		char out[256];
+
+		CHECK(pa && pb);
+		run_all(&r, "s-uprobes", args, tail_rec, &q, out, sizeof(out));
+		CHECK_EQ(expect(out, "entries"), 100);
+		check_counts(b, pa, 100, 100, 0);
+		check_counts(b, pb, 100, 100, 0);
+		CHECK_MSG(q.n == 400 && !q.bad, "%s: %d records, %d wrong: %s",
+			  utrace_backend_str(b), q.n, q.bad, q.why);
+		run_free(&r);
+	}
+}
+
+/*
+ * co_func() yields (swapcontext) to main, which calls work() on the main
+ * stack, then resumes it: the program's result is right, work()'s return
+ * is seen; co_func()'s return, on the other stack, may or may not be.
+ */
+TEST(coroutine_stack_switch_survives)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "coro", NULL };
+		struct utrace_probe *pc, *pw;
+		struct tally t = { { "co_func", "work" } };
+		struct utrace_probe_counts c;
+		struct run r;
+		char out[256];
+
+		if (b == UTRACE_BACKEND_KERNEL) {
+			/*
+			 * the kernel's uretprobes keep one stack of return instances
+			 * per thread, pruned by the stack pointer: work()'s, pushed on
+			 * the higher main stack, drops co_func()'s (on the coroutine's
+			 * stack), whose return then finds none: "uprobe: s-uprobes:PID
+			 * failed to handle uretprobe, sending SIGILL" (exit 132)
+			 */
+			harness_note("kernel: skipped: the kernel kills a stack switch under a "
+				     "uretprobe (SIGILL: 'failed to handle uretprobe')");
+			continue;
+		}
+		r = run_new(b);
+		pc = probe(&r, "co_func", CALLS_REC, 0);
+		pw = probe(&r, "work", CALLS_REC, 0);
+		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+		CHECK_MSG(strstr(out, "coro result=15"), "%s: %s", utrace_backend_str(b), out);
+		check_counts(b, pw, 1, 1, 0);
+		check_tally(b, &t, 1, 1, 1);
+		CHECK_EQ(utrace_probe__counts(pc, &c), 0);
+		CHECK_MSG(c.calls == 1 && t.entries[0] == 1 && c.returns <= 1 &&
+				  (long)c.returns == t.returns[0],
+			  "%s: co_func %llu calls %llu returns, %ld and %ld records",
+			  utrace_backend_str(b), (unsigned long long)c.calls,
+			  (unsigned long long)c.returns, t.entries[0], t.returns[0]);
+		harness_note("%s: co_func returns reported: %llu", utrace_backend_str(b),
+			     (unsigned long long)c.returns);
+		run_free(&r);
+	}
+}
+
+/*
+ * 40 calls of work(), vfork() + exec of /bin/true, 40 calls: the parent's
+ * probes survive its child's exec (the child shares the memory until
+ * then), with the session following forks and without.
+ */
+static void vfork_once(enum utrace_backend b, bool follow)
+{
+	UTRACE_OPTS(utrace_session_opts, so, .follow_forks = follow);
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = b);
+	const char *args[] = { "vfork", "40", NULL };
+	struct run r = run_new_sess(&so, &uo);
+	struct utrace_probe *p = probe(&r, "work", CALLS_REC, 0);
+	struct tally t = { { "work" } };
+	char out[256];
+
+	run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
+	CHECK_EQ(expect(out, "entries"), 80);
+	check_counts(b, p, 80, 80, 0);
+	check_tally(b, &t, 0, 80, 80);
+	run_free(&r);
+}
+
+TEST(vfork_exec_keeps_parent_probes)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		vfork_once(b, false);
+		vfork_once(b, true); /* the session follows the child */
 	}
 }
 
@@ -726,11 +1333,11 @@ TEST(fork_followed_agent_untraced)
 	run_free(&r);
 }
 
-/* The first 8 code bytes of @sym in s-uprobes' file (hex), as it prints them. */
-static void file_bytes_hex(const char *sym, char *hex)
+/* The first @n (<= 16) code bytes of @sym in s-uprobes' file (hex), as it prints them. */
+static void file_bytes_hex(const char *sym, char *hex, size_t n)
 {
 	struct utrace_elf *elf = utrace_elf__open(target_path("s-uprobes"));
-	uint8_t b[8];
+	uint8_t b[16];
 	size_t i, k;
 
 	CHECK(elf);
@@ -738,8 +1345,9 @@ static void file_bytes_hex(const char *sym, char *hex)
 		const struct utrace_sym *s = utrace_elf__sym(elf, i);
 
 		if (!strcmp(s->name, sym) && !(s->flags & UTRACE_SYM_PLT)) {
-			CHECK_EQ(utrace_elf__read(elf, s->addr, b, 8), 8);
-			for (k = 0; k < 8; k++)
+			CHECK(n <= sizeof(b));
+			CHECK_EQ(utrace_elf__read(elf, s->addr, b, n), (long)n);
+			for (k = 0; k < n; k++)
 				sprintf(hex + 2 * k, "%02x", b[k]);
 			utrace_elf__close(elf);
 			return;
@@ -761,7 +1369,7 @@ TEST(fork_child_is_clean)
 		char line[128], want[40];
 
 		run_launch(&r, "s-uprobes", args);
-		file_bytes_hex("work", want);
+		file_bytes_hex("work", want, 8);
 		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
 		CHECK(read_line(r.out, line, sizeof(line), 5000) > 0);
 		CHECK_MSG(!strncmp(line, "child bytes=", 12) && !strcmp(line + 12, want),
@@ -770,6 +1378,216 @@ TEST(fork_child_is_clean)
 		CHECK_MSG(c.calls == 80, "%s: %llu calls, want the parent's 80",
 			  utrace_backend_str(b), (unsigned long long)c.calls);
 		run_free(&r);
+	}
+}
+
+/* The 16 code bytes of @sym in @pid equal the file's. */
+static void check_code_restored(enum utrace_backend b, pid_t pid, const char *sym)
+{
+	char hex[40], mem[40];
+	uint8_t c[16];
+	size_t i;
+
+	CHECK_EQ(utrace_mem__read(pid, sym_addr(pid, sym), c, 16), 16);
+	for (i = 0; i < 16; i++)
+		sprintf(mem + 2 * i, "%02x", c[i]);
+	file_bytes_hex(sym, hex, 16);
+	CHECK_MSG(!strcmp(mem, hex), "%s: %s() is %s, the file has %s", utrace_backend_str(b), sym,
+		  mem, hex);
+}
+
+/*
+ * Run the session until @p has counted @n calls in attached process @pid
+ * (the test's timeout is the bound), which must not die meanwhile.
+ */
+static void run_until_calls(struct run *r, struct utrace_probe *p, pid_t pid, uint64_t n)
+{
+	struct utrace_probe_counts c = { 0 };
+
+	while (c.calls < n) {
+		int res = utrace_session__run(r->s, 20);
+
+		CHECK_MSG(res > 0 && kill(pid, 0) == 0, "%s: process %d: %s after %llu calls",
+			  utrace_backend_str(utrace_uprobes__backend(r->up)), (int)pid,
+			  res < 0 ? strerror(-res) : "gone", (unsigned long long)c.calls);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+	}
+}
+
+/* The program goes on once untraced: its own checks, and its count of calls. */
+static long target_ends_ok(struct target *t)
+{
+	char line[128];
+	const char *calls;
+
+	CHECK(write(t->in, "x\n", 2) == 2);
+	close(t->in);
+	t->in = -1;
+	CHECK(read_line(t->out, line, sizeof(line), 10000) > 0);
+	CHECK_MSG(strstr(line, " ok") && (calls = strstr(line, "calls=")), "%s", line);
+	CHECK_EQ(target_reap(t, 10000), 0);
+	return atol(calls + 6);
+}
+
+/*
+ * Attach to 4 threads calling work(), two probes on it (one timing
+ * returns: trampolines in flight), until 2,000 calls; free and detach: the
+ * code bytes are the file's, no XOL area is left (ptrace; the agent's
+ * stays mapped by design, docs/agent.md; the kernel's [uprobes] page is
+ * the kernel's), and the program runs on to its own checks.
+ */
+TEST(attach_probe_detach_restores_code)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "4", NULL };
+		struct target t = target_start("s-uprobes", args, -1);
+		struct run r = run_new(b);
+		struct utrace_probe *p, *p2;
+		struct utrace_probe_counts c, c2;
+		struct sites si = { 0 };
+		struct utrace_maps *maps;
+		size_t i;
+
+		r.out = -1;
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		p = probe(&r, "work", CALLS, 0);
+		p2 = probe(&r, "work", UTRACE_ACT_COUNT | UTRACE_ACT_NORET, 0); /* the same point */
+		run_until_calls(&r, p, t.pid, 2000);
+		CHECK_EQ(utrace_probe__sites(p, one_site, &si), 0);
+		CHECK_MSG(si.n == 1 && si.pid == t.pid && si.named_work, "%s: %d sites",
+			  utrace_backend_str(b), si.n);
+		CHECK_EQ(utrace_probe__counts(p, &c), 0);
+		CHECK_EQ(utrace_probe__counts(p2, &c2), 0);
+		CHECK_MSG(c.returns <= c.calls && c2.calls > 0, "%s: %llu calls %llu returns, %llu",
+			  utrace_backend_str(b), (unsigned long long)c.calls,
+			  (unsigned long long)c.returns, (unsigned long long)c2.calls);
+		utrace_uprobes__free(r.up);
+		check_code_restored(b, t.pid, "work");
+		if (b == UTRACE_BACKEND_PTRACE) { /* no anonymous executable mapping left */
+			maps = utrace_maps__read(t.pid);
+			CHECK(maps);
+			for (i = 0; i < maps->nr; i++)
+				CHECK_MSG(maps->maps[i].path ||
+						  !(maps->maps[i].prot & UTRACE_MAP_EXEC),
+					  "anonymous r-x mapping at 0x%llx",
+					  (unsigned long long)maps->maps[i].start);
+			utrace_maps__free(maps);
+		}
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		utrace_session__close(r.s);
+		/* every call counted was one the program made */
+		CHECK_MSG(c.calls <= (uint64_t)target_ends_ok(&t), "%s: %llu calls counted",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		harness_note("%s: %llu calls, %llu returns while attached", utrace_backend_str(b),
+			     (unsigned long long)c.calls, (unsigned long long)c.returns);
+	}
+}
+
+/*
+ * trap_fn() is a ud2, which cannot run out of line: a SPEC or an address
+ * probe on it is refused (UTRACE_ERRNO__NOT_PATCHABLE) and leaves its
+ * bytes alone; an address outside any object's code is EFAULT, a process
+ * not traced ESRCH.
+ */
+TEST(refused_site_fails_registration)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "1", NULL };
+		UTRACE_OPTS(utrace_probe_opts, o, .actions = UTRACE_ACT_COUNT);
+		struct target t = target_start("s-uprobes", args, -1);
+		struct run r = run_new(b);
+		const char *bn = utrace_backend_str(b);
+
+		r.out = -1;
+		target_wait_ready(&t);
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register_spec(r.up, "trap_fn", &o) &&
+				  errno == UTRACE_ERRNO__NOT_PATCHABLE,
+			  "%s: SPEC trap_fn: %s", bn, strerror(errno));
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register(r.up, t.pid, sym_addr(t.pid, "trap_fn"), &o) &&
+				  errno == UTRACE_ERRNO__NOT_PATCHABLE,
+			  "%s: trap_fn's address: %s", bn, strerror(errno));
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register(r.up, t.pid, 0x1000, &o) && errno == EFAULT,
+			  "%s: 0x1000: %s", bn, strerror(errno));
+		errno = 0;
+		CHECK_MSG(!utrace_probe__register(r.up, t.pid + 100000, sym_addr(t.pid, "work"),
+						  &o) &&
+				  errno == ESRCH,
+			  "%s: a pid not traced: %s", bn, strerror(errno));
+		check_code_restored(b, t.pid, "trap_fn");
+		utrace_uprobes__free(r.up);
+		CHECK_EQ(utrace_session__detach(r.s), 0);
+		utrace_session__close(r.s);
+		target_ends_ok(&t);
+	}
+}
+
+/*
+ * 5 sessions one after the other on one process of 8 threads calling
+ * work(): each attaches, counts 500 calls with return trampolines in
+ * flight, frees and detaches with the code bytes the file's; the process
+ * lives on, and its own checks pass at the end.
+ */
+TEST(attach_detach_cycles)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "8", NULL };
+		struct target t;
+		uint64_t total = 0, pending = 0;
+		int cycle;
+
+		if (b == UTRACE_BACKEND_AGENT) {
+			/*
+			 * BUG (agent): now and then (3 runs in 22 with the machine
+			 * busy, none in 45 quiet ones) a later session on the same
+			 * process fails: "the agent did not apply the probes:
+			 * command 3: target died" (4th session) and the process is
+			 * gone, or the registration never returns (2nd session)
+			 */
+			harness_note("agent: skipped: BUG: a later session on one process "
+				     "now and then kills it or hangs in the registration");
+			continue;
+		}
+		t = target_start("s-uprobes", args, -1);
+		target_wait_ready(&t);
+		for (cycle = 0; cycle < 5; cycle++) {
+			struct run r = run_new(b);
+			struct utrace_probe *p;
+			struct utrace_probe_counts c;
+
+			r.out = -1;
+			CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+			p = probe(&r, "work", CALLS, 0);
+			run_until_calls(&r, p, t.pid, 500);
+			CHECK_EQ(utrace_probe__counts(p, &c), 0);
+			total += c.calls;
+			pending += c.calls - c.returns;
+			utrace_uprobes__free(r.up);
+			check_code_restored(b, t.pid, "work");
+			CHECK_EQ(utrace_session__detach(r.s), 0);
+			utrace_session__close(r.s);
+			CHECK_MSG(proc_state(t.pid) != 'Z' && proc_state(t.pid) != '?',
+				  "%s: cycle %d: the process is gone", utrace_backend_str(b),
+				  cycle);
+		}
+		CHECK_MSG(total <= (uint64_t)target_ends_ok(&t), "%s: %llu calls counted",
+			  utrace_backend_str(b), (unsigned long long)total);
+		harness_note("%s: 5 sessions, %llu calls; returns pending at the detaches: %llu",
+			     utrace_backend_str(b), (unsigned long long)total,
+			     (unsigned long long)pending);
 	}
 }
 
