@@ -1532,8 +1532,8 @@ static int on_kernel_exit(struct utrace_engine *e, struct utrace_thread *th, int
  * ever stops for a syscall; the session sees only the exec, the forks it
  * follows and the exits. The table is the ptrace path's (print_summary()),
  * for the numbers in -s SET; times are wall clock from entry to return.
- * Event lines need the decoders to read the tracee at a stop: not yet.
- * Return: the exit status.
+ * Event lines (text, JSON, chrome): on_kernel_record(), from the records
+ * and the memory BPF copied with them. Return: the exit status.
  */
 static int kernel_summary(struct tracer *t, bool launched)
 {
