@@ -87,6 +87,7 @@ enum uk_rec_type {
 	UK_REC_ENTRY = 1,
 	UK_REC_RETURN = 2,
 	UK_REC_SC = 3,
+	UK_REC_SC_MEM = 4,
 };
 
 /* UK_STR_* flags, as UTRACE_REC_STR_* */
@@ -150,15 +151,76 @@ struct uk_sc_start {
 	__u64 ts_ns;
 	__s64 nr;
 	__u64 args[6];
+	/*
+	 * bit i: capture i, a string, faulted at the entry (a page the
+	 * process has not touched yet, which bpf_probe_read_user_str() does
+	 * not fault in): tried again at the return, after the kernel read it
+	 */
+	__u32 retry;
+	__u32 pad;
+};
+
+/*
+ * The memory of a syscall copied with its record (UK_SC_RECORD): what the
+ * decoders of syscalls/ read, at the moment they read it (the ptrace
+ * path's entry and exit stops). The "sc_caps" array, by syscall number,
+ * says which argument points at what; lib/backend-kernel.c fills it at
+ * start-up from the one table of bpf/uprobe-sc.h. A capture is a string
+ * (UK_CAP_STR: bpf_probe_read_user_str(), up to UK_SC_CAP_MAX bytes with
+ * the NUL) or bytes: args[len_arg] (UK_CAP_LEN), the return value
+ * (UK_CAP_RET), @size (UK_CAP_FIX) or args[len_arg] * @size (UK_CAP_ARR),
+ * at most UK_SC_CAP_MAX - 1; UK_CAPF_STRMAX cuts them to the -s size.
+ */
+#define UK_SC_NCAP 4 /* captures per syscall, regions per record */
+#define UK_SC_CAP_MAX 512 /* bytes per region (a power of 2) */
+#define UK_CAP_STR 1
+#define UK_CAP_LEN 2
+#define UK_CAP_RET 3
+#define UK_CAP_FIX 4
+#define UK_CAP_ARR 5
+#define UK_CAPF_EXIT (1U << 0) /* at the return (else at the entry) */
+#define UK_CAPF_STRMAX (1U << 1) /* at most the string size (sc_conf[3]) */
+#define UK_CAPF_OK (1U << 2) /* only after a success (a return outside [-4095, -1]) */
+#define UK_CAPF_ERR (1U << 3) /* only after a failure */
+
+struct uk_sc_cap {
+	__u8 how; /* UK_CAP_*; 0: none */
+	__u8 arg; /* the argument holding the address */
+	__u8 len_arg; /* UK_CAP_LEN, UK_CAP_ARR: the argument holding the length, the count */
+	__u8 flags; /* UK_CAPF_* */
+	__u16 size; /* UK_CAP_FIX: bytes; UK_CAP_ARR: bytes per element */
+	__u16 pad;
+};
+
+struct uk_sc_caps {
+	struct uk_sc_cap cap[UK_SC_NCAP];
+};
+
+/* one region of a record: UK_SC_MEM_* flags */
+#define UK_SC_MEM_EXIT (1U << 0) /* copied at the return */
+#define UK_SC_MEM_TRUNC (1U << 1) /* a string longer than UK_SC_CAP_MAX - 1: cut, no NUL */
+
+struct uk_sc_mem {
+	__u64 addr;
+	__u16 len; /* bytes of @data copied (a string's with its NUL) */
+	__u8 flags;
+	__u8 arg;
+	__u32 pad;
+	char data[UK_SC_CAP_MAX];
 };
 
 /*
  * One syscall, at its return (UK_SC_RECORD): its header's first fields
- * are struct uk_rec's (type, inst, tgid, tid, ts_ns), type UK_REC_SC.
- * Numbers only: no memory of the process is copied (yet).
+ * are struct uk_rec's (type, inst, tgid, tid, ts_ns), type UK_REC_SC,
+ * then @nmem regions copied at the return. What was copied at its entry
+ * came before, in a UK_REC_SC_MEM record of the same header (the same
+ * tid, ts_ns and nr; no ret, dur_ns) and its regions, which the tracer
+ * keeps until the return's record (a thread has one syscall at a time).
+ * The regions are struct uk_sc_mem, each but the last whole; the last
+ * ends after its @len bytes.
  */
 struct uk_sc_rec {
-	__u32 type; /* UK_REC_SC */
+	__u32 type; /* UK_REC_SC, UK_REC_SC_MEM */
 	__u32 inst; /* ~0 */
 	__u32 tgid, tid;
 	__u64 ts_ns; /* the entry's */
@@ -166,6 +228,14 @@ struct uk_sc_rec {
 	__u64 args[6];
 	__s64 ret;
 	__u64 dur_ns; /* ~0: exit or exit_group, recorded at its entry (no return) */
+	__u32 nmem;
+	__u32 pad;
+};
+
+/* the largest syscall record: the per-CPU "sc_scratch" buffers the programs fill */
+struct uk_sc_buf {
+	struct uk_sc_rec h;
+	struct uk_sc_mem mem[UK_SC_NCAP];
 };
 
 #endif /* __UTRACE_BPF_UPROBE_ABI_H */

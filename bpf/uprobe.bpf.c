@@ -462,10 +462,157 @@ struct {
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 3);
+	__uint(max_entries, 4);
 	__type(key, __u32);
 	__type(value, __u32);
 } sc_conf SEC(".maps");
+
+/* what is copied of each syscall's memory (bpf/uprobe-sc.h, set by the tracer) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UK_SC_MAX);
+	__type(key, __u32);
+	__type(value, struct uk_sc_caps);
+} sc_caps SEC(".maps");
+
+/* [0]: uk_sys_enter's record, [1]: uk_sys_exit's (too large for the stack) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct uk_sc_buf);
+} sc_scratch SEC(".maps");
+
+/*
+ * One capture @c of the syscall in @b, into region @k: @mode is the string
+ * size (sc_conf[3]) and SC_AT_EXIT at the return (whose value is @ret).
+ * A global function, verified once rather than at each of its calls.
+ * Return: the bytes copied, 0 for none (not this moment, a NULL
+ * address, a fault), -1 for a string that faulted.
+ */
+#define SC_AT_EXIT (1U << 16)
+#define SC_RETRY (1U << 17) /* at the return: a string of the entry that faulted there */
+__noinline int sc_capture_one(struct uk_sc_buf *b, __u32 k, const struct uk_sc_cap *c, long ret,
+			      __u32 mode)
+{
+	__u32 str_max = mode & 0xffff, at_exit = !!(mode & SC_AT_EXIT), n, a, la;
+	int failed = ret < 0 && ret >= -4095;
+	struct uk_sc_mem *m;
+	__u64 addr, want = 0;
+	long r;
+
+	if (!b || !c || !c->how)
+		return 0;
+	if (mode & SC_RETRY) {
+		if (c->how != UK_CAP_STR || (c->flags & UK_CAPF_EXIT))
+			return 0;
+		at_exit = 0; /* the entry's string, as the kernel read it */
+	} else if (!!(c->flags & UK_CAPF_EXIT) != at_exit) {
+		return 0;
+	}
+	if (((c->flags & UK_CAPF_OK) && failed) || ((c->flags & UK_CAPF_ERR) && !failed))
+		return 0;
+	a = c->arg;
+	la = c->len_arg;
+	if (a >= 6 || la >= 6)
+		return 0;
+	addr = b->h.args[a];
+	if (!addr)
+		return 0;
+	if (str_max > UK_SC_CAP_MAX - 1)
+		str_max = UK_SC_CAP_MAX - 1;
+	m = &b->mem[k & (UK_SC_NCAP - 1)];
+	m->addr = addr;
+	m->arg = (__u8)a;
+	m->flags = at_exit ? UK_SC_MEM_EXIT : 0;
+	m->pad = 0;
+	if (c->how == UK_CAP_STR) {
+		r = bpf_probe_read_user_str(m->data, UK_SC_CAP_MAX, (const void *)addr);
+		if (r <= 0)
+			return -1;
+		if (r >= UK_SC_CAP_MAX) {
+			r = UK_SC_CAP_MAX - 1; /* perhaps longer: no NUL kept */
+			m->flags |= UK_SC_MEM_TRUNC;
+		}
+		m->len = (__u16)r;
+		return (int)r;
+	}
+	if (c->how == UK_CAP_LEN)
+		want = b->h.args[la];
+	else if (c->how == UK_CAP_RET)
+		want = ret > 0 ? (__u64)ret : 0;
+	else if (c->how == UK_CAP_FIX)
+		want = c->size;
+	else if (c->how == UK_CAP_ARR)
+		want = b->h.args[la] < UK_SC_CAP_MAX ? b->h.args[la] * c->size : UK_SC_CAP_MAX;
+	if ((c->flags & UK_CAPF_STRMAX) && want > str_max)
+		want = str_max;
+	if (want > UK_SC_CAP_MAX - 1)
+		want = UK_SC_CAP_MAX - 1;
+	n = (__u32)want & (UK_SC_CAP_MAX - 1);
+	if (!n || bpf_probe_read_user(m->data, n, (const void *)addr))
+		return 0;
+	m->len = (__u16)n;
+	return (int)n;
+}
+
+/*
+ * Copy into @b's regions what @caps says of this moment (@at_exit: the
+ * return, whose value is @ret): one region per capture whose address is
+ * not NULL and could be read. Return: the record's size to output.
+ */
+static __always_inline __u64 sc_capture(struct uk_sc_buf *b, const struct uk_sc_caps *caps,
+					int at_exit, long ret, __u32 retry, __u32 *faulted)
+{
+	__u32 three = 3, *conf = bpf_map_lookup_elem(&sc_conf, &three), str_max = 32;
+	__u32 i, k = 0, last = 0;
+	int n;
+
+	if (conf && *conf)
+		str_max = *conf;
+	if (str_max > UK_SC_CAP_MAX - 1)
+		str_max = UK_SC_CAP_MAX - 1;
+	for (i = 0; i < UK_SC_NCAP; i++) {
+		__u32 mode = str_max | (at_exit ? SC_AT_EXIT : 0);
+
+		if (at_exit && (retry & (1U << i)))
+			mode = str_max | SC_RETRY;
+		n = sc_capture_one(b, k, &caps->cap[i], ret, mode);
+		if (n > 0) {
+			last = (__u32)n;
+			k++;
+		} else if (n < 0) {
+			*faulted |= 1U << i;
+		}
+	}
+	b->h.nmem = k;
+	if (!k)
+		return sizeof(b->h);
+	if (k > UK_SC_NCAP)
+		k = UK_SC_NCAP;
+	last &= UK_SC_CAP_MAX - 1;
+	return sizeof(b->h) + (__u64)(k - 1) * sizeof(struct uk_sc_mem) +
+	       __builtin_offsetof(struct uk_sc_mem, data) + last;
+}
+
+static __always_inline void sc_header(struct uk_sc_buf *b, __u32 type, __u32 tgid, __u32 tid,
+				      __u64 ts, __s64 nr, const __u64 *args)
+{
+	__u32 i;
+
+	b->h.type = type;
+	b->h.inst = ~0U;
+	b->h.tgid = tgid;
+	b->h.tid = tid;
+	b->h.ts_ns = ts;
+	b->h.nr = nr;
+	for (i = 0; i < 6; i++)
+		b->h.args[i] = args[i];
+	b->h.ret = 0;
+	b->h.dur_ns = 0;
+	b->h.nmem = 0;
+	b->h.pad = 0;
+}
 
 static __always_inline int sc_traced(__u32 tgid)
 {
@@ -513,6 +660,26 @@ int uk_sys_enter(struct bpf_raw_tracepoint_args *ctx)
 			count_lost();
 		return 0;
 	}
+	if (nr >= 0 && nr < UK_SC_MAX) {
+		/* what the decoders read at the entry: a UK_REC_SC_MEM record before the return's */
+		__u32 zero = 0, key = (__u32)nr, *conf = bpf_map_lookup_elem(&sc_conf, &zero);
+		struct uk_sc_caps *caps = bpf_map_lookup_elem(&sc_caps, &key);
+		struct uk_sc_buf *b = bpf_map_lookup_elem(&sc_scratch, &zero);
+		__u32 faulted = 0;
+		__u64 size;
+
+		if (conf && (*conf & UK_SC_RECORD) && caps && caps->cap[0].how && b) {
+			sc_header(b, UK_REC_SC_MEM, tgid, tid, st.ts_ns, nr, st.args);
+			size = sc_capture(b, caps, 0, 0, 0, &faulted);
+			if (size > sizeof(*b))
+				size = sizeof(*b);
+			if (b->h.nmem && bpf_ringbuf_output(&events, b, size, 0))
+				count_lost();
+			/* (an exec's return is in the new image: nothing of the old one to read) */
+			if (nr != 59 && nr != 322)
+				st.retry = faulted;
+		}
+	}
 	bpf_map_update_elem(&sc_start, &tid, &st, BPF_ANY);
 	return 0;
 }
@@ -534,21 +701,26 @@ int uk_sys_exit(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	if (conf && (*conf & UK_SC_RECORD)) {
-		struct uk_sc_rec r = {
-			.type = UK_REC_SC,
-			.inst = ~0U,
-			.tgid = tgid,
-			.tid = tid,
-			.ts_ns = st->ts_ns,
-			.nr = st->nr,
-			.ret = ret,
-			.dur_ns = now >= st->ts_ns ? now - st->ts_ns : 0,
-		};
+		__u32 one = 1, key = (__u32)st->nr;
+		struct uk_sc_buf *b = bpf_map_lookup_elem(&sc_scratch, &one);
+		struct uk_sc_caps *caps = key < UK_SC_MAX ? bpf_map_lookup_elem(&sc_caps, &key) : 0;
+		__u64 size = sizeof(struct uk_sc_rec);
 
-		for (i = 0; i < 6; i++)
-			r.args[i] = st->args[i];
-		if (bpf_ringbuf_output(&events, &r, sizeof(r), 0))
+		if (b) {
+			sc_header(b, UK_REC_SC, tgid, tid, st->ts_ns, st->nr, st->args);
+			b->h.ret = ret;
+			b->h.dur_ns = now >= st->ts_ns ? now - st->ts_ns : 0;
+			__u32 faulted = 0;
+
+			if (caps && caps->cap[0].how)
+				size = sc_capture(b, caps, 1, ret, st->retry, &faulted);
+			if (size > sizeof(*b))
+				size = sizeof(*b);
+			if (bpf_ringbuf_output(&events, b, size, 0))
+				count_lost();
+		} else {
 			count_lost();
+		}
 	}
 	/* the entry's number: an execve's exit may report the new image's view */
 	nr = (__u32)st->nr;

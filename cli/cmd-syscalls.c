@@ -1407,24 +1407,60 @@ static int parse_sc_injects(struct tracer *t)
 	return 0;
 }
 
-/* -b kernel: nothing of the process is read (no stop): pointers print as addresses */
-static ssize_t read_nothing(void *ctx, uint64_t addr, void *buf, size_t len)
+/*
+ * -b kernel: the process never stops, so nothing of it is read here: the
+ * decoders' reads are answered from the memory BPF copied with the record
+ * (bpf/uprobe-sc.h), as it was at the entry (sysdec_decode_entry()) or at
+ * the return (sysdec_decode_exit(): what was copied there first). A read
+ * in no region, or past the end of a cut string, fails: the decoder
+ * prints the address, as without the copy.
+ */
+#define KERNEL_STR_MAX 511 /* bpf/uprobe-abi.h UK_SC_CAP_MAX - 1 */
+
+struct kmem {
+	const struct utrace_record *r;
+	bool exiting;
+};
+
+static ssize_t read_kernel_mem(void *ctx, uint64_t addr, void *buf, size_t len)
 {
-	(void)ctx;
-	(void)addr;
-	(void)buf;
-	(void)len;
-	return -EFAULT;
+	const struct kmem *km = ctx;
+	const struct utrace_record *r = km->r;
+	const struct utrace_mem *m = NULL;
+	unsigned int i, pass, want;
+	size_t avail;
+
+	if (r->sz <= offsetof(struct utrace_record, mem) || !r->mem)
+		return -EFAULT;
+	for (pass = 0; pass < 2 && !m; pass++) {
+		want = pass == 0 && km->exiting ? UTRACE_MEM_EXIT : 0;
+		if (pass == 1 && !km->exiting)
+			break; /* at the entry, only what the entry saw */
+		for (i = 0; i < r->nr_mem && !m; i++)
+			if ((r->mem[i].flags & UTRACE_MEM_EXIT) == want && addr >= r->mem[i].addr &&
+			    addr - r->mem[i].addr < r->mem[i].len)
+				m = &r->mem[i];
+	}
+	if (!m)
+		return -EFAULT;
+	avail = m->len - (size_t)(addr - m->addr);
+	if (len > avail && (m->flags & UTRACE_MEM_TRUNC))
+		return -EFAULT; /* what follows was not copied */
+	if (len > avail)
+		len = avail;
+	memcpy(buf, (const char *)m->data + (addr - m->addr), len);
+	return (ssize_t)len;
 }
 
 /*
  * -b kernel -s: one syscall's record from BPF at its return, written by
- * the ptrace path's decoders and writer from its number, arguments and
- * return value alone.
+ * the ptrace path's decoders and writer from its number, arguments,
+ * return value and the memory copied with it.
  */
 static int on_kernel_record(const struct utrace_record *r, void *data)
 {
 	struct tracer *t = data;
+	struct kmem km = { .r = r };
 	struct task tk;
 
 	if (r->type == UTRACE_REC_LOST) {
@@ -1439,12 +1475,16 @@ static int on_kernel_record(const struct utrace_record *r, void *data)
 	tk.tid = r->tid;
 	tk.pid = r->pid;
 	tk.entry_real_ns = r->ts_ns + (uint64_t)t->mono_to_real;
+	tk.entry_mono_ns = r->ts_ns; /* --format chrome */
 	tk.call.nr = r->sysno;
 	memcpy(tk.call.args, r->args, sizeof(tk.call.args));
-	tk.call.read = read_nothing;
-	tk.call.strsize = t->opts->strsize;
+	tk.call.read = read_kernel_mem;
+	tk.call.ctx = &km;
+	/* the buffers were copied up to UK_SC_CAP_MAX - 1 bytes (utrace_uprobes_opts.sc_str_max) */
+	tk.call.strsize = t->opts->strsize > KERNEL_STR_MAX ? KERNEL_STR_MAX : t->opts->strsize;
 	tk.call.tid = t->opts->decode_fds ? r->tid : 0; /* -y: its /proc/TID/fd, if still there */
 	sysdec_decode_entry(&tk.call);
+	km.exiting = true;
 	if (r->type == UTRACE_REC_SYSCALL_EXIT)
 		sysdec_decode_exit(&tk.call, (long)r->retval);
 	print_call(t, &tk, r->type == UTRACE_REC_SYSCALL_EXIT, r->dur_ns); /* exit: " = ?" */
@@ -1464,6 +1504,15 @@ static int on_kernel_exit(struct utrace_engine *e, struct utrace_thread *th, int
 		return UTRACE_RESUME;
 	if (kernel_up)
 		utrace_uprobes__poll(kernel_up, on_kernel_record, t, 0);
+	if (t->chrome) {
+		if (t->chrome->f)
+			chrome_thread_exit(t->chrome, tid, now_mono_ns());
+		return UTRACE_RESUME;
+	}
+	if (t->out.format == CLI_FMT_JSON) {
+		output_json_exit(&t->out, now_realtime_ns(), pid, tid, status);
+		return UTRACE_RESUME;
+	}
 	output_prefix(&t->out, t->opts->timestamps ? now_realtime_ns() : 0, tid, show_pid(t));
 	if (WIFSIGNALED(status))
 		fprintf(t->out.f, "+++ killed by %s%s +++\n",
@@ -1483,13 +1532,14 @@ static int on_kernel_exit(struct utrace_engine *e, struct utrace_thread *th, int
  * ever stops for a syscall; the session sees only the exec, the forks it
  * follows and the exits. The table is the ptrace path's (print_summary()),
  * for the numbers in -s SET; times are wall clock from entry to return.
- * Event lines need the decoders to read the tracee at a stop: not yet.
- * Return: the exit status.
+ * Event lines (text, JSON, chrome): on_kernel_record(), from the records
+ * and the memory BPF copied with them. Return: the exit status.
  */
 static int kernel_summary(struct tracer *t, bool launched)
 {
 	struct cli_opts *o = t->opts;
-	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_KERNEL);
+	UTRACE_OPTS(utrace_uprobes_opts, uo, .backend = UTRACE_BACKEND_KERNEL,
+		    .sc_str_max = o->strsize > 0 ? (unsigned int)o->strsize : 1);
 	struct utrace_session_opts sopts = { .sz = sizeof(sopts), .follow_forks = o->follow_forks };
 	struct utrace_launch_opts lopts = { .sz = sizeof(lopts), .kill_if_tracer_dies = true };
 	struct sigaction sa = { .sa_handler = on_interrupt };
@@ -1500,11 +1550,8 @@ static int kernel_summary(struct tracer *t, bool launched)
 	int ret = EXIT_TRACE, err = 0, i, r;
 	long nr;
 
-	if (t->events && (o->format != CLI_FMT_TEXT || t->per_thread)) {
-		cli_error("-s with -b kernel writes text lines only yet (use -b ptrace for %s)",
-			  t->per_thread		      ? "-ff" :
-			  o->format == CLI_FMT_CHROME ? "--format chrome" :
-							"--format json");
+	if (t->events && t->per_thread) {
+		cli_error("-ff with -b kernel -s is not supported yet (use -b ptrace)");
 		return EXIT_TRACE;
 	}
 	if (t->events)
@@ -1522,6 +1569,10 @@ static int kernel_summary(struct tracer *t, bool launched)
 	if (!t->s) {
 		cli_lib_error("cannot create a tracing session", -errno);
 		return EXIT_TRACE;
+	}
+	if (o->format == CLI_FMT_CHROME && t->events) {
+		chrome_open(&t->own_chrome, t->out.f);
+		t->chrome = &t->own_chrome;
 	}
 	the_tracer = t;
 	up = utrace_uprobes__new(t->s, &uo);
@@ -1623,6 +1674,8 @@ static int kernel_summary(struct tracer *t, bool launched)
 		if (err && err != -ESRCH)
 			cli_lib_error("detach failed", err);
 	}
+	if (t->chrome)
+		chrome_close(t->chrome); /* complete before the -c table */
 	if (o->summary)
 		print_summary(t);
 	output_flush(&t->out);
@@ -1645,6 +1698,10 @@ out:
 	utrace_session__close(t->s);
 	t->s = NULL;
 	the_tracer = NULL;
+	if (t->chrome) {
+		chrome_close(t->chrome);
+		t->chrome = NULL;
+	}
 	output_close(&t->out);
 	return ret;
 }

@@ -85,6 +85,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "uprobe-abi.h"
+#include "uprobe-sc.h"
 #include "uprobe.skel.h"
 #include "uprobes.h"
 
@@ -167,6 +168,19 @@ struct kernel_up {
 	bool sc_on;
 	bool in_pidns; /* the tracer's pids are not the kernel's */
 	struct uk_sc_counts *sc_percpu; /* [ncpu] */
+	/* the regions copied at a syscall's entry (UK_REC_SC_MEM), by tid, until its return */
+	struct sc_pending *sc_pend[64];
+};
+
+/* what a thread's syscall entry copied (on_sample()), kept for its return's record */
+struct sc_pending {
+	struct sc_pending *next;
+	uint32_t tid;
+	uint64_t ts_ns;
+	int64_t nr;
+	unsigned int n;
+	struct utrace_mem mem[UK_SC_NCAP];
+	char data[UK_SC_NCAP][UK_SC_CAP_MAX];
 };
 
 /* libbpf's messages go to the library's log callback, never to stderr. */
@@ -275,6 +289,34 @@ static char *str_dup(const char *s, size_t len)
 }
 
 /*
+ * The regions after a syscall record's header (bpf/uprobe-abi.h), copied
+ * into @bytes and described in @mem. Return: how many.
+ */
+static unsigned int sc_regions(const void *data, size_t size, struct utrace_mem *mem,
+			       char (*bytes)[UK_SC_CAP_MAX])
+{
+	const struct uk_sc_rec *h = data;
+	size_t off = sizeof(*h), hdr = offsetof(struct uk_sc_mem, data);
+	unsigned int i, n = 0;
+
+	for (i = 0; i < h->nmem && i < UK_SC_NCAP; i++, off += sizeof(struct uk_sc_mem)) {
+		const struct uk_sc_mem *m = (const void *)((const char *)data + off);
+
+		if (off + hdr > size || m->len > UK_SC_CAP_MAX || off + hdr + m->len > size)
+			break;
+		memcpy(bytes[n], m->data, m->len);
+		mem[n].addr = m->addr;
+		mem[n].len = m->len;
+		mem[n].arg = m->arg;
+		mem[n].flags = (m->flags & UK_SC_MEM_EXIT ? UTRACE_MEM_EXIT : 0) |
+			       (m->flags & UK_SC_MEM_TRUNC ? UTRACE_MEM_TRUNC : 0);
+		mem[n].data = bytes[n];
+		n++;
+	}
+	return n;
+}
+
+/*
  * One ring buffer sample (ring_buffer__consume(), tracing thread) to a
  * struct utrace_record in the registry's queue. The stack is kept behind
  * the queue entry, in the same allocation.
@@ -288,11 +330,52 @@ static int on_sample(void *ctx, void *data, size_t size)
 	struct kinst *in;
 	unsigned int i, slot = 0, nst;
 
+	if (size >= sizeof(struct uk_sc_rec) && h->type == UK_REC_SC_MEM) {
+		const struct uk_sc_rec *sr = data;
+		struct sc_pending **pp = &k->sc_pend[sr->tid % ARRAY_SIZE(k->sc_pend)], *p;
+
+		for (; (p = *pp); pp = &p->next) /* an older one: its return never came */
+			if (p->tid == sr->tid)
+				break;
+		if (!p) {
+			p = malloc(sizeof(*p));
+			if (!p)
+				return 0;
+			p->next = NULL;
+			*pp = p;
+		}
+		p->tid = sr->tid;
+		p->ts_ns = sr->ts_ns;
+		p->nr = sr->nr;
+		p->n = sc_regions(data, size, p->mem, p->data);
+		return 0;
+	}
 	if (size >= sizeof(struct uk_sc_rec) && h->type == UK_REC_SC) {
 		const struct uk_sc_rec *sr = data;
 		struct utrace_record r = { .sz = sizeof(r),
 					   .type = sr->dur_ns == ~0ULL ? UTRACE_REC_SYSCALL_ENTER :
 									 UTRACE_REC_SYSCALL_EXIT };
+		struct sc_pending **pp = &k->sc_pend[sr->tid % ARRAY_SIZE(k->sc_pend)], *p;
+		struct utrace_mem mem[2 * UK_SC_NCAP];
+		char bytes[UK_SC_NCAP][UK_SC_CAP_MAX];
+		unsigned int n = 0;
+
+		for (; (p = *pp); pp = &p->next)
+			if (p->tid == sr->tid)
+				break;
+		if (p) {
+			*pp = p->next;
+			if (p->ts_ns == sr->ts_ns && p->nr == sr->nr) { /* this call's entry */
+				memcpy(mem, p->mem, p->n * sizeof(mem[0]));
+				n = p->n;
+			} else {
+				free(p);
+				p = NULL;
+			}
+		}
+		n += sc_regions(data, size, mem + n, bytes);
+		r.nr_mem = n;
+		r.mem = n ? mem : NULL;
 
 		r.pid = (pid_t)sr->tgid;
 		r.tid = (pid_t)sr->tid;
@@ -302,7 +385,8 @@ static int on_sample(void *ctx, void *data, size_t size)
 		memcpy(r.args, sr->args, sizeof(r.args));
 		r.retval = (uint64_t)sr->ret;
 		r.dur_ns = sr->dur_ns == ~0ULL ? 0 : sr->dur_ns;
-		uprobes_queue_record(k->up, &r);
+		uprobes_queue_record(k->up, &r); /* (copies the regions) */
+		free(p);
 		return 0;
 	}
 	if (size < sizeof(*h) || h->inst >= UK_MAX_INST || !(in = k->inst[h->inst]) || !in->p)
@@ -738,6 +822,14 @@ static void kernel_fini(struct utrace_uprobes *up)
 			inst_free(k, k->inst[i]);
 	for (i = 0; i < ARRAY_SIZE(k->sc_links); i++)
 		bpf_link__destroy(k->sc_links[i]);
+	for (i = 0; i < ARRAY_SIZE(k->sc_pend); i++) {
+		struct sc_pending *p;
+
+		while ((p = k->sc_pend[i])) {
+			k->sc_pend[i] = p->next;
+			free(p);
+		}
+	}
 	free(k->sc_percpu);
 	ring_buffer__free(k->rb);
 	uprobe_bpf__destroy(k->skel);
@@ -1047,6 +1139,18 @@ static int sc_attach(struct kernel_up *k)
 	k->sc_percpu = calloc((size_t)k->ncpu, sizeof(*k->sc_percpu));
 	if (!k->sc_percpu)
 		return -ENOMEM;
+	/* what the records copy of each syscall's memory: read by the programs from their start */
+	for (i = 0; i < UK_SC_MAX; i++) {
+		if (!uk_sc_table[i].cap[0].how)
+			continue;
+		err = bpf_map__update_elem(k->skel->maps.sc_caps, &i, sizeof(i), &uk_sc_table[i],
+					   sizeof(uk_sc_table[i]), BPF_ANY);
+		if (err) {
+			free(k->sc_percpu);
+			k->sc_percpu = NULL;
+			return err;
+		}
+	}
 	for (i = 0; i < ARRAY_SIZE(progs); i++) {
 		k->sc_links[i] = bpf_program__attach(progs[i]);
 		if (!k->sc_links[i]) {
@@ -1126,7 +1230,14 @@ static int kernel_count_syscalls(struct utrace_uprobes *up, pid_t pid, unsigned 
 		return -EOPNOTSUPP;
 	}
 	if (flags & UTRACE_SC_RECORD) {
-		uint32_t cur = 0;
+		uint32_t cur = 0, key = 3, str_max = up->sc_str_max ? up->sc_str_max : 32;
+
+		if (str_max > UK_SC_CAP_MAX - 1)
+			str_max = UK_SC_CAP_MAX - 1;
+		err = bpf_map__update_elem(k->skel->maps.sc_conf, &key, sizeof(key), &str_max,
+					   sizeof(str_max), BPF_ANY);
+		if (err)
+			return err;
 
 		bpf_map__lookup_elem(k->skel->maps.sc_conf, &zero, sizeof(zero), &cur, sizeof(cur),
 				     0);

@@ -678,6 +678,7 @@ void uprobes_rec_free(struct uprobes_rec *q)
 	free(q->name);
 	free(q->symbol);
 	free(q->object);
+	free(q->mem);
 	free(q);
 }
 

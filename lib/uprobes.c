@@ -1246,6 +1246,28 @@ void uprobes_queue_record(struct utrace_uprobes *up, const struct utrace_record 
 	q->r.nr_stack = r->stack ? MIN(r->nr_stack, (unsigned int)UTRACE_REC_MAX_STACK) : 0;
 	memcpy(q->stack, r->stack ? r->stack : q->stack, q->r.nr_stack * sizeof(*q->stack));
 	q->r.stack = q->r.nr_stack ? q->stack : NULL;
+	q->r.nr_mem = 0;
+	q->r.mem = NULL;
+	if (r->sz > offsetof(struct utrace_record, mem) && r->nr_mem && r->mem) {
+		size_t need = r->nr_mem * sizeof(struct utrace_mem), off;
+		struct utrace_mem *m;
+
+		for (i = 0; i < r->nr_mem; i++)
+			need += r->mem[i].len;
+		q->mem = malloc(need);
+		if (q->mem) {
+			m = q->mem;
+			off = r->nr_mem * sizeof(*m);
+			for (i = 0; i < r->nr_mem; i++) {
+				m[i] = r->mem[i];
+				m[i].data = (char *)q->mem + off;
+				memcpy((char *)q->mem + off, r->mem[i].data, r->mem[i].len);
+				off += r->mem[i].len;
+			}
+			q->r.nr_mem = r->nr_mem;
+			q->r.mem = m;
+		}
+	}
 	uprobes_rec_queue(up, q);
 }
 
@@ -1493,6 +1515,9 @@ struct utrace_uprobes *utrace_uprobes__new(struct utrace_session *s,
 	up->agent_untraced = opts &&
 			     opts->sz > offsetof(struct utrace_uprobes_opts, agent_untraced) &&
 			     opts->agent_untraced;
+	up->sc_str_max = opts && opts->sz > offsetof(struct utrace_uprobes_opts, sc_str_max) ?
+				 opts->sc_str_max :
+				 0;
 	up->probes_tail = &up->probes;
 	up->deferred_tail = &up->deferred;
 	up->rq_tail = &up->rq;

@@ -117,6 +117,7 @@ struct uprobes_rec {
 	char *name, *symbol, *object; /* behind r.name ...: the point may be gone when polled */
 	uint64_t stack[UTRACE_REC_MAX_STACK]; /* behind r.stack */
 	char comm[16]; /* behind r.comm, when the backend knows it */
+	void *mem; /* behind r.mem: the regions, then their bytes (one allocation) */
 };
 
 /*
@@ -222,6 +223,7 @@ struct utrace_uprobes {
 	unsigned int max_depth;
 	const char *agent_path; /* utrace_uprobes_opts.agent_path, during init */
 	bool agent_untraced; /* utrace_uprobes_opts.agent_untraced */
+	unsigned int sc_str_max; /* utrace_uprobes_opts.sc_str_max (0: 32) */
 	char attach_why[640]; /* why the last utrace_uprobes__attach() failed */
 	unsigned int flags; /* utrace_uprobes_opts.flags */
 	struct utrace_probe *probes, **probes_tail;

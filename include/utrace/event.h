@@ -47,6 +47,24 @@ enum utrace_record_type {
 /* utrace_record.flags */
 #define UTRACE_REC_F_INJECTED (1U << 0) /* RETURN: made by ACT_INJECT, the body did not run */
 
+/* utrace_mem.flags */
+#define UTRACE_MEM_EXIT (1U << 0) /* copied at the syscall's return (else at its entry) */
+#define UTRACE_MEM_TRUNC (1U << 1) /* a string longer than what was copied: no NUL in @data */
+
+/**
+ * struct utrace_mem - a region of the process's memory copied with a
+ * SYSCALL_* record (the kernel backend's UTRACE_SC_RECORD): @len bytes at
+ * @addr (the value of argument @arg), as they were at the syscall's entry
+ * or, with UTRACE_MEM_EXIT, at its return.
+ */
+struct utrace_mem {
+	uint64_t addr;
+	size_t len;
+	unsigned int flags;
+	unsigned int arg;
+	const void *data;
+};
+
 /* maximum user stack frames carried by one event */
 #define UTRACE_REC_MAX_STACK 32
 
@@ -81,6 +99,9 @@ enum utrace_record_type {
  *	id) and the index of the emitting probe in its table; @nargs and
  *	@args are the values emitted, @probe the probe registered on that
  *	table entry (read at @sz)
+ * @nr_mem, @mem: SYSCALL_*: the regions of memory copied with it (read at
+ *	@sz), for a decoder to read instead of the process's memory: the
+ *	kernel backend's strings, buffers and out-structs (bpf/uprobe-sc.h)
  */
 struct utrace_record {
 	size_t sz;
@@ -116,6 +137,8 @@ struct utrace_record {
 	const char *comm;
 	int module;
 	unsigned int module_probe;
+	unsigned int nr_mem;
+	const struct utrace_mem *mem;
 };
 
 /**

@@ -133,6 +133,13 @@ struct utrace_uprobes_opts {
 	bool agent_untraced;
 	unsigned int flags;
 	const char *all_exec;
+	/*
+	 * Kernel backend, UTRACE_SC_RECORD: the bytes of a buffer copied with
+	 * a syscall's record (write's data, read's), as strace's -s (0: 32;
+	 * at most 511). Strings (paths) are copied up to 511 bytes whatever it
+	 * is; structs whole.
+	 */
+	unsigned int sc_str_max;
 	size_t : 0;
 };
 /*
@@ -736,8 +743,11 @@ enum utrace_syscalls_flags {
 	 * a UTRACE_REC_SYSCALL_EXIT record at each return too, through
 	 * utrace_uprobes__poll(): @sysno, the six @args (@nargs 6), @retval,
 	 * @ts_ns of the entry, @dur_ns (exit and exit_group, which never
-	 * return: a UTRACE_REC_SYSCALL_ENTER at their entry). Numbers only:
-	 * nothing of the process's memory is copied (strings, structs) yet
+	 * return: a UTRACE_REC_SYSCALL_ENTER at their entry), and the memory
+	 * the decoders read (@nr_mem, @mem): the paths and strings at the
+	 * entry, the buffers written (at most sc_str_max bytes) at the entry,
+	 * the buffers read and the small structs written at the return
+	 * (bpf/uprobe-sc.h says which for which syscall)
 	 */
 	UTRACE_SC_RECORD = 1U << 2,
 };
