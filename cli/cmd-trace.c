@@ -2820,9 +2820,13 @@ all_done:
 		 */
 		int st;
 
-		ret = 0;
-		if (waitpid(t->main_pid, &st, 0) == t->main_pid)
-			ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+		/* it may have ended during the detach, and the session reaped it then */
+		ret = utrace_session__exit_status(t->s);
+		if (ret < 0) {
+			ret = 0;
+			if (waitpid(t->main_pid, &st, 0) == t->main_pid)
+				ret = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+		}
 	} else {
 		/* attach mode: a clean detach, unless the agent failed a process */
 		ret = t->agent_failed ? EXIT_TRACE : 0;

@@ -2454,9 +2454,27 @@ err_kill:
 
 int utrace_session__exit_status(const struct utrace_session *s)
 {
+	int i;
+
 	if (!s || !s->launched_pid)
 		return -ECHILD;
-	return s->launch_reaped ? s->launch_status : -EAGAIN;
+	if (s->launch_reaped)
+		return s->launch_status;
+	/*
+	 * Reaped under session_pump_hold() (an agent's command was waiting)
+	 * and not handled yet: the run that would have handled it may never
+	 * come (-d ended it). The status is known all the same.
+	 */
+	for (i = 0; i < s->nr_held; i++)
+		if (s->held[i].tid == s->launched_pid) {
+			int st = s->held[i].status;
+
+			if (WIFEXITED(st))
+				return WEXITSTATUS(st);
+			if (WIFSIGNALED(st))
+				return 128 + WTERMSIG(st);
+		}
+	return -EAGAIN;
 }
 
 void utrace_session__close(struct utrace_session *s)
