@@ -203,6 +203,26 @@ static struct utrace_probe *site_lookup(uint64_t addr)
 }
 
 /*
+ * site_known - was @addr ever a site of this agent (any session)? The
+ * table keeps every address (site_insert() never removes one), while
+ * site_lookup() answers only for the ids of the current session.
+ */
+static bool site_known(uint64_t addr)
+{
+	uint32_t h = hash_addr(addr), i;
+
+	for (i = 0; i < SITE_HASH; i++, h = (h + 1) % SITE_HASH) {
+		uint64_t a = __atomic_load_n(&site_hash[h].addr, __ATOMIC_ACQUIRE);
+
+		if (a == addr)
+			return true;
+		if (!a)
+			return false;
+	}
+	return false;
+}
+
+/*
  * A system call without libc: the transaction's own pwrite() and
  * membarrier() would otherwise trap in every libc wrapper it has just
  * probed (int3 until the upgrade), thousands of times for a glob of libc.
@@ -313,6 +333,23 @@ int patch_trap_handler(int sig, siginfo_t *info, void *ucv)
 		 * A late trap at a site of an earlier session, whose id now
 		 * names another site: its bytes are restored, run them again.
 		 */
+		g[REG_RIP] = (greg_t)site;
+		return 1;
+	}
+	if ((!p || !p->slot || p->addr != site) &&
+	    (info->si_code == SI_KERNEL || info->si_code == TRAP_BRKPT) &&
+	    *(volatile uint8_t *)site != 0xcc && site_known(site)) {
+		/*
+		 * A late trap of an earlier session's site whose id means
+		 * nothing now (the next session reset the probes): its int3
+		 * ran, then the thread waited, in a ptrace stop of that
+		 * session (signal-delivery-stop) or starved of CPU, while that
+		 * session ended and the next one began. Its bytes are
+		 * restored: run them again. Chained, it killed the program
+		 * (test-backends attach_detach_cycles, 1 run in 3 under load).
+		 */
+		if (agent_hdr && agent_active)
+			__atomic_fetch_add(&agent_hdr->late_traps, 1, __ATOMIC_RELAXED);
 		g[REG_RIP] = (greg_t)site;
 		return 1;
 	}

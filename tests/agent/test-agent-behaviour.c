@@ -83,8 +83,7 @@
  * coroutine_stack_switch_survives      test-backends.c
  *                                      coroutine_stack_switch_survives
  * attach_detach_cycles                 test-backends.c attach_detach_cycles
- *                                      (the API: ptrace and kernel; the
- *                                      agent's turn: a bug, noted there);
+ *                                      (the API, every backend);
  *                                      here: attach_detach_cycles (utrace
  *                                      -p, 5 sessions on one process: the
  *                                      dormant agent is reused) +
