@@ -240,6 +240,7 @@ struct utrace_task *guard_enter(void);
 void guard_leave(struct utrace_task *t);
 void guard_cloak_self(void);
 bool guard_busy(void);
+bool guard_making_task(void);
 int guard_hold(void);
 void guard_unhold(int was);
 uint32_t guard_gettid(void);

@@ -9,6 +9,7 @@
  */
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "agent-internal.h"
 
@@ -23,9 +24,15 @@
  */
 void *utrace_alloc(size_t size)
 {
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/*
+	 * Raw: libc's mmap() (and errno's __errno_location) may be probed,
+	 * and a thread's first hit allocates here (guard.c task_new(), where
+	 * a hit is the program's signal handler's, never ours)
+	 */
+	long p = raw_syscall6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	return p == MAP_FAILED ? NULL : p;
+	return p < 0 && p > -4096 ? NULL : (void *)p;
 }
 
 void utrace_memcpy(void *dst, const void *src, size_t n)

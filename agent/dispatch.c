@@ -50,6 +50,13 @@ static void nested_hit(struct utrace_probe *p)
 	struct utrace_task *t = utrace_tls_task;
 
 	__atomic_fetch_add(&p->abi->nested, 1, __ATOMIC_RELAXED);
+	if (!t && guard_making_task()) {
+		/* the thread's first hit is making its task: no slot yet */
+		__atomic_fetch_add(&p->abi->nested_calls, 1, __ATOMIC_RELAXED);
+		if (p->flags & UTRACE_PF_COUNT)
+			__atomic_fetch_add(&p->abi->hits_shared, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (!t || t->guard != GUARD_HIT || t->gen != __atomic_load_n(&agent_gen, __ATOMIC_RELAXED))
 		return;
 	__atomic_fetch_add(&p->abi->nested_calls, 1, __ATOMIC_RELAXED); /* said at the end */

@@ -46,6 +46,13 @@ static bool have_exit_key;
  * and claims a slot before the guard exists. Seen by guard_busy().
  */
 static __thread int task_creating __attribute__((tls_model("initial-exec")));
+/*
+ * task_creating counts the task_new()s of the thread in its low 16 bits
+ * and its guard_hold()s from CREATING_HOLD up: a hit while only task_new()
+ * runs is the program's (task_new() calls no libc function before the task
+ * is the thread's; guard_making_task()), under a hold it is the agent's.
+ */
+#define CREATING_HOLD 0x10000
 
 /*
  * Thread exit (pthread key destructor). Only a slot of the running session
@@ -253,7 +260,7 @@ int guard_hold(void)
 	struct utrace_task *t = utrace_tls_task;
 	int was = t ? t->guard : 0;
 
-	task_creating++; /* a thread without a task: guard_enter() makes none */
+	task_creating += CREATING_HOLD; /* a thread without a task: guard_enter() makes none */
 	if (t && t->state != UTRACE_TASK_CLOAKED)
 		t->guard = GUARD_OWN; /* a thread with one: the thunk's fast path sees it too */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -268,7 +275,17 @@ void guard_unhold(int was)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (t && t->state != UTRACE_TASK_CLOAKED)
 		t->guard = was;
-	task_creating--;
+	task_creating -= CREATING_HOLD;
+}
+
+/**
+ * guard_making_task - the calling thread is inside its first hit's
+ * task_new(), outside any hold: a hit now came from a signal handler of
+ * the program (dispatch.c nested_hit() counts it).
+ */
+bool guard_making_task(void)
+{
+	return (task_creating & (CREATING_HOLD - 1)) && task_creating < CREATING_HOLD;
 }
 
 /**
