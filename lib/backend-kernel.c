@@ -64,6 +64,7 @@
  *    filter is the parent's) until its exec.
  * Privilege: CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN, root).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdarg.h>
@@ -170,6 +171,10 @@ struct kernel_up {
 	struct uk_sc_counts *sc_percpu; /* [ncpu] */
 	/* the regions copied at a syscall's entry (UK_REC_SC_MEM), by tid, until its return */
 	struct sc_pending *sc_pend[64];
+	/* system-wide: processes with utrace's agent loaded (agent_jmp_at()), and when seen */
+	pid_t agent_pids[64];
+	int nr_agent_pids;
+	uint64_t agent_scan_ms;
 };
 
 /* what a thread's syscall entry copied (on_sample()), kept for its return's record */
@@ -1071,8 +1076,110 @@ static void kernel_armed_all(struct uprobes_proc *pp)
 }
 
 /* ->arm: the point's place in the file; its links come with its probes (->point_update). */
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The processes that have utrace's agent mapped now (at most 64), for 200 ms. */
+static void agent_scan(struct kernel_up *k)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (k->agent_scan_ms && mono_ms() - k->agent_scan_ms < 200)
+		return;
+	k->agent_scan_ms = mono_ms();
+	k->nr_agent_pids = 0;
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((e = readdir(d)) && k->nr_agent_pids < (int)ARRAY_SIZE(k->agent_pids)) {
+		char path[64], line[4096];
+		long pid = strtol(e->d_name, NULL, 10);
+		FILE *f;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (strstr(line, "/libutrace-agent")) {
+				k->agent_pids[k->nr_agent_pids++] = (pid_t)pid;
+				break;
+			}
+		fclose(f);
+	}
+	closedir(d);
+}
+
+/* @pid's address of @object's file offset @off in an executable mapping, or 0. */
+static uint64_t file_vaddr(pid_t pid, const char *object, uint64_t off)
+{
+	char path[64], line[4096];
+	uint64_t addr = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!addr && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, moff;
+		char perm[8];
+		int n = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perm, &moff, &n) < 4 ||
+		    !n || perm[2] != 'x')
+			continue;
+		line[strcspn(line, "\n")] = 0;
+		if (strcmp(line + n, object) || off < moff || off - moff >= hi - lo)
+			continue;
+		addr = lo + (off - moff);
+	}
+	fclose(f);
+	return addr;
+}
+
+/*
+ * agent_jmp_at - a process this uprobe would reach where utrace's agent
+ * has patched @pt with a jmp (another session: -b agent, or a library
+ * user), or 0. The kernel would write its int3 over the jmp's first byte,
+ * run the file's first instruction out of line and resume inside the jmp:
+ * the process dies at its next call (the agent gives such a site back
+ * when it sees it, but a hot function is called first). Per process: its
+ * own bytes; system-wide: every process with the agent mapped.
+ */
+static pid_t agent_jmp_at(struct uprobes_proc *pp, struct probe_point *pt, uint64_t file_off)
+{
+	struct kernel_up *k = pp->up->priv;
+	uint8_t b;
+	int i;
+
+	if (pt->orig[0] == 0xe9)
+		return 0; /* the file's own jmp */
+	if (pp->pid)
+		return utrace_mem__read(pp->pid, pt->addr, &b, 1) == 1 && b == 0xe9 ? pp->pid : 0;
+	if (!k || !pt->object)
+		return 0;
+	agent_scan(k);
+	for (i = 0; i < k->nr_agent_pids; i++) {
+		uint64_t va = file_vaddr(k->agent_pids[i], pt->object, file_off);
+
+		if (va && utrace_mem__read(k->agent_pids[i], va, &b, 1) == 1 && b == 0xe9)
+			return k->agent_pids[i];
+	}
+	return 0;
+}
+
 static int kernel_arm(struct uprobes_proc *pp, struct probe_point *pt)
 {
+	pid_t agent;
 	struct kpoint *kp = pt->priv;
 	int err;
 
@@ -1092,6 +1199,14 @@ static int kernel_arm(struct uprobes_proc *pp, struct probe_point *pt)
 	err = point_file_offset(pp, pt, &kp->file_off);
 	if (err)
 		return err == -ENOENT ? -EFAULT : err;
+	agent = agent_jmp_at(pp, pt, kp->file_off);
+	if (agent) {
+		snprintf(pp->up->arm_why, sizeof(pp->up->arm_why),
+			 "utrace's agent has patched it with a jmp in process %d: no kernel uprobe "
+			 "there (it would kill that process at its next call)",
+			 (int)agent);
+		return -UTRACE_ERRNO__PROBE_BUSY;
+	}
 	pt->armed = true;
 	return kernel_point_update(pp, pt);
 }

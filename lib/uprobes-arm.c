@@ -171,8 +171,11 @@ int uprobes_point_get(struct uprobes_proc *pp, const struct utrace_match *m, boo
 	}
 	pt->insn_len = (uint8_t)len;
 	point_set_info(pt, pp->img, m);
+	pp->up->arm_why[0] = 0;
 	err = pp->up->ops->arm(pp, pt);
 	if (err) {
+		if (pp->up->arm_why[0])
+			snprintf(why, whylen, "%s", pp->up->arm_why);
 		uprobes_point_free(pt);
 		return err;
 	}

@@ -225,6 +225,7 @@ struct utrace_uprobes {
 	bool agent_untraced; /* utrace_uprobes_opts.agent_untraced */
 	unsigned int sc_str_max; /* utrace_uprobes_opts.sc_str_max (0: 32) */
 	char attach_why[640]; /* why the last utrace_uprobes__attach() failed */
+	char arm_why[256]; /* ->arm's reason for its last refusal (said with the refusal) */
 	unsigned int flags; /* utrace_uprobes_opts.flags */
 	struct utrace_probe *probes, **probes_tail;
 	uint64_t next_seq;

@@ -481,3 +481,87 @@ TEST_TIMEOUT(agent_after_kernel_uprobe, 120)
 {
 	both_orders(false);
 }
+
+/*
+ * utrace's own kernel backend and the agent (issue 12, coexistence): with
+ * utrace -b agent attached, `utrace -b kernel -a -c -f s-kuprobe:kup_*`
+ * places no uprobe on kup_short (the agent's jmp on its first byte: the
+ * kernel's int3 there would kill the process at its next call) and says so
+ * in one line naming the process; kup_push and kup_mov (kept first
+ * instructions, the jmp after them) are probed and counted. The target
+ * computes right throughout and the agent keeps its three probes.
+ */
+TEST_TIMEOUT(kernel_backend_refuses_agent_jmp, 120)
+{
+	char pidarg[16], spec[4200], line[256], cmd[64], want[128], *ut, *kt;
+	char utfile[] = "/tmp/utrace-kup-ut-XXXXXX", ktfile[] = "/tmp/utrace-kup-kt-XXXXXX";
+	const char *targv[] = { kup(), "serve", NULL };
+	const char *uargv[] = { utrace(), "-b",	     "agent",	  "-c",	  "-v",
+				"-v",	  "-f",	     "kup_short", "-f",	  "kup_push",
+				"-f",	  "kup_mov", "-p",	  pidarg, NULL };
+	const char *kargv[] = { utrace(), "-b", "kernel", "-a", "-c", "-f", spec, NULL };
+	long each = KUP_THREADS * KUP_CALLS;
+	int pin[2], pout[2], st, fd;
+	pid_t t, u, k;
+	ssize_t got;
+
+	if (geteuid())
+		SKIP("the kernel backend needs root here");
+	CHECK((fd = mkstemp(utfile)) >= 0);
+	close(fd);
+	CHECK((fd = mkstemp(ktfile)) >= 0);
+	close(fd);
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	t = spawn(targv, pin[0], pout[1], NULL);
+	close(pin[0]);
+	close(pout[1]);
+	got = read(pout[0], line, sizeof(line) - 1);
+	CHECK(got > 4 && !strncmp(line, "pid=", 4));
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)t);
+	snprintf(spec, sizeof(spec), "%s:kup_*", kup());
+	snprintf(cmd, sizeof(cmd), "run %d %d\n", KUP_THREADS, KUP_CALLS);
+
+	u = spawn(uargv, -1, -1, utfile);
+	CHECK_MSG(wait_for(utfile, "kup_mov armed (jmp)", 30), "utrace did not arm");
+	k = spawn(kargv, -1, -1, ktfile);
+	if (!wait_for(ktfile, "kup_short", 30)) {
+		kt = slurp(ktfile);
+		note_lines(kt);
+		free(kt);
+		kill(k, SIGKILL);
+		waitpid(k, NULL, 0);
+		kill(u, SIGINT);
+		waitpid(u, NULL, 0);
+		close(pin[1]);
+		waitpid(t, NULL, 0);
+		SKIP("the kernel backend could not start");
+	}
+	msleep(300); /* the other points' links */
+	ask(pin[1], pout[0], cmd, line, sizeof(line));
+	CHECK_MSG(!strcmp(line, "done ok\n"), "target said '%s' under both", line);
+	kill(k, SIGINT);
+	CHECK(waitpid(k, &st, 0) == k);
+	kill(u, SIGINT);
+	CHECK(waitpid(u, &st, 0) == u);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "utrace -b agent status 0x%x", st);
+	ut = slurp(utfile);
+	kt = slurp(ktfile);
+	note_lines(kt);
+	snprintf(want, sizeof(want), "utrace's agent has patched it with a jmp in process %d",
+		 (int)t);
+	CHECK_EQ(count(kt, want), 1);
+	CHECK_EQ(lines_naming(kt, "kup_short"), 1);
+	CHECK_EQ(row_calls(kt, "kup_push\n"), each);
+	CHECK_EQ(row_calls(kt, "kup_mov\n"), each);
+	CHECK_EQ(row_calls(ut, "kup_short\n"), each);
+	CHECK_EQ(row_calls(ut, "kup_push\n"), each);
+	CHECK(!strstr(ut, "kernel uprobe was placed"));
+	close(pin[1]);
+	CHECK(waitpid(t, &st, 0) == t);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status 0x%x", st);
+	close(pout[0]);
+	unlink(utfile);
+	unlink(ktfile);
+	free(ut);
+	free(kt);
+}
