@@ -4,8 +4,9 @@
  * program's (issue 10, item 5), and launch mode changes nothing the
  * program does: the malloc and free counts of real programs nobody here
  * wrote are the same with the agent, with the ptrace backend (which loads
- * nothing into the target) and with bpftrace (kernel uprobes: nothing in
- * the target either), on deterministic runs:
+ * nothing into the target), with utrace's kernel backend and with bpftrace
+ * (kernel uprobes: nothing in the target either; as root), on
+ * deterministic runs:
  *  - gawk summing 20,000 lines (682 / 279 here),
  *  - lua5.4 building 20,000 strings (20,316 / 20,372),
  *  - xz -T2 compressing utrace's binary (two threads; 229 / 79),
@@ -102,6 +103,13 @@ static void same_counts(const char *const *cmd, bool with_bpftrace)
 	CHECK(a.malloc > 0 && a.free > 0);
 	CHECK_EQ(a.malloc, p.malloc);
 	CHECK_EQ(a.free, p.free);
+	if (geteuid() == 0) {
+		/* utrace's own kernel backend: the same mechanism as bpftrace's */
+		struct mf k = utrace_counts("kernel", cmd);
+
+		CHECK_EQ(a.malloc, k.malloc);
+		CHECK_EQ(a.free, k.free);
+	}
 	if (!with_bpftrace)
 		return;
 	b = bpftrace_counts(cmd);
