@@ -172,6 +172,8 @@ static int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt
 	if (alive)
 		n = utrace_mem__write(points_pid(pp), pt->addr, pt->orig, 1);
 	pt->armed = false;
+	if (n == -ESRCH)
+		return 0; /* gone meanwhile (killed, or it ended): no code left to restore */
 	if (n != 1) {
 		pr_warn("process %d: cannot remove breakpoint at 0x%llx: %s\n", pp->pid,
 			(unsigned long long)pt->addr, strerror(n < 0 ? (int)-n : EFAULT));
