@@ -51,8 +51,9 @@
  *    watched by a BPF uprobe on _dl_debug_state that stops the thread with
  *    SIGURG (kernel_dl_watch(), kernel_signal()), so libraries are armed
  *    before their constructors run and dlopen()ed ones before their first
- *    call; no unwind guards either (the kernel's uretprobes handle
- *    unwinding themselves: returns unwound past are not reported);
+ *    call; no unwind guards either: the kernel's uretprobe trampoline has
+ *    no unwind info, and a C++ exception or a forced unwind through a
+ *    return-probed frame ends the process (said once, unwind_warn());
  *  - missed returns are not counted (the kernel drops them silently) and
  *    record depth is 0;
  *  - a followed fork child carries the parent's int3 copies until the
@@ -171,6 +172,9 @@ struct kernel_up {
 	struct uk_sc_counts *sc_percpu; /* [ncpu] */
 	/* the regions copied at a syscall's entry (UK_REC_SC_MEM), by tid, until its return */
 	struct sc_pending *sc_pend[64];
+	/* processes told that a C++ throw through a uretprobe ends them (unwind_warn()) */
+	pid_t unwind_warned[32];
+	int nr_unwind_warned;
 	/* system-wide: processes with utrace's agent loaded (agent_jmp_at()), and when seen */
 	pid_t agent_pids[64];
 	int nr_agent_pids;
@@ -652,6 +656,61 @@ static const struct utrace_point_opts *point_opts_of(const struct probe_point *p
 	return &own;
 }
 
+/*
+ * The kernel's uretprobe trampoline has no unwind info: a C++ exception, a
+ * pthread_exit() or a cancellation unwinding through a return-probed frame
+ * ends the process (std::terminate(), cleanup handlers skipped), as with
+ * bpftrace's uretprobes; the agent and ptrace backends guard the unwinder
+ * instead. Said once per process whose unwinder is loaded (libgcc_s, the
+ * C++ library), at its first return probe.
+ */
+static bool needs_unwinder(struct uprobes_proc *pp, struct probe_point *pt)
+{
+	struct utrace_elf *elf = pp->img ? utrace_image__elf(pp->img, pt->match.object) : NULL;
+	struct elf_dyninfo di;
+	bool yes = false;
+	size_t i;
+
+	if (!elf || elf_dyninfo_get(elf, &di))
+		return false;
+	for (i = 0; i < di.nr_needed && !yes; i++)
+		yes = strstr(di.needed[i], "libstdc++") || strstr(di.needed[i], "libgcc_s");
+	elf_dyninfo_clear(&di);
+	return yes;
+}
+
+static void unwind_warn(struct kernel_up *k, struct uprobes_proc *pp, struct probe_point *pt)
+{
+	char path[64], line[4096];
+	pid_t pid = pp->pid;
+	bool unwinder;
+	FILE *f;
+	int i;
+
+	if (pid <= 0)
+		return;
+	for (i = 0; i < k->nr_unwind_warned; i++)
+		if (k->unwind_warned[i] == pid)
+			return;
+	/* the probed object needs it (armed at exec: nothing else is mapped yet), or it is loaded */
+	unwinder = needs_unwinder(pp, pt);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = unwinder ? NULL : fopen(path, "re");
+	while (f && !unwinder && fgets(line, sizeof(line), f))
+		unwinder = strstr(line, "/libgcc_s.so") || strstr(line, "/libstdc++.so");
+	if (f)
+		fclose(f);
+	if (!unwinder)
+		return; /* (maybe later: said at a later probe) */
+	if (k->nr_unwind_warned < (int)ARRAY_SIZE(k->unwind_warned))
+		k->unwind_warned[k->nr_unwind_warned++] = pid;
+	pr_warn("process %d: a C++ exception, pthread_exit() or a cancellation through a "
+		"frame with a kernel return probe ends the process (the kernel's "
+		"uretprobe trampoline has no unwind info); -b agent and -b ptrace "
+		"guard the unwinder\n",
+		(int)pid);
+}
+
 static int inst_new(struct kernel_up *k, struct uprobes_proc *pp, struct probe_point *pt,
 		    struct utrace_probe *p, struct kinst **ret)
 {
@@ -693,6 +752,8 @@ static int inst_new(struct kernel_up *k, struct uprobes_proc *pp, struct probe_p
 	}
 	k->inst[id] = in;
 	in->want_ret = want_ret;
+	if (want_ret)
+		unwind_warn(k, pp, pt);
 	in->want_entry = uprobes_probe_has_entry(p);
 	if (k->multi) {
 		in->pending = true; /* its links come with the batch's (kernel_commit()) */
