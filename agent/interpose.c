@@ -74,6 +74,8 @@ typedef int (*dlclose_fn)(void *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
 static dlopen_fn real_dlopen_p;
 static signal_fn real_signal_p;
+typedef int (*cancel_fn)(pthread_t);
+static cancel_fn real_cancel_p;
 static dlclose_fn real_dlclose_p;
 /* resolved at the constructor: a vfork child must not take the loader's lock */
 static void *real_execve_p, *real_execvpe_p, *real_fexecve_p;
@@ -102,6 +104,8 @@ void interpose_init(void)
 		real_dlclose_p = (dlclose_fn)dlsym(RTLD_NEXT, "dlclose");
 	if (!real_signal_p)
 		real_signal_p = (signal_fn)dlsym(RTLD_NEXT, "signal");
+	if (!real_cancel_p)
+		real_cancel_p = (cancel_fn)dlsym(RTLD_NEXT, "pthread_cancel");
 	if (!real_execve_p)
 		real_execve_p = dlsym(RTLD_NEXT, "execve");
 	if (!real_execvpe_p)
@@ -214,8 +218,9 @@ AGENT_API int dlclose(void *handle)
  * glibc's pthread_exit (and cancellation) reach _Unwind_ForcedUnwind through
  * a pointer it dlsym()s from libgcc_s itself, past our interposer: put the
  * return addresses back on the way in. (A cancellation acted upon inside
- * libc cannot be caught here: return probes and pthread_cancel through
- * probed frames are not supported.)
+ * libc cannot be caught here: the host's guard probe on libgcc_s's
+ * _Unwind_ForcedUnwind catches it, which pthread_cancel() below makes
+ * possible.)
  */
 AGENT_API __attribute__((noreturn)) void pthread_exit(void *ret)
 {
@@ -226,6 +231,34 @@ AGENT_API __attribute__((noreturn)) void pthread_exit(void *ret)
 		real_pthread_exit_p(ret);
 	for (;;) /* no libc pthread_exit: cannot happen in a glibc process */
 		syscall(SYS_exit, 0);
+}
+
+/*
+ * pthread_cancel(): the cancelled thread unwinds through glibc's own
+ * pointer to libgcc_s's _Unwind_ForcedUnwind (past our interposer below),
+ * and glibc loads libgcc_s only then, too late for the host to guard it.
+ * Loaded here first, under the guard (its calls are the agent's), and the
+ * host told as for a dlopen(): it arms the guard probe (lib/backend-agent.c
+ * guard_unwinders()) before the cancellation is sent. Program thread.
+ */
+AGENT_API int pthread_cancel(pthread_t th)
+{
+	static volatile int loaded;
+
+	if (!real_cancel_p)
+		interpose_init();
+	if (!loaded && real_dlopen_p) {
+		int g = guard_hold();
+		void *h = real_dlopen_p("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+		if (!h)
+			h = real_dlopen_p("libgcc_s.so.1", RTLD_NOW);
+		guard_unhold(g);
+		loaded = 1;
+		if (h)
+			agent_image_changed(); /* a new object maybe: the host's turn */
+	}
+	return real_cancel_p ? real_cancel_p(th) : ESRCH;
 }
 
 #define URC_FATAL_PHASE1_ERROR 3

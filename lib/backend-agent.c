@@ -112,7 +112,7 @@ struct agent_proc {
 	uint32_t exec_seen; /* the agent's exec_seq handled */
 	uint64_t exec_since; /* when exec_wait began (follow_execs()) */
 	bool exec_waited; /* follow_execs() waited for this exec's agent once */
-	bool guarded; /* injected, with return probes: the unwinders guarded (guard_unwinders()) */
+	bool guarded; /* with return probes: the unwinders guarded (guard_unwinders()) */
 	pid_t fork_parent; /* a followed fork child (follow_forks()): its points are its parent's */
 	uint32_t forks_seen, forks_lost; /* the arena's fork announcements read */
 	uint64_t hello_site; /* runtime address of the hello int3 */
@@ -1207,7 +1207,9 @@ static int plan_point(struct uprobes_proc *pp, struct agent_proc *ap, struct pro
 }
 
 /*
- * Return probes with an injected agent. A C++ exception (or pthread_exit(),
+ * Return probes with an injected agent, or a preloaded one once libgcc_s is
+ * loaded (glibc's cancellation calls _Unwind_ForcedUnwind through a pointer
+ * of its own, past the interposers). A C++ exception (or pthread_exit(),
  * which unwinds) passing through a frame whose return address a return
  * probe hijacked makes the unwinder look up the trampoline, which has no
  * unwind info: std::terminate(), the process dies. A preloaded agent
@@ -1260,7 +1262,7 @@ static int guard_function(struct uprobes_proc *pp, struct agent_proc *ap,
 	return id < 0 ? id : 0;
 }
 
-static int guard_unwinders(struct uprobes_proc *pp, struct agent_proc *ap)
+static int guard_unwinders(struct uprobes_proc *pp, struct agent_proc *ap, bool *ret_forced)
 {
 	static const char *const specs[] = { "libgcc_s:_Unwind_RaiseException",
 					     "libgcc_s:_Unwind_ForcedUnwind", "libc:pthread_exit" };
@@ -1273,7 +1275,7 @@ static int guard_unwinders(struct uprobes_proc *pp, struct agent_proc *ap)
 		size_t nr = 0;
 		int err = -ENOENT;
 
-		if (s == 2 && forced)
+		if (s == 2 && (forced || !ap->attached))
 			break; /* pthread_exit goes through the guarded _Unwind_ForcedUnwind */
 		if (utrace_spec__parse(specs[s], &spec, NULL, 0))
 			continue;
@@ -1294,20 +1296,21 @@ static int guard_unwinders(struct uprobes_proc *pp, struct agent_proc *ap)
 			return err;
 		}
 	}
+	*ret_forced = forced;
 	return 0;
 }
 
 /*
- * An injected agent's points that hijack returns, planned in this round:
- * guarded first (guard_unwinders()), or refused if that cannot be done.
+ * An agent's points that hijack returns, planned in this round: guarded
+ * first (guard_unwinders()); injected, refused if that cannot be done.
  */
 static void guard_or_refuse(struct uprobes_proc *pp, struct agent_proc *ap)
 {
 	unsigned int i;
-	bool ret = false;
+	bool ret = false, forced = false;
 	int err;
 
-	if (!ap->attached || ap->guarded)
+	if (ap->guarded)
 		return;
 	for (i = 0; i < PROC_HASH && !ret; i++) {
 		struct probe_point *pt;
@@ -1320,11 +1323,19 @@ static void guard_or_refuse(struct uprobes_proc *pp, struct agent_proc *ap)
 	}
 	if (!ret)
 		return;
-	err = guard_unwinders(pp, ap);
+	err = guard_unwinders(pp, ap, &forced);
 	if (!err) {
-		ap->guarded = true;
+		/*
+		 * Launched, the agent's interposers catch the program's throws
+		 * and pthread_exit(); glibc's cancellation goes through its own
+		 * pointer to libgcc_s's _Unwind_ForcedUnwind (once libgcc_s is
+		 * loaded: a later image change tries again) and needs the guard.
+		 */
+		ap->guarded = ap->attached || forced;
 		return;
 	}
+	if (!ap->attached)
+		return; /* the interposers still guard the program's own unwinds */
 	for (i = 0; i < PROC_HASH; i++) {
 		struct probe_point *pt;
 
@@ -1796,6 +1807,26 @@ static bool maps_changed(struct agent_proc *ap)
 	return true;
 }
 
+/* Return probes not guarded yet: a library just loaded may be libgcc_s (guard_or_refuse()). */
+static bool guard_wanted(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	unsigned int i;
+
+	if (ap->guarded)
+		return false;
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+
+			if (apt && apt->id >= 0 && apt->want && (apt->flags & UTRACE_PF_RETPROBE))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void check_images(struct uprobes_proc *pp, struct agent_proc *ap)
 {
 	uint32_t seq = __atomic_load_n(&ap->h.hdr->dl_seq, __ATOMIC_ACQUIRE);
@@ -1803,6 +1834,8 @@ static void check_images(struct uprobes_proc *pp, struct agent_proc *ap)
 	if (!ap->hello) {
 		if (maps_changed(ap)) {
 			uprobes_dl_activity(pp, NULL);
+			if (guard_wanted(pp, ap))
+				ap->dirty = true;
 			if (ap->dirty)
 				sync_proc(pp, ap);
 		}
@@ -1812,6 +1845,8 @@ static void check_images(struct uprobes_proc *pp, struct agent_proc *ap)
 		return;
 	ap->dl_seen = seq;
 	uprobes_dl_activity(pp, NULL);
+	if (guard_wanted(pp, ap))
+		ap->dirty = true;
 	if (ap->dirty)
 		sync_proc(pp, ap);
 	__atomic_store_n(&ap->h.hdr->dl_ack, seq, __ATOMIC_RELEASE);

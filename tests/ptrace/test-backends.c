@@ -31,9 +31,14 @@
  *  - pthread_exit_through_return_probes: 20 threads leave by
  *    pthread_exit() or cancellation from under 6 return-probed frames:
  *    the cleanup handlers run (the target checks), 120 calls, 120 missed;
- *    work() afterwards returns. The agent: 1 thread, by pthread_exit()
- *    (a bug with cancellation); the kernel: skipped (a bug, no unwind
- *    guard, as for C++ exceptions).
+ *    work() afterwards returns, on ptrace and the agent (its guard on
+ *    libgcc_s's _Unwind_ForcedUnwind in launch mode too); the kernel:
+ *    skipped (no unwind info at its uretprobe trampoline, as for C++
+ *    exceptions).
+ *  - cancellation_through_return_probes: 3 threads cancelled from under 6
+ *    return-probed frames in a program that never loads libgcc_s itself:
+ *    the cleanup handlers run, 18 calls, 18 missed (the agent guards
+ *    glibc's own path to the forced unwind); the kernel: skipped.
  *  - signal_handler_calls_probed_function: work() 200 times in main and
  *    200 times in a signal handler: 400 calls and returns, counted and
  *    recorded.
@@ -632,17 +637,13 @@ TEST(pthread_exit_through_return_probes)
 	{
 		char lib[4096], out[256];
 		/*
-		 * BUG (agent, launch mode): a cancellation acted upon inside libc
+		 * The agent in launch mode: a cancellation acted upon inside libc
 		 * reaches _Unwind_ForcedUnwind through a pointer libc took from
-		 * libgcc_s, past the agent's interposer (agent/interpose.c says
-		 * so), and no guard probe is placed there as for an injected
-		 * agent: the unwinder meets the trampoline and the cleanup
-		 * handler is skipped (s-uprobes exits 1: `utrace -b agent -c -f
-		 * exiter -- s-uprobes pexit libuprobe-unwind.so 2 0`). Its turn:
-		 * the one thread that leaves by pthread_exit() (interposed).
+		 * libgcc_s, past the agent's interposer: the host guards it with
+		 * a probe once libgcc_s is loaded, as for an injected agent
+		 * (before: the cleanup handler was skipped, s-uprobes exited 1).
 		 */
-		bool agent = b == UTRACE_BACKEND_AGENT;
-		const char *args[] = { "pexit", lib, agent ? "1" : "20", "5", NULL };
+		const char *args[] = { "pexit", lib, "20", "5", NULL };
 		struct tally t = { { "exiter", "work" } };
 		struct utrace_probe *pe, *pw;
 		struct run r;
@@ -654,21 +655,54 @@ TEST(pthread_exit_through_return_probes)
 				     "exits 1, even with 1 thread: no unwind guard)");
 			continue;
 		}
-		if (agent)
-			harness_note("agent: 1 thread (pthread_exit) of 20: BUG: a cancelled "
-				     "thread's forced unwind skips its cleanup handler (no guard "
-				     "on libc's pointer to _Unwind_ForcedUnwind)");
 		snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-unwind.so"));
 		r = run_new(b);
 		pe = probe(&r, "exiter", CALLS_REC, 0);
 		pw = probe(&r, "work", CALLS_REC, 0);
 		run_all(&r, "s-uprobes", args, tally_rec, &t, out, sizeof(out));
-		CHECK_EQ(expect(out, "entries"), (agent ? 1 : 20) * 6);
+		CHECK_EQ(expect(out, "entries"), 20 * 6);
 		check_counts(b, pe, expect(out, "entries"), expect(out, "returns"),
 			     expect(out, "missed"));
 		check_counts(b, pw, 1, 1, 0);
 		check_tally(b, &t, 0, expect(out, "entries"), expect(out, "returns"));
 		check_tally(b, &t, 1, 1, 1);
+		run_free(&r);
+	}
+}
+
+/*
+ * Cancellation in a program that never loads libgcc_s itself (glibc does,
+ * at the first one, and unwinds through its own pointer to
+ * _Unwind_ForcedUnwind, past the agent's interposer): 3 threads cancelled
+ * from under 6 return-probed deep() frames; their cleanup handlers (found
+ * by the unwind info, -fexceptions) run, s-cancel checks. The agent loads
+ * libgcc_s at the program's pthread_cancel() (agent/interpose.c) and the
+ * host guards it before the cancellation is sent (before: cleanups=0, the
+ * program exited 1).
+ */
+TEST(cancellation_through_return_probes)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "3", "5", NULL };
+		struct utrace_probe *p;
+		struct run r;
+		char out[256];
+
+		if (b == UTRACE_BACKEND_KERNEL) {
+			harness_note("kernel: skipped: a forced unwind through a kernel return "
+				     "probe skips the cleanup handlers (no unwind info at the "
+				     "uretprobe trampoline; said at the first return probe)");
+			continue;
+		}
+		r = run_new(b);
+		p = probe(&r, "deep", CALLS, 0);
+		run_all(&r, "s-cancel", args, NULL, NULL, out, sizeof(out));
+		CHECK_MSG(strstr(out, "cancelled=3 cleanups=3"), "%s: s-cancel said '%s'",
+			  utrace_backend_str(b), out);
+		check_counts(b, p, 18, 0, 18);
 		run_free(&r);
 	}
 }
