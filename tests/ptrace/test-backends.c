@@ -92,6 +92,9 @@
  *    of 8 threads, each counting 500 calls and detaching with the code
  *    bytes the file's; the process runs on to its own checks, on every
  *    backend (the agent's late traps across sessions: agent/patch.c).
+ *  - session_detach_before_uprobes_free, session_close_before_uprobes_free:
+ *    the session let go while probes are armed, before the free: the code
+ *    is the file's, the process runs on, the free touches nothing.
  *  - agent_refuses_tracer_handlers: a handler on the agent backend is
  *    EOPNOTSUPP; AUTO says why it chose what it chose.
  *  - module_through_the_api: a C probe module loaded by the library runs
@@ -1615,6 +1618,55 @@ TEST(attach_detach_cycles)
 			     utrace_backend_str(b), (unsigned long long)total,
 			     (unsigned long long)pending);
 	}
+}
+
+/*
+ * The session let go before utrace_uprobes__free() (the paper's order
+ * reversed): detached, or closed, while the probes are armed in a process
+ * of 4 threads calling work(). The layer takes its probes out first (the
+ * session's release hook): the code bytes are the file's, the process runs
+ * on to its own checks, and the free afterwards touches nothing of the
+ * session. On every backend (with ptrace the process died of SIGTRAP at
+ * its next hit before the hook existed).
+ */
+static void let_go_first(bool closing)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		const char *args[] = { "loop", "4", NULL };
+		struct target t = target_start("s-uprobes", args, -1);
+		struct run r = run_new(b);
+		struct utrace_probe *p;
+
+		target_wait_ready(&t);
+		r.out = -1;
+		CHECK_EQ(utrace_session__attach(r.s, t.pid), 0);
+		p = probe(&r, "work", CALLS, 0);
+		run_until_calls(&r, p, t.pid, 500);
+		if (closing)
+			utrace_session__close(r.s);
+		else
+			CHECK_EQ(utrace_session__detach(r.s), 0);
+		check_code_restored(b, t.pid, "work");
+		CHECK_MSG(proc_state(t.pid) != 'Z' && proc_state(t.pid) != '?',
+			  "%s: the process is gone", utrace_backend_str(b));
+		utrace_uprobes__free(r.up);
+		if (!closing)
+			utrace_session__close(r.s);
+		CHECK(target_ends_ok(&t) > 0);
+	}
+}
+
+TEST(session_detach_before_uprobes_free)
+{
+	let_go_first(false);
+}
+
+TEST(session_close_before_uprobes_free)
+{
+	let_go_first(true);
 }
 
 static int handler(struct utrace_probe_ctx *ctx, void *data)
