@@ -2067,6 +2067,9 @@ static int register_probes(struct tracer *t)
 				break; /* never in opts->probes: injects are t->injects */
 			case CLI_PROBE_MODULE:
 				module_probe_opts(tp->module, tp->mprobe, &po);
+				/* -v's last line adds up the entry hits of these too */
+				if (t->opts->verbose > 0)
+					po.actions |= UTRACE_ACT_COUNT;
 				break;
 			}
 		}

@@ -69,7 +69,16 @@ static void check_both(const char *backend)
 
 TEST_TIMEOUT(agent_modules_exact, 120)
 {
+	const char *args[] = { "-b",	 "agent", "-v", "-m", slowcalls(), "--",
+			       target(), "calls", "20", "3",  "10",	   NULL };
+	char *out = NULL, *err = NULL;
+
 	check_both("agent");
+	/* -v's last line counts a module's probe hits too (it said 0 entry hits) */
+	CHECK_MSG(run_utrace(args, &out, &err) == 0, "%s", err);
+	CHECK_MSG(strstr(err, "utrace: 50 entry hits, "), "%s", err);
+	free(out);
+	free(err);
 }
 
 TEST_TIMEOUT(ptrace_modules_exact, 120)
