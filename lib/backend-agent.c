@@ -1304,24 +1304,33 @@ static int guard_unwinders(struct uprobes_proc *pp, struct agent_proc *ap, bool 
  * An agent's points that hijack returns, planned in this round: guarded
  * first (guard_unwinders()); injected, refused if that cannot be done.
  */
+/* Return probes armed and not guarded yet (a library just loaded may be libgcc_s). */
+static bool guard_wanted(struct uprobes_proc *pp, struct agent_proc *ap)
+{
+	unsigned int i;
+
+	if (ap->guarded)
+		return false;
+	for (i = 0; i < PROC_HASH; i++) {
+		struct probe_point *pt;
+
+		for (pt = pp->points[i]; pt; pt = pt->hnext) {
+			struct agent_point *apt = pt->priv;
+
+			if (apt && apt->id >= 0 && apt->want && (apt->flags & UTRACE_PF_RETPROBE))
+				return true;
+		}
+	}
+	return false;
+}
+
 static void guard_or_refuse(struct uprobes_proc *pp, struct agent_proc *ap)
 {
 	unsigned int i;
-	bool ret = false, forced = false;
+	bool forced = false;
 	int err;
 
-	if (ap->guarded)
-		return;
-	for (i = 0; i < PROC_HASH && !ret; i++) {
-		struct probe_point *pt;
-
-		for (pt = pp->points[i]; pt && !ret; pt = pt->hnext) {
-			struct agent_point *apt = pt->priv;
-
-			ret = apt && apt->id >= 0 && apt->want && (apt->flags & UTRACE_PF_RETPROBE);
-		}
-	}
-	if (!ret)
+	if (!guard_wanted(pp, ap))
 		return;
 	err = guard_unwinders(pp, ap, &forced);
 	if (!err) {
@@ -1805,26 +1814,6 @@ static bool maps_changed(struct agent_proc *ap)
 		return false;
 	ap->maps_hash = h; /* (the first look rescans too: a dlopen may predate it) */
 	return true;
-}
-
-/* Return probes not guarded yet: a library just loaded may be libgcc_s (guard_or_refuse()). */
-static bool guard_wanted(struct uprobes_proc *pp, struct agent_proc *ap)
-{
-	unsigned int i;
-
-	if (ap->guarded)
-		return false;
-	for (i = 0; i < PROC_HASH; i++) {
-		struct probe_point *pt;
-
-		for (pt = pp->points[i]; pt; pt = pt->hnext) {
-			struct agent_point *apt = pt->priv;
-
-			if (apt && apt->id >= 0 && apt->want && (apt->flags & UTRACE_PF_RETPROBE))
-				return true;
-		}
-	}
-	return false;
 }
 
 static void check_images(struct uprobes_proc *pp, struct agent_proc *ap)

@@ -193,31 +193,15 @@ static struct sess sess_start(const struct srv *s, const char *fn, int k)
 /* SIGINT, exit 0, and the calls its summary counted for @fn. */
 static long sess_stop(struct sess *u, const char *fn)
 {
-	char *text, *line, *save = NULL;
-	long calls = -1;
+	long calls;
 	int st;
 
 	CHECK_EQ(kill(u->pid, SIGINT), 0);
 	CHECK_EQ(waitpid(u->pid, &st, 0), u->pid);
 	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "utrace -f %s: status %#x: %s", fn, st,
 		  slurp(u->err));
-	text = slurp(u->out);
-	/*
-	 * "% time seconds usecs/call calls [errors] min max function"; a
-	 * function never called has no row (as with -b ptrace and strace -c):
-	 * 0 when the table is there.
-	 */
-	if (strstr(text, "% time"))
-		calls = 0;
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *tok[16], *s2 = NULL, *w;
-		int nt = 0;
-
-		for (w = strtok_r(line, " ", &s2); w && nt < 16; w = strtok_r(NULL, " ", &s2))
-			tok[nt++] = w;
-		if (nt >= 7 && !strcmp(tok[nt - 1], fn))
-			calls = atol(tok[3]);
-	}
+	/* a function never called has no row (as with -b ptrace and strace -c): 0 */
+	calls = summary_calls(slurp(u->out), fn);
 	unlink(u->out);
 	unlink(u->err);
 	return calls;

@@ -110,6 +110,27 @@ static long row_calls(const char *err, const char *name)
 	return calls;
 }
 
+/*
+ * A "serve" target (s-life, s-kuprobe) on our pipes: pin[1] writes its
+ * stdin, pout[0] reads its stdout; its "pid=N" line read, N in @pidarg.
+ */
+static pid_t serve_start(const char *const *targv, int pin[2], int pout[2], char *pidarg,
+			 size_t size)
+{
+	char line[128] = "";
+	ssize_t got;
+	pid_t t;
+
+	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
+	t = spawn(targv, pin[0], pout[1], NULL);
+	close(pin[0]);
+	close(pout[1]);
+	got = read(pout[0], line, sizeof(line) - 1);
+	CHECK(got > 4 && !strncmp(line, "pid=", 4));
+	snprintf(pidarg, size, "%d", (int)t);
+	return t;
+}
+
 static void both_orders(bool utrace_first)
 {
 	char pidarg[16], prog[1100], line[128] = "", want[64], *bt, *ut;
@@ -129,13 +150,7 @@ static void both_orders(bool utrace_first)
 	close(fd);
 	CHECK((fd = mkstemp(utfile)) >= 0);
 	close(fd);
-	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
-	t = spawn(targv, pin[0], pout[1], NULL);
-	close(pin[0]);
-	close(pout[1]);
-	got = read(pout[0], line, sizeof(line) - 1);
-	CHECK(got > 4 && !strncmp(line, "pid=", 4));
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)t);
+	t = serve_start(targv, pin, pout, pidarg, sizeof(pidarg));
 	snprintf(prog, sizeof(prog),
 		 "uprobe:%s:life_work { @n = count(); } "
 		 "BEGIN { printf(\"bpftrace attached\\n\"); }",
@@ -262,7 +277,6 @@ TEST_TIMEOUT(kernel_uprobe_on_agent_jmp_at_entry, 120)
 	long each = KUP_THREADS * KUP_CALLS;
 	int pin[2], pout[2], st, fd;
 	pid_t t, u, b;
-	ssize_t got;
 
 	if (access("/usr/bin/bpftrace", X_OK) || geteuid())
 		SKIP("bpftrace as root is needed");
@@ -270,13 +284,7 @@ TEST_TIMEOUT(kernel_uprobe_on_agent_jmp_at_entry, 120)
 	close(fd);
 	CHECK((fd = mkstemp(utfile)) >= 0);
 	close(fd);
-	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
-	t = spawn(targv, pin[0], pout[1], NULL);
-	close(pin[0]);
-	close(pout[1]);
-	got = read(pout[0], line, sizeof(line) - 1);
-	CHECK(got > 4 && !strncmp(line, "pid=", 4));
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)t);
+	t = serve_start(targv, pin, pout, pidarg, sizeof(pidarg));
 	ask(pin[1], pout[0], "code\n", before, sizeof(before));
 	snprintf(cmd, sizeof(cmd), "run %d %d\n", KUP_THREADS, KUP_CALLS);
 
@@ -363,7 +371,6 @@ TEST_TIMEOUT(foreign_int3_one_rule, 240)
 	int pin[2], pout[2], st, fd, rc;
 	size_t k;
 	pid_t t, b;
-	ssize_t got;
 
 	if (access("/usr/bin/bpftrace", X_OK) || geteuid())
 		SKIP("bpftrace as root is needed");
@@ -373,13 +380,7 @@ TEST_TIMEOUT(foreign_int3_one_rule, 240)
 	close(fd);
 	CHECK((fd = mkstemp(tabfile)) >= 0);
 	close(fd);
-	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
-	t = spawn(targv, pin[0], pout[1], NULL);
-	close(pin[0]);
-	close(pout[1]);
-	got = read(pout[0], line, sizeof(line) - 1);
-	CHECK(got > 4 && !strncmp(line, "pid=", 4));
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)t);
+	t = serve_start(targv, pin, pout, pidarg, sizeof(pidarg));
 	ask(pin[1], pout[0], "code\n", before, sizeof(before));
 	b = bpftrace_kup("s", btfile, prog, sizeof(prog));
 
@@ -503,7 +504,6 @@ TEST_TIMEOUT(kernel_backend_refuses_agent_jmp, 120)
 	long each = KUP_THREADS * KUP_CALLS;
 	int pin[2], pout[2], st, fd;
 	pid_t t, u, k;
-	ssize_t got;
 
 	if (geteuid())
 		SKIP("the kernel backend needs root here");
@@ -511,13 +511,7 @@ TEST_TIMEOUT(kernel_backend_refuses_agent_jmp, 120)
 	close(fd);
 	CHECK((fd = mkstemp(ktfile)) >= 0);
 	close(fd);
-	CHECK(pipe2(pin, O_CLOEXEC) == 0 && pipe2(pout, O_CLOEXEC) == 0);
-	t = spawn(targv, pin[0], pout[1], NULL);
-	close(pin[0]);
-	close(pout[1]);
-	got = read(pout[0], line, sizeof(line) - 1);
-	CHECK(got > 4 && !strncmp(line, "pid=", 4));
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)t);
+	t = serve_start(targv, pin, pout, pidarg, sizeof(pidarg));
 	snprintf(spec, sizeof(spec), "%s:kup_*", kup());
 	snprintf(cmd, sizeof(cmd), "run %d %d\n", KUP_THREADS, KUP_CALLS);
 
