@@ -172,7 +172,7 @@ static int ptrace_backend_disarm(struct uprobes_proc *pp, struct probe_point *pt
 	if (alive)
 		n = utrace_mem__write(points_pid(pp), pt->addr, pt->orig, 1);
 	pt->armed = false;
-	if (n == -ESRCH)
+	if (n == -ESRCH || (n == -EFAULT && proc_exiting(pp->pid)))
 		return 0; /* gone meanwhile (killed, or it ended): no code left to restore */
 	if (n != 1) {
 		pr_warn("process %d: cannot remove breakpoint at 0x%llx: %s\n", pp->pid,
@@ -856,7 +856,8 @@ static void ptrace_fork_clean(struct uprobes_proc *parent, pid_t child)
 			if (!pt->armed)
 				continue;
 			if (utrace_mem__read(child, pt->addr, &b, 1) == 1 && b == 0xcc &&
-			    utrace_mem__write(child, pt->addr, pt->orig, 1) != 1)
+			    utrace_mem__write(child, pt->addr, pt->orig, 1) != 1 &&
+			    !proc_exiting(child))
 				pr_warn("fork child %d: cannot remove breakpoint at 0x%llx\n",
 					child, (unsigned long long)pt->addr);
 		}

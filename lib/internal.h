@@ -31,6 +31,17 @@
  */
 int proc_status_field(pid_t pid, const char *key, char *buf, size_t size);
 
+/**
+ * proc_exiting - is @pid gone, a zombie, or past the start of do_exit()?
+ * @pid: process or thread id
+ *
+ * PF_EXITING (the 9th field of /proc/@pid/stat) is set before exit_mm()
+ * drops the address space, so a write that failed with EFAULT on a task
+ * that has it failed because the task is going (a SIGKILL, exit_group()),
+ * not because the address is wrong. Runs in the tracer.
+ */
+bool proc_exiting(pid_t pid);
+
 /* elf.c: see the kernel-doc comments there. */
 struct elf_dyninfo {
 	const char *interp; /* PT_INTERP, or NULL */

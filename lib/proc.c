@@ -315,6 +315,29 @@ int proc_status_field(pid_t pid, const char *key, char *buf, size_t size)
 	return ret;
 }
 
+bool proc_exiting(pid_t pid)
+{
+	char path[64], buf[1024], *p, state;
+	unsigned long flags;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* comm may hold spaces and parentheses: the fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+		return false;
+	return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */);
+}
+
 int utrace_proc__blocks_signal(pid_t pid, int sig, pid_t *ret_tid)
 {
 	pid_t *tids = NULL;
