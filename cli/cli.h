@@ -89,6 +89,7 @@ struct cli_opts {
 	const char *output; /* -o */
 	enum cli_format format;
 	bool follow_forks; /* -F */
+	bool one_line; /* --one-line: entry and return on one line (ltrace's layout) */
 	bool lossy; /* --lossy: drop (and count) when a ring is full, never wait */
 	bool all; /* -a: every process that runs the SPECs' files (the kernel backend) */
 	enum cli_backend backend;

@@ -748,7 +748,10 @@ static void replay_entry(struct replay *rp, const struct tf_event *ev)
 			fputs(i ? ", " : "", f);
 			proto_val_print_text(f, &vals.v[i]);
 		}
-		fputs(")\n", f);
+		if (rp->out.one_line && pt->kind == TF_FUNC)
+			output_call_open(&rp->out, ev->tid, (uintptr_t)pt, ev->depth);
+		else
+			fputs(")\n", f);
 	}
 	proto_vals_clear(&vals);
 }
@@ -783,8 +786,16 @@ static void replay_return(struct replay *rp, const struct tf_event *ev)
 			proto_val_print_json(f, &v);
 		fprintf(f, ", \"dur_ns\": %" PRIu64 "}\n", ev->dur_ns);
 	} else {
-		output_prefix(&rp->out, real, ev->tid, true);
-		fprintf(f, "%s() = ", ev_fn(pt));
+		if (rp->out.one_line && pt->kind == TF_FUNC &&
+		    output_call_close(&rp->out, ev->tid, (uintptr_t)pt, ev->depth)) {
+			fputs(") = ", f);
+		} else if (rp->out.one_line && pt->kind == TF_FUNC) {
+			output_prefix(&rp->out, real, ev->tid, true);
+			fprintf(f, "<... %s resumed> ) = ", ev_fn(pt));
+		} else {
+			output_prefix(&rp->out, real, ev->tid, true);
+			fprintf(f, "%s() = ", ev_fn(pt));
+		}
 		if (is_void)
 			fputs("<void>", f);
 		else
@@ -1256,8 +1267,9 @@ static void print_folded(FILE *f, const struct node *n, char *path, size_t len)
 static void read_usage(const char *cmd)
 {
 	if (!strcmp(cmd, "replay"))
-		cli_error("usage: utrace replay [--format text|json|chrome] [-t|-tt|-ttt] [-T] "
-			  "[-S N] [-o OUT] FILE");
+		cli_error(
+			"usage: utrace replay [--format text|json|chrome] [--one-line] [-t|-tt|-ttt] [-T] "
+			"[-S N] [-o OUT] FILE");
 	else if (!strcmp(cmd, "report"))
 		cli_error("usage: utrace report [--graph] [-s calls|total|self|avg|min|max|name] "
 			  "[-o OUT] FILE");
@@ -1315,6 +1327,8 @@ int cmd_read(int argc, char **argv)
 			rp.out.timestamps = (int)strlen(a) - 1;
 		else if (!strcmp(cmd, "replay") && !strcmp(a, "-T"))
 			rp.out.durations = true;
+		else if (!strcmp(cmd, "replay") && !strcmp(a, "--one-line"))
+			rp.out.one_line = true;
 		else if (!strcmp(cmd, "replay") && !strcmp(a, "-S") && i + 1 < argc)
 			rp.strsize = atoi(argv[++i]);
 		else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -1360,7 +1374,9 @@ int cmd_read(int argc, char **argv)
 			rp.chrome_on = true;
 			chrome_open(&rp.chrome, out);
 		}
+		rp.out.one_line = rp.out.one_line && rp.out.format == CLI_FMT_TEXT;
 		ret = tf_reader_events(rd, replay_ev, &rp);
+		output_break(&rp.out); /* a call the recording ended in */
 		if (rp.chrome_on)
 			chrome_close(&rp.chrome);
 	} else {

@@ -1077,6 +1077,7 @@ static void print_summary(struct tracer *t)
 		calls += t->stats[nr].calls;
 		errors += t->stats[nr].errors;
 	}
+	output_break(&t->out); /* --one-line: a call still open is unfinished */
 	qsort_r(order, n, sizeof(order[0]), cmp_time, t->stats);
 	if (t->out.format == CLI_FMT_JSON) {
 		uint64_t ts = now_realtime_ns();

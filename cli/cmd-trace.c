@@ -629,6 +629,10 @@ static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool jso
 	struct symcache *c = symcache_get(t, ctx->pid, false); /* may be refreshed */
 	FILE *f = t->out.f;
 
+	/* --one-line: the frames follow the call's line, once it is complete */
+	if (!json && output_call_tail(&t->out))
+		f = output_call_tail(&t->out);
+
 	if (json)
 		fputs(", \"stack\": [", f);
 	if (c && !c->maps)
@@ -762,8 +766,12 @@ static void text_head(struct tracer *t, struct utrace_probe_ctx *ctx, bool entry
 	output_color_end(&t->out);
 }
 
+/*
+ * @paired: a return line follows (-f): with --one-line the entry's line is
+ * left open for it (output_call_open()).
+ */
 static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *proto,
-		       bool injected)
+		       bool injected, bool paired)
 {
 	struct proto_regs r;
 	struct proto_vals vals;
@@ -800,15 +808,22 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 			fputs(i ? ", " : "", f);
 			proto_val_print_text(f, &vals.v[i]);
 		}
-		fputs(")\n", f);
+		if (t->out.one_line && paired)
+			output_call_open(&t->out, ctx->tid, ctx->point->addr, ctx->depth);
+		else
+			fputs(")\n", f);
 		if (t->opts->stack)
 			print_stack(t, ctx, false);
 	}
 	proto_vals_clear(&vals);
 }
 
+/*
+ * @paired: the call's entry line was written (-f, its entry seen): with
+ * --one-line the return completes it, or says "<... f resumed> )".
+ */
 static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const struct proto *proto,
-			uint64_t rax, uint64_t dur_ns, bool injected)
+			uint64_t rax, uint64_t dur_ns, bool injected, bool paired)
 {
 	struct proto_regs r;
 	struct proto_val v;
@@ -842,9 +857,27 @@ static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const st
 			injected ? ", \"injected\": true" : "");
 	} else {
 		bool is_err = !is_void && proto_is_error(proto, rax), errno_shown = err != 0;
+		bool one_line = t->out.one_line && paired;
 
-		text_head(t, ctx, false);
-		fputs("() = ", f);
+		if (one_line &&
+		    output_call_close(&t->out, ctx->tid, ctx->point->addr, ctx->depth)) {
+			fputs(") = ", f);
+		} else if (one_line) {
+			/* ltrace's "<... f resumed> ) = 3": other lines came between */
+			output_prefix(&t->out, real_ns(t, ctx->now_ns), ctx->tid, true);
+			all_who(t, ctx);
+			if (t->opts->indent)
+				fprintf(f, "%*s", (int)(ctx->depth * (unsigned int)t->opts->indent),
+					"");
+			fputs("<... ", f);
+			output_color(&t->out, OC_NAME);
+			fputs(fn_name(ctx), f);
+			output_color_end(&t->out);
+			fputs(" resumed> ) = ", f);
+		} else {
+			text_head(t, ctx, false);
+			fputs("() = ", f);
+		}
 		if (is_err)
 			output_color(&t->out, OC_ERROR);
 		if (is_void)
@@ -859,6 +892,7 @@ static void emit_return(struct tracer *t, struct utrace_probe_ctx *ctx, const st
 			fputs(" (injected)", f);
 		output_duration(&t->out, dur_ns);
 		fputc('\n', f);
+		output_line_end(&t->out);
 	}
 	proto_val_clear(&v);
 }
@@ -943,9 +977,9 @@ static int on_entry(struct utrace_probe_ctx *ctx, void *data)
 		emit_probe(t, ctx);
 		return UTRACE_PROBE_OK;
 	}
-	emit_entry(t, ctx, proto, injected);
+	emit_entry(t, ctx, proto, injected, tp->kind == CLI_PROBE_FUNC);
 	if (tp->kind == CLI_PROBE_FUNC && injected)
-		emit_return(t, ctx, proto, t->inj_value, 0, true);
+		emit_return(t, ctx, proto, t->inj_value, 0, true, true);
 	return UTRACE_PROBE_OK;
 }
 
@@ -971,7 +1005,8 @@ static int on_return(struct utrace_probe_ctx *ctx, void *data)
 		aggr_add(st, ctx->entry_ns != 0, dur, proto_is_error(proto, rax));
 	if (t->quiet_events && !t->chrome_on)
 		return UTRACE_PROBE_OK;
-	emit_return(t, ctx, proto, rax, dur, injected_here(t, ctx)); /* (library path) */
+	emit_return(t, ctx, proto, rax, dur, injected_here(t, ctx), /* (library path) */
+		    tp->kind == CLI_PROBE_FUNC && ctx->entry_ns);
 	return UTRACE_PROBE_OK;
 }
 
@@ -1012,8 +1047,8 @@ static int on_inject(struct utrace_probe_ctx *ctx, void *data)
 		if (st)
 			aggr_add(st, true, 0, proto_is_error(proto, in->value));
 		if (!t->quiet_events || t->chrome_on) {
-			emit_entry(t, ctx, proto, true);
-			emit_return(t, ctx, proto, in->value, 0, true);
+			emit_entry(t, ctx, proto, true, true);
+			emit_return(t, ctx, proto, in->value, 0, true, true);
 		}
 	}
 	return UTRACE_PROBE_OK;
@@ -1192,6 +1227,7 @@ static int on_record(const struct utrace_record *r, void *data)
 				"\"name\": \"\", \"count\": %" PRIu64 "}\n",
 				(int)r->pid, (int)(r->tid ? r->tid : r->pid), r->lost);
 		} else if (!t->quiet_events && !t->chrome_on) {
+			output_break(&t->out);
 			fprintf(t->out.f,
 				"utrace: %" PRIu64 " events lost (a ring buffer was full)\n",
 				r->lost);
@@ -2143,6 +2179,8 @@ static void print_at_exit(struct tracer *t)
 	FILE *f = t->chrome_on ? stderr : t->out.f;
 	uint64_t ts = now_realtime_ns();
 	bool json = t->out.format == CLI_FMT_JSON;
+
+	output_break(&t->out); /* --one-line: a call still open is unfinished */
 
 	if (t->opts->summary) {
 		if (json)

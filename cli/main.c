@@ -22,6 +22,7 @@ void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
+	output_break_stderr(); /* an open --one-line call line ends first */
 	fputs("utrace: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -129,6 +130,7 @@ static int cli_print(enum utrace_print_level level, const char *fmt, va_list ap)
 	}
 	if ((int)level > max)
 		return 0;
+	output_break_stderr();
 	fputs("utrace: ", stderr);
 	return vfprintf(stderr, fmt, ap);
 }
@@ -168,6 +170,8 @@ static void usage(FILE *f)
 		"  -d, --duration SEC       detach after SEC seconds\n"
 		"      --lossy              drop (and count) events when a ring is full,\n"
 		"                           rather than make the probed thread wait\n"
+		"      --one-line           a call on one line, f(1) = 3, as ltrace; when other\n"
+		"                           lines come between: <unfinished ...>, <... f resumed>\n"
 		"  -t, -tt, -ttt, -T        timestamps and durations, as in strace\n"
 		"  -q, -v                   quieter, more verbose\n"
 		"      --color auto|always|never\n"
@@ -218,6 +222,7 @@ enum {
 	OPT_WALL_CLOCK,
 	OPT_FAULT,
 	OPT_LOSSY,
+	OPT_ONE_LINE,
 	OPT_DECODE_FDS,
 	OPT_SUMMARY_ONLY,
 	OPT_OUTPUT_SEPARATELY,
@@ -259,6 +264,7 @@ static const struct option long_opts[] = {
 	{ "seccomp-bpf", no_argument, NULL, OPT_SECCOMP_BPF },
 	{ "fault", required_argument, NULL, OPT_FAULT },
 	{ "lossy", no_argument, NULL, OPT_LOSSY },
+	{ "one-line", no_argument, NULL, OPT_ONE_LINE },
 	{ "decode-fds", optional_argument, NULL, OPT_DECODE_FDS },
 	/* strace's long spellings of utrace's short options */
 	{ "summary-only", no_argument, NULL, OPT_SUMMARY_ONLY },
@@ -979,6 +985,9 @@ static int parse_args(int argc, char **argv, struct cli_opts *o)
 			break;
 		case OPT_LOSSY:
 			o->lossy = true;
+			break;
+		case OPT_ONE_LINE:
+			o->one_line = true;
 			break;
 		case OPT_FAULT:
 			if (add_sc_inject(o, optarg, true))

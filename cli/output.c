@@ -24,6 +24,7 @@ int output_open(struct output *o, const struct cli_opts *opts)
 	o->timestamps = opts->timestamps;
 	o->durations = opts->durations;
 	o->demangle = opts->flag_C;
+	o->one_line = opts->one_line && opts->format == CLI_FMT_TEXT;
 	if (opts->output) {
 		o->f = fopen(opts->output, "we"); /* never inherited by the tracee */
 		if (!o->f)
@@ -107,6 +108,7 @@ int output_close(struct output *o)
 
 	if (!o->f)
 		return 0;
+	output_break(o);
 	/* what fflush() cannot write, and what an earlier flush could not */
 	if (fflush(o->f))
 		err = -errno;
@@ -156,6 +158,77 @@ uint64_t now_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* The output with an open call line (one at a time: one event loop). */
+static struct output *open_out;
+
+void output_call_open(struct output *o, pid_t tid, uint64_t addr, unsigned int depth)
+{
+	if (open_out)
+		output_break(open_out);
+	o->call.open = true;
+	o->call.tid = tid;
+	o->call.addr = addr;
+	o->call.depth = depth;
+	open_out = o;
+}
+
+void output_line_end(struct output *o)
+{
+	if (!o->call.tail)
+		return;
+	fclose(o->call.tail);
+	o->call.tail = NULL;
+	if (o->call.tail_len)
+		fwrite(o->call.tail_buf, 1, o->call.tail_len, o->f);
+	free(o->call.tail_buf);
+	o->call.tail_buf = NULL;
+	o->call.tail_len = 0;
+}
+
+FILE *output_call_tail(struct output *o)
+{
+	if (!o->call.open)
+		return NULL;
+	if (!o->call.tail)
+		o->call.tail = open_memstream(&o->call.tail_buf, &o->call.tail_len);
+	return o->call.tail; /* NULL without memory: the caller writes in place */
+}
+
+/*
+ * The open line is the one on @o's FILE, whichever struct output left it
+ * open: the syscall writer embedded in a function trace has a copy of the
+ * function tracer's output (syscalls_embed()).
+ */
+void output_break(struct output *o)
+{
+	struct output *w = open_out;
+
+	if (!w || !o->f || w->f != o->f)
+		return;
+	w->call.open = false;
+	open_out = NULL;
+	fputs(" <unfinished ...>\n", w->f);
+	output_line_end(w);
+}
+
+bool output_call_close(struct output *o, pid_t tid, uint64_t addr, unsigned int depth)
+{
+	if (open_out == o && o->call.open && o->call.tid == tid && o->call.addr == addr &&
+	    o->call.depth == depth) {
+		o->call.open = false;
+		open_out = NULL;
+		return true;
+	}
+	output_break(o);
+	return false;
+}
+
+void output_break_stderr(void)
+{
+	if (open_out && open_out->f == stderr)
+		output_break(open_out);
+}
+
 void output_prefix(struct output *o, uint64_t ts_ns, pid_t tid, bool show_pid)
 {
 	time_t sec = (time_t)(ts_ns / 1000000000ULL);
@@ -163,6 +236,7 @@ void output_prefix(struct output *o, uint64_t ts_ns, pid_t tid, bool show_pid)
 	struct tm tm;
 	char hms[16];
 
+	output_break(o);
 	if (o->timestamps) {
 		if (o->timestamps == 3) {
 			fprintf(o->f, "%lld.%06lu ", (long long)sec, usec);

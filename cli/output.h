@@ -25,7 +25,53 @@ struct output {
 	bool color; /* --color, resolved: SGR sequences in text lines */
 	bool demangle; /* -C with -f: C++ names demangled (output_name()) */
 	uint64_t flushed_ns; /* CLOCK_MONOTONIC of the last flush (output_live()) */
+	bool one_line; /* --one-line: a call's entry and return on one text line */
+	struct output_call {
+		bool open; /* an entry line waits for its return: "f(1, 2" */
+		pid_t tid;
+		uint64_t addr; /* the probe point's address */
+		unsigned int depth; /* utrace_probe_ctx.depth: equal at entry and return */
+		FILE *tail; /* lines that follow the open one (-k's stack), or NULL */
+		char *tail_buf;
+		size_t tail_len;
+	} call;
 };
+
+/*
+ * One line per call (--one-line, ltrace's layout). An entry's text line is
+ * left open ("f(1, 2") by output_call_open(); if the next line written is
+ * that call's return, it completes the line (") = 3 <0.000012>"); any other
+ * line first ends the open one with " <unfinished ...>", and the return
+ * then starts its own line, "<... f resumed> ) = 3". Every text line starts
+ * with output_prefix() or output_break(), which end an open line.
+ */
+void output_call_open(struct output *o, pid_t tid, uint64_t addr, unsigned int depth);
+
+/*
+ * output_call_close - is the open line the call of (@tid, @addr, @depth)?
+ * Then true: the caller writes ") = ..." on it and output_line_end() after
+ * its newline. Else false, the open line (if any) ended as unfinished.
+ */
+bool output_call_close(struct output *o, pid_t tid, uint64_t addr, unsigned int depth);
+
+/* output_line_end - after the newline of a completed call line: its tail lines. */
+void output_line_end(struct output *o);
+
+/*
+ * output_call_tail - where the lines that follow the open line go (-k's
+ * stack): they come out after it, once it is complete or unfinished.
+ * NULL if no line is open (write to @o->f then).
+ */
+FILE *output_call_tail(struct output *o);
+
+/* output_break - end an open line " <unfinished ...>" (before another line). */
+void output_break(struct output *o);
+
+/*
+ * output_break_stderr - output_break() of the output that writes to stderr,
+ * if it has an open line: a message (cli_error()) is about to be written.
+ */
+void output_break_stderr(void);
 
 /*
  * Live output: a line reaches the terminal, pipe or -o FILE within

@@ -56,7 +56,7 @@ _utrace()
 		COMPREPLY=($(compgen -W '-f --func -u --uprobe -r --uretprobe -s --syscalls
 			-c --summary -H --hist -k --stack -S --strsize --inject -m --module
 			-o --output --format -F --follow-forks -a --all -b --backend -d --duration
-			-t -tt -ttt -T -q -v --color -l --list --why -p --pid -h --help
+			-t -tt -ttt -T -q -v --color -l --list --why -p --pid -h --help --one-line --lossy
 			-V --version -e --trace --signal --status -z --successful-only
 			-Z --failed-only -P --trace-path -X --const-print-style
 			--string-limit -w --summary-wall-clock --seccomp-bpf --fault -y -yy --decode-fds -ff -C -x -L -A --' -- "$cur"))

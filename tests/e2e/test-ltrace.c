@@ -558,3 +558,180 @@ TEST_TIMEOUT(function_errno_as_strace, 120)
 	free(err);
 	free(st);
 }
+
+/*
+ * The shape of each call line in @text, one per line: "C NAME R" (a call on
+ * one line, NAME(ARGS) = R), "U NAME" (NAME(ARGS <unfinished ...>) or
+ * "R NAME R" (<... NAME resumed> ) = R). utrace's [tid] prefix and ltrace's
+ * padding before " = " are dropped; other lines (the program's, +++) skipped.
+ * Malloc'ed.
+ */
+static char *shapes(const char *text)
+{
+	size_t cap = strlen(text) + 64, n = 0;
+	char *out = calloc(1, cap);
+	const char *line = text;
+
+	for (; line && *line; line = strchr(line, '\n'), line += line ? 1 : 0) {
+		const char *end = strchr(line, '\n'), *p = line, *q, *eq;
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+		char l[512];
+
+		if (len >= sizeof(l))
+			len = sizeof(l) - 1;
+		memcpy(l, line, len);
+		l[len] = '\0';
+		p = l;
+		if (*p == '[' && strchr(p, ']'))
+			p = strchr(p, ']') + 2;
+		if (!strncmp(p, "<... ", 5)) {
+			q = strstr(p, " resumed>");
+			eq = strrchr(p, '=');
+			if (!q || !eq)
+				continue;
+			n += (size_t)snprintf(out + n, cap - n, "R %.*s %s\n", (int)(q - p - 5),
+					      p + 5, eq + 2);
+			continue;
+		}
+		q = strchr(p, '(');
+		if (!q || q == p || strchr(p, ' ') < q)
+			continue; /* not a call line */
+		if (strstr(p, " <unfinished ...>")) {
+			n += (size_t)snprintf(out + n, cap - n, "U %.*s\n", (int)(q - p), p);
+			continue;
+		}
+		eq = strrchr(p, '=');
+		if (!eq || eq[1] != ' ')
+			continue;
+		n += (size_t)snprintf(out + n, cap - n, "C %.*s %s\n", (int)(q - p), p, eq + 2);
+	}
+	return out;
+}
+
+/*
+ * --one-line: ltrace's layout, a call on one line unless other lines come
+ * between its entry and return (then <unfinished ...> and <... f resumed>),
+ * on both backends; the same shapes, names and values as ltrace's on the
+ * same run (s-trace is deterministic without threads), and `utrace replay
+ * --one-line` of a recording gives them too.
+ */
+TEST_TIMEOUT(one_line_calls_as_ltrace, 180)
+{
+	static const char *const backends[] = { "ptrace", "agent" };
+	const char *largv[] = { "ltrace", "-x", "work+leaf+recurse+answer",
+				"-e",	  "",	target(),
+				"calls",  "3",	"0",
+				"0",	  NULL };
+	char file[] = "/tmp/utrace-oneline-XXXXXX";
+	char *lerr = NULL, *lsh = NULL, *rout = NULL;
+	int b, fd;
+
+	if (have_ltrace()) {
+		CHECK_EQ(harness_run((char **)largv, NULL, &lerr, 60), 0);
+		lsh = shapes(lerr);
+	} else {
+		harness_note("ltrace is not installed: utrace checked alone");
+	}
+	for (b = 0; b < 2; b++) {
+		const char *args[] = { "-b",	 backends[b], "--one-line", "-f", "work",   "-f",
+				       "leaf",	 "-f",	      "recurse",    "-f", "answer", "--",
+				       target(), "calls",     "3",	    "0",  "0",	    NULL };
+		char *out = NULL, *err = NULL, *sh;
+
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		sh = shapes(err);
+		/* 3 work() each around a leaf(); 4 answer(); recurse(5) down to 0 */
+		CHECK_EQ(count(sh, "U work\n"), 3);
+		CHECK_EQ(count(sh, "C leaf 5\n"), 3);
+		CHECK_EQ(count(sh, "R work "), 3);
+		CHECK_EQ(count(sh, "C answer 7\n"), 4);
+		CHECK_EQ(count(sh, "U recurse\n"), 5);
+		CHECK_EQ(count(sh, "C recurse 0\n"), 1);
+		CHECK_EQ(count(sh, "R recurse "), 5);
+		CHECK(strstr(err, "] work(0 <unfinished ...>\n"));
+		CHECK(strstr(err, "] leaf(\"hello\") = 5\n"));
+		CHECK(strstr(err, "] <... work resumed> ) = 5\n"));
+		CHECK(strstr(err, "] recurse(0) = 0\n"));
+		CHECK_EQ(count(err, "() = "), 4); /* answer's only: no two-line form left */
+		if (lsh)
+			CHECK_MSG(!strcmp(sh, lsh), "-b %s:\n%s\nltrace:\n%s", backends[b], sh,
+				  lsh);
+		free(sh);
+		free(out);
+		free(err);
+	}
+	/* the recording's replay */
+	CHECK((fd = mkstemp(file)) >= 0);
+	close(fd);
+	{
+		const char *rec[] = { "record", "-o",	 file,	    "-f", "work",   "-f",
+				      "leaf",	"-f",	 "recurse", "-f", "answer", "--",
+				      target(), "calls", "3",	    "0",  "0",	    NULL };
+		char *rargv[] = { (char *)utrace(), "replay", "--one-line", file, NULL };
+		char *sh;
+
+		CHECK_EQ(run_utrace(rec, NULL, NULL), 0);
+		CHECK_EQ(harness_run(rargv, &rout, NULL, 60), 0);
+		sh = shapes(rout);
+		CHECK_EQ(count(sh, "U work\n"), 3);
+		CHECK_EQ(count(sh, "R recurse "), 5);
+		if (lsh)
+			CHECK_MSG(!strcmp(sh, lsh), "replay:\n%s\nltrace:\n%s", sh, lsh);
+		free(sh);
+	}
+	unlink(file);
+	free(rout);
+	free(lsh);
+	free(lerr);
+}
+
+/*
+ * --one-line with threads, -k and -s: every entry is either a whole line or
+ * unfinished and resumed once in its own thread; the stack lines follow
+ * their call's line; a syscall between entry and return makes it unfinished.
+ */
+TEST_TIMEOUT(one_line_threads_stacks_syscalls, 180)
+{
+	const char *thr[] = { "--one-line", "-f",    "work", "-f", "leaf", "--",
+			      target(),	    "calls", "4",    "3",  "25",   NULL };
+	const char *stk[] = { "-b", "ptrace", "--one-line", "-k", "-f", "leaf",
+			      "--", target(), "calls",	    "1",  NULL };
+	const char *sys[] = { "-b",	      "ptrace", "--one-line", "-s", "openat", "-f",
+			      "libc:opendir", "--",	"ls",	      "/",  NULL };
+	char *out = NULL, *err = NULL, *sh, *p;
+
+	CHECK_EQ(run_utrace(thr, &out, &err), 0);
+	sh = shapes(err);
+	/* 4 + 3 * 25 calls of each */
+	CHECK_EQ(count(sh, "U work\n") + count(sh, "C work "), 79);
+	CHECK_EQ(count(sh, "U work\n"), count(sh, "R work "));
+	CHECK_EQ(count(sh, "U leaf\n") + count(sh, "C leaf 5\n"), 79);
+	CHECK_EQ(count(sh, "U leaf\n"), count(sh, "R leaf 5\n"));
+	CHECK_EQ(count(err, "() = "), 0);
+	free(sh);
+	free(out);
+	free(err);
+
+	out = err = NULL;
+	CHECK_EQ(run_utrace(stk, &out, &err), 0);
+	p = strstr(err, "] leaf(\"hello\") = 5\n");
+	CHECK_MSG(p, "%s", err);
+	if (p) {
+		p = strchr(p, '\n') + 1;
+		CHECK(!strncmp(p, " > work+0x", 10));
+	}
+	free(out);
+	free(err);
+
+	out = err = NULL;
+	CHECK_EQ(run_utrace(sys, &out, &err), 0);
+	/* opendir() opens: its line is unfinished, the openat(2) comes, then it resumes */
+	p = strstr(err, "] opendir(\"/\" <unfinished ...>\n");
+	CHECK_MSG(p, "%s", err);
+	if (p) {
+		CHECK(strstr(p, "] openat(AT_FDCWD, \"/\", "));
+		CHECK(strstr(p, "] <... opendir resumed> ) = 0x"));
+	}
+	free(out);
+	free(err);
+}
