@@ -31,6 +31,7 @@ struct cli_probe {
 	const char *spec;
 	uint64_t value, every; /* CLI_PROBE_INJECT */
 	int module, mprobe; /* CLI_PROBE_MODULE: cli_modules[module], its probe table's entry */
+	const char **exclude; /* ltrace's '-' rules after this one: SPECs left out, NULL-ended */
 };
 
 enum cli_format { CLI_FMT_TEXT, CLI_FMT_JSON, CLI_FMT_CHROME };

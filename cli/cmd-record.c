@@ -40,6 +40,7 @@
 struct rprobe {
 	enum cli_probe_kind kind;
 	const char *spec;
+	const char *const *exclude; /* ltrace's '-' rules */
 	struct utrace_probe *p;
 };
 
@@ -302,6 +303,7 @@ static int rec_register(struct recorder *rc)
 		struct rprobe *rp = &rc->probes[i];
 
 		po.point_opts = rec_point_opts;
+		po.exclude = rp->exclude;
 		po.str_max = rc->opts->strsize > 0 ? (unsigned int)rc->opts->strsize + 1 : 1;
 		if (po.str_max > 1024)
 			po.str_max = 1024;
@@ -382,6 +384,7 @@ int cmd_record(struct cli_opts *opts)
 	for (i = 0; i < opts->nr_probes; i++) {
 		rc->probes[i].kind = opts->probes[i].kind;
 		rc->probes[i].spec = opts->probes[i].spec;
+		rc->probes[i].exclude = opts->probes[i].exclude;
 	}
 	rc->nr_probes = opts->nr_probes;
 	ret = rec_check_specs(rc);

@@ -85,8 +85,10 @@ struct tprobe {
 	enum cli_probe_kind kind;
 	int module, mprobe; /* CLI_PROBE_MODULE */
 	const char *spec;
+	const char *const *exclude; /* utrace_probe_opts.exclude (ltrace's '-' rules) */
 	char *owned; /* @spec, when rewritten by check_specs() */
 	const char *refused; /* every match refuses return probes: why (Go code) */
+	bool taken; /* every match taken away by its '-' rules (@exclude) */
 	struct utrace_probe *p;
 	struct tracer *t;
 };
@@ -1528,12 +1530,24 @@ static int drop_refused(struct tracer *t)
 	int i, j, n = 0, left = t->nr_injects;
 
 	for (i = 0; i < t->nr_probes; i++)
-		left += !t->probes[i].refused;
+		left += !t->probes[i].refused && !t->probes[i].taken;
 	for (i = 0; i < t->nr_probes; i++) {
 		struct tprobe *tp = &t->probes[i];
 
-		if (!tp->refused) {
+		if (!tp->refused && !tp->taken) {
 			t->probes[n++] = *tp;
+			continue;
+		}
+		if (tp->taken && left) {
+			/* kept: an object loaded later may have what its '-' rules leave */
+			t->probes[n++] = *tp;
+			continue;
+		}
+		if (tp->taken) {
+			cli_error("probe '%s': every function it matches is taken away by the '-' "
+				  "rules after it",
+				  tp->spec);
+			free(tp->owned);
 			continue;
 		}
 		if (!left || t->opts->verbose >= 0)
@@ -1551,6 +1565,23 @@ static int drop_refused(struct tracer *t)
 				t->injects[i].shown = true;
 	}
 	return left ? 0 : EXIT_USAGE;
+}
+
+/* Is @m taken away by one of the SPECs @exclude (ltrace's '-' rules)? */
+static bool excluded_match(struct utrace_image *img, const struct utrace_match *m,
+			   const char *const *exclude)
+{
+	bool hit = false;
+
+	for (; exclude && *exclude && !hit; exclude++) {
+		struct utrace_spec ex;
+
+		if (utrace_spec__parse(*exclude, &ex, NULL, 0))
+			continue; /* the registration says what is wrong with it */
+		hit = utrace_image__match_is(img, m, &ex);
+		utrace_spec__clear(&ex);
+	}
+	return hit;
 }
 
 /*
@@ -1599,7 +1630,7 @@ static int check_specs(struct tracer *t)
 					     (const char **)&t->injects[i - t->nr_probes].spec;
 		const char *text = *textp;
 		struct utrace_spec spec;
-		size_t total = 0, refused = 0;
+		size_t total = 0, refused = 0, excluded = 0;
 		const char *ret_why = NULL;
 		bool any_pending = false,
 		     returns = i < t->nr_probes && (t->probes[i].kind == CLI_PROBE_FUNC ||
@@ -1620,6 +1651,8 @@ static int check_specs(struct tracer *t)
 			err = utrace_image__resolve(imgs[k], &spec, &m, &nr, &pending);
 			if (!err)
 				warn_ifunc(o, text, m, nr);
+			for (j = 0; !err && i < t->nr_probes && j < nr; j++)
+				excluded += excluded_match(imgs[k], &m[j], t->probes[i].exclude);
 			/* --inject: VALUE is what a function returns, so at its entry only */
 			for (j = 0; !err && i >= t->nr_probes && j < nr; j++) {
 				if (!m[j].offset)
@@ -1653,6 +1686,8 @@ static int check_specs(struct tracer *t)
 			snprintf(errbuf, sizeof(errbuf), "probe '%s'", text);
 			cli_lib_error(errbuf, err);
 			ret = EXIT_USAGE;
+		} else if (total && excluded == total && !any_pending) {
+			t->probes[i].taken = true; /* ltrace's chain: fine while another rule traces */
 		} else if (total && refused == total && !any_pending) {
 			/* some refused, some not: the backends skip those, with a warning */
 			t->probes[i].refused = ret_why;
@@ -2083,6 +2118,7 @@ static int register_probes(struct tracer *t)
 
 			spec = tp->spec;
 			po.data = tp;
+			po.exclude = tp->exclude;
 			if (t->lib && tp->kind != CLI_PROBE_MODULE) {
 				lib_probe_opts(t, tp, &po);
 				goto reg;
@@ -2144,7 +2180,8 @@ reg:
 		if (t->opts->nr_pids && t->opts->verbose >= 0) {
 			struct utrace_probe_stats st;
 
-			if (!utrace_probe__stats(p, &st) && !st.points && st.pending)
+			if (!utrace_probe__stats(p, &st) && !st.points && st.pending &&
+			    (i < t->nr_injects || !t->probes[i - t->nr_injects].taken))
 				cli_error(
 					"warning: probe '%s': its object is not loaded yet; armed "
 					"when it is loaded",
@@ -2294,6 +2331,7 @@ static int setup(struct tracer *t, struct cli_opts *opts)
 	for (i = 0; i < opts->nr_probes; i++) {
 		t->probes[i].kind = opts->probes[i].kind;
 		t->probes[i].spec = opts->probes[i].spec;
+		t->probes[i].exclude = opts->probes[i].exclude;
 		t->probes[i].t = t;
 	}
 	/* the modules' probes after the command line's: their handlers run after */

@@ -197,8 +197,9 @@ static void usage(FILE *f)
 		"  -s N, --string-limit N   as -S N\n"
 		"  -w, --summary-wall-clock, --seccomp-bpf  accepted: what utrace does anyway\n"
 		"ltrace spellings (function tracing):\n"
-		"  -e FILTER                ltrace's [+]SYMBOL[@LIB]... rules: calls through\n"
-		"                           PLTs (@MAIN: the executable's; no @: every object's)\n"
+		"  -e FILTER                ltrace's [+-]SYMBOL[@LIB]... rules: calls through\n"
+		"                           PLTs (@MAIN: the executable's; no @: every object's;\n"
+		"                           '-' takes away: -e 'malloc+free-@libc.so*')\n"
 		"  -x FILTER                the same rules for entry points (as -f)\n"
 		"  -n N                     indent by N spaces per level of traced calls (-n\n"
 		"                           before another option: strace's syscall numbers)\n"
@@ -510,22 +511,34 @@ static const char *own_spec(struct cli_opts *o, char *spec)
 
 /*
  * ltrace's FILTER of -e (@plt: the calls made through a PLT, ltrace's
- * "library calls") and -x (entry points): rules [+]SYMBOL[@LIBRARY]
- * chained with '+', each a -f SPEC: LIBRARY is an object name or glob
- * ("libc.so*"), MAIN the executable, absent every object; SYMBOL absent is
- * '*'. ltrace's '-' rules (take away) and /regex/ have no SPEC: refused in
- * one line. Return: 0, or -EINVAL after one line.
+ * "library calls") and -x (entry points): rules [+-]SYMBOL[@LIBRARY]
+ * chained, each a SPEC: LIBRARY is an object name or glob ("libc.so*"),
+ * MAIN the executable, absent every object; SYMBOL absent is '*'. As
+ * ltrace(1) reads the chain, a function is traced when the last rule it
+ * matches is a '+' one: each '+' rule is a -f SPEC that leaves out the
+ * '-' rules after it (utrace_probe_opts.exclude); a chain that starts
+ * with '-' starts from everything ('@'). /regex/ rules have no SPEC:
+ * refused in one line. Return: 0, or -EINVAL after one line.
  */
 static int add_ltrace_filter(struct cli_opts *o, const char *opt, const char *expr, bool plt)
 {
-	const char *p = expr;
+	const char *p = expr, *specs[64];
+	bool minus[64];
+	int nr = 0, i, k;
 
-	if (*p == '+')
-		p++;
+	if (*p == '-') { /* ltrace: "as if there was another rule @ in front of it" */
+		specs[nr] = own_spec(o, strdup(plt ? "*:*@plt" : "*:*"));
+		if (!specs[nr])
+			return -ENOMEM;
+		minus[nr++] = false;
+	}
 	while (*p) {
 		size_t len = 0;
 		char rule[512], *at, *sym, *lib, *spec = NULL;
+		bool neg = *p == '-';
 
+		if (*p == '+' || *p == '-')
+			p++;
 		/* a rule ends at '+' or '-', except "++" (libstdc++) and "-N" (libc-2.31) */
 		while (p[len] &&
 		       !((p[len] == '+' && p[len + 1] != '+' && (!len || p[len - 1] != '+')) ||
@@ -533,6 +546,10 @@ static int add_ltrace_filter(struct cli_opts *o, const char *opt, const char *ex
 			len++;
 		if (len >= sizeof(rule)) {
 			cli_error("bad %s '%s': a rule is too long", opt, expr);
+			return -EINVAL;
+		}
+		if (nr == (int)(sizeof(specs) / sizeof(specs[0]))) {
+			cli_error("bad %s '%s': more than 64 rules", opt, expr);
 			return -EINVAL;
 		}
 		snprintf(rule, sizeof(rule), "%.*s", (int)len, p);
@@ -560,18 +577,26 @@ static int add_ltrace_filter(struct cli_opts *o, const char *opt, const char *ex
 		if (asprintf(&spec, "%s%s%s%s", lib ? lib : "", lib ? ":" : "", sym,
 			     plt ? "@plt" : "") < 0)
 			spec = NULL;
-		if (!own_spec(o, spec) || add_probe(o, CLI_PROBE_FUNC, spec))
+		specs[nr] = own_spec(o, spec);
+		if (!specs[nr])
 			return -ENOMEM;
+		minus[nr++] = neg;
 		p += len;
-		if (*p == '-') {
-			cli_error(
-				"%s '%s': ltrace's '-' rules (taking calls away) are not supported "
-				"yet: give the objects to trace, e.g. -f 'libfoo:malloc@plt'",
-				opt, expr);
-			return -EINVAL;
-		}
-		if (*p == '+')
-			p++;
+	}
+	for (i = 0; i < nr; i++) {
+		const char **ex = NULL;
+		int n = 0;
+
+		if (minus[i])
+			continue;
+		for (k = i + 1; k < nr; k++)
+			if (minus[k] && add_str(&ex, &n, specs[k]))
+				return -ENOMEM;
+		if (n && add_str(&ex, &n, NULL)) /* NULL-terminated, freed with the SPECs */
+			return -ENOMEM;
+		if ((ex && !own_spec(o, (char *)ex)) || add_probe(o, CLI_PROBE_FUNC, specs[i]))
+			return -ENOMEM;
+		o->probes[o->nr_probes - 1].exclude = ex;
 	}
 	return 0;
 }

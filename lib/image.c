@@ -850,6 +850,29 @@ static bool obj_selected(const struct image_obj *o, const struct utrace_spec *sp
 	return spec_name_matches(spec->object, base_name(o->path));
 }
 
+bool utrace_image__match_is(struct utrace_image *img, const struct utrace_match *m,
+			    const struct utrace_spec *ex)
+{
+	char real[PATH_MAX] = "";
+	struct stat st = { 0 };
+	bool glob = ex->flags & UTRACE_SPEC_GLOB;
+
+	if (!img || m->object >= img->nr)
+		return false;
+	if (ex->object && spec_object_is_path(ex->object) &&
+	    (stat(ex->object, &st) || !realpath(ex->object, real)))
+		return false;
+	if (!obj_selected(&img->objs[m->object], ex, &st, real))
+		return false;
+	if (ex->flags & UTRACE_SPEC_ADDR)
+		return m->file_addr == ex->addr;
+	if (!m->symbol || !!(m->sym_flags & UTRACE_SYM_PLT) != !!(ex->flags & UTRACE_SPEC_PLT))
+		return false;
+	if (strstr(ex->pattern, "::"))
+		return demangled_matches(ex->pattern, glob, m->symbol);
+	return name_matches(ex->pattern, glob, m->symbol);
+}
+
 int utrace_image__resolve(struct utrace_image *img, const struct utrace_spec *spec,
 			  struct utrace_match **ret_matches, size_t *ret_nr, bool *ret_pending)
 {

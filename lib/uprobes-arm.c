@@ -307,7 +307,7 @@ int uprobes_ret_refused(struct uprobes_proc *pp, const struct utrace_probe *p,
 int uprobes_proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *ret_pending)
 {
 	struct utrace_match *m = NULL;
-	size_t nr = 0, i;
+	size_t nr = 0, i, excluded = 0;
 	bool pending = false;
 	int err, armed = 0, first_err = 0;
 	char why[200];
@@ -319,7 +319,15 @@ int uprobes_proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool 
 		return err;
 	for (i = 0; i < nr; i++) {
 		struct probe_point *pt;
+		size_t x;
 
+		for (x = 0; x < p->nr_excl && !utrace_image__match_is(pp->img, &m[i], &p->excl[x]);
+		     x++)
+			;
+		if (x < p->nr_excl) {
+			excluded++; /* utrace_probe_opts.exclude: left out */
+			continue;
+		}
 		why[0] = 0;
 		err = uprobes_ret_refused(pp, p, &m[i], why, sizeof(why));
 		if (!err)
@@ -349,8 +357,14 @@ int uprobes_proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool 
 	if (first_err)
 		p->warned = true;
 	free(m);
+	/*
+	 * Every match taken away: the probe stays registered for the objects
+	 * an OBJECT name or glob may match later (dlopen); the executable or
+	 * a path has nothing more to come.
+	 */
 	if (ret_pending)
-		*ret_pending = pending;
+		*ret_pending = pending || (nr && excluded == nr && p->spec.object &&
+					   !spec_object_is_path(p->spec.object));
 	if (!armed && first_err)
 		return first_err;
 	return armed;

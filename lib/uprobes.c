@@ -539,6 +539,9 @@ void uprobes_probe_free(struct utrace_probe *p)
 	if (p->mod && p->mod->by_pi[p->mprobe] == p)
 		p->mod->by_pi[p->mprobe] = NULL;
 	utrace_spec__clear(&p->spec);
+	while (p->nr_excl)
+		utrace_spec__clear(&p->excl[--p->nr_excl]);
+	free(p->excl);
 	free(p->name);
 	free(p);
 }
@@ -882,6 +885,7 @@ struct utrace_probe *utrace_probe__register(struct utrace_uprobes *up, pid_t pid
 		return NULL;
 	p->pid = pid;
 	p->addr = addr;
+	p->opts.exclude = NULL; /* SPEC probes only: not kept */
 	snprintf(buf, sizeof(buf), "%d:0x%llx", pid, (unsigned long long)addr);
 	p->name = strdup(buf);
 	if (!p->name) {
@@ -890,6 +894,34 @@ struct utrace_probe *utrace_probe__register(struct utrace_uprobes *up, pid_t pid
 		return NULL;
 	}
 	return finish_register(p);
+}
+
+/* opts.exclude into @p->excl; the caller's array is not kept. */
+static int parse_excludes(struct utrace_probe *p)
+{
+	const char *const *ex = p->opts.exclude;
+	char err[256];
+	size_t n = 0;
+	int r;
+
+	p->opts.exclude = NULL;
+	while (ex && ex[n])
+		n++;
+	if (!n)
+		return 0;
+	p->excl = calloc(n, sizeof(*p->excl));
+	if (!p->excl)
+		return -ENOMEM;
+	for (; p->nr_excl < n; p->nr_excl++) {
+		err[0] = '\0';
+		r = utrace_spec__parse(ex[p->nr_excl], &p->excl[p->nr_excl], err, sizeof(err));
+		if (r) {
+			if (err[0])
+				pr_warn("probe '%s': exclusion: %s\n", p->name, err);
+			return r;
+		}
+	}
+	return 0;
 }
 
 struct utrace_probe *utrace_probe__register_spec(struct utrace_uprobes *up, const char *spec,
@@ -916,10 +948,10 @@ struct utrace_probe *utrace_probe__register_spec(struct utrace_uprobes *up, cons
 	}
 	p->is_spec = true;
 	p->name = strdup(spec);
-	if (!p->name) {
-		utrace_spec__clear(&p->spec);
-		free(p);
-		errno = ENOMEM;
+	r = p->name ? parse_excludes(p) : -ENOMEM;
+	if (r) {
+		uprobes_probe_free(p);
+		errno = -r;
 		return NULL;
 	}
 	return finish_register(p);

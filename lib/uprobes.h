@@ -47,6 +47,8 @@ struct utrace_probe {
 	bool warned; /* a refused site was reported once */
 	char *name; /* SPEC text or "PID:0xADDR" */
 	struct utrace_spec spec; /* is_spec */
+	struct utrace_spec *excl; /* opts.exclude, parsed: matches left out */
+	size_t nr_excl;
 	pid_t pid; /* !is_spec: the process and runtime address */
 	uint64_t addr;
 	bool registered; /* registration completed (armed where possible) */

@@ -370,6 +370,12 @@ typedef void (*utrace_point_opts_fn_t)(struct utrace_probe *p,
  *	@handler and @ret_handler must be NULL; @actions may add built-in
  *	ones. A table entry with a return handler gets a timed entry
  *	(ctx->entry_ns) on every backend
+ * @exclude: SPECs (utrace_probe__register_spec() only) whose matches this
+ *	probe leaves out: a function that @spec and one of them match is not
+ *	probed, in every process and every object loaded later (ltrace's
+ *	'-' rules: -e 'malloc+free-@libc.so.6'). NULL-terminated, parsed
+ *	and kept at registration; NULL: none. A malformed one fails the
+ *	registration (-UTRACE_ERRNO__SPEC, said through the log)
  */
 struct utrace_probe_opts {
 	size_t sz;
@@ -389,6 +395,7 @@ struct utrace_probe_opts {
 	utrace_point_opts_fn_t point_opts;
 	int module;
 	unsigned int module_probe;
+	const char *const *exclude;
 	size_t : 0;
 };
 #define utrace_probe_opts__last_field dropped /* the fields after it are optional */

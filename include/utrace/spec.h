@@ -32,19 +32,19 @@ extern "C" {
 #endif
 
 enum utrace_spec_flags {
-	UTRACE_SPEC_ADDR = 1U << 0,   /* TARGET is 0xHEXADDR (file address in OBJECT) */
-	UTRACE_SPEC_PLT = 1U << 1,    /* PATTERN@plt */
+	UTRACE_SPEC_ADDR = 1U << 0, /* TARGET is 0xHEXADDR (file address in OBJECT) */
+	UTRACE_SPEC_PLT = 1U << 1, /* PATTERN@plt */
 	UTRACE_SPEC_OFFSET = 1U << 2, /* PATTERN+OFFSET */
-	UTRACE_SPEC_GLOB = 1U << 3,   /* PATTERN has glob characters */
+	UTRACE_SPEC_GLOB = 1U << 3, /* PATTERN has glob characters */
 };
 
 /** struct utrace_spec - a parsed SPEC. Strings are owned (utrace_spec__clear). */
 struct utrace_spec {
-	char *text;	/* the SPEC as given */
-	char *object;	/* NULL: the main executable; "*": every object; else path/name/glob */
-	char *pattern;	/* symbol name or glob; NULL with UTRACE_SPEC_ADDR */
+	char *text; /* the SPEC as given */
+	char *object; /* NULL: the main executable; "*": every object; else path/name/glob */
+	char *pattern; /* symbol name or glob; NULL with UTRACE_SPEC_ADDR */
 	uint64_t offset; /* with UTRACE_SPEC_OFFSET */
-	uint64_t addr;	/* with UTRACE_SPEC_ADDR */
+	uint64_t addr; /* with UTRACE_SPEC_ADDR */
 	uint32_t flags; /* enum utrace_spec_flags */
 };
 
@@ -69,9 +69,9 @@ UTRACE_API void utrace_spec__clear(struct utrace_spec *spec);
  */
 struct utrace_object {
 	const char *path; /* resolved path */
-	uint64_t bias;	  /* load bias: runtime address = file address + bias */
-	bool is_main;	  /* the main executable */
-	bool live;	  /* mapped in a live process (bias is real) */
+	uint64_t bias; /* load bias: runtime address = file address + bias */
+	bool is_main; /* the main executable */
+	bool live; /* mapped in a live process (bias is real) */
 };
 
 struct utrace_image;
@@ -111,16 +111,16 @@ UTRACE_API struct utrace_elf *utrace_image__elf(struct utrace_image *img, size_t
 
 /** struct utrace_match - one probe point a spec resolved to. */
 struct utrace_match {
-	size_t object;	    /* index into the image */
+	size_t object; /* index into the image */
 	/*
 	 * @symbol: borrowed from the ELF. For 0xHEXADDR, the function that
 	 * contains the address (@offset into it), or NULL if none does.
 	 */
 	const char *symbol;
 	uint64_t file_addr; /* file address of the probe point */
-	uint64_t addr;	    /* runtime address (file_addr + bias) */
-	uint64_t sym_size;  /* size of the symbol, 0 if unknown */
-	uint64_t offset;    /* offset of the probe point in the symbol */
+	uint64_t addr; /* runtime address (file_addr + bias) */
+	uint64_t sym_size; /* size of the symbol, 0 if unknown */
+	uint64_t offset; /* offset of the probe point in the symbol */
 	uint32_t sym_flags; /* enum utrace_sym_flags (UTRACE_SYM_ALIAS, _PLT ...) */
 };
 
@@ -144,6 +144,18 @@ struct utrace_match {
 UTRACE_API int utrace_image__resolve(struct utrace_image *img, const struct utrace_spec *spec,
 				     struct utrace_match **ret_matches, size_t *ret_nr,
 				     bool *ret_pending);
+
+/**
+ * @brief **utrace_image__match_is()** says whether match @m of @img (from
+ * utrace_image__resolve()) is also a match of @spec: the same object
+ * selection and name rules (a pattern with "::" against demangled names,
+ * PATTERN@plt against PLT stubs only), an address SPEC the same file
+ * address; OFFSET is not compared. Used for exclusions
+ * (utrace_probe_opts.exclude, ltrace's '-' rules).
+ * @return true if @spec selects @m's object and names its function
+ */
+UTRACE_API bool utrace_image__match_is(struct utrace_image *img, const struct utrace_match *m,
+				       const struct utrace_spec *spec);
 
 #ifdef __cplusplus
 }

@@ -1216,6 +1216,54 @@ TEST(dlopen_pending_spec)
 	}
 }
 
+/*
+ * utrace_probe_opts.exclude (ltrace's '-' rules): a match that an
+ * exclusion names is not probed, in the objects there at registration and
+ * in one dlopen()ed later.
+ */
+TEST(exclude_leaves_out_matches)
+{
+	enum utrace_backend b;
+
+	FOR_EACH_BACKEND(b)
+	{
+		char lib[4096];
+		const char *args[] = { "dlopen", lib, "300", NULL };
+		const char *libc_only[] = { "libc:*", NULL };
+		const char *the_lib[] = { "libuprobe-dl:lib_f*", NULL };
+		const char *work[] = { "work", NULL };
+		struct run r = run_new(b);
+		UTRACE_OPTS(utrace_probe_opts, o1, .actions = UTRACE_ACT_COUNT | UTRACE_ACT_NORET,
+			    .exclude = libc_only);
+		UTRACE_OPTS(utrace_probe_opts, o2, .actions = UTRACE_ACT_COUNT | UTRACE_ACT_NORET,
+			    .exclude = the_lib);
+		UTRACE_OPTS(utrace_probe_opts, o3, .actions = UTRACE_ACT_COUNT | UTRACE_ACT_NORET,
+			    .exclude = work);
+		struct utrace_probe *kept, *gone, *none;
+		struct utrace_probe_counts c;
+
+		snprintf(lib, sizeof(lib), "%s", target_path("libuprobe-dl.so"));
+		kept = utrace_probe__register_spec(r.up, "*:lib_func", &o1);
+		gone = utrace_probe__register_spec(r.up, "*:lib_func", &o2);
+		CHECK_MSG(kept && gone, "%s: %s", utrace_backend_str(b), strerror(errno));
+		none = utrace_probe__register_spec(r.up, "wor[k]", &o3);
+		CHECK(none);
+		run_launch(&r, "s-uprobes", args);
+		CHECK_EQ(run_to_exit(&r, NULL, NULL), 0);
+		CHECK_EQ(utrace_probe__counts(kept, &c), 0);
+		CHECK_MSG(c.calls == 300, "%s: lib_func %llu calls, want 300",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		CHECK_EQ(utrace_probe__counts(gone, &c), 0);
+		CHECK_MSG(c.calls == 0, "%s: excluded lib_func %llu calls, want 0",
+			  utrace_backend_str(b), (unsigned long long)c.calls);
+		if (none) {
+			CHECK_EQ(utrace_probe__counts(none, &c), 0);
+			CHECK_EQ(c.calls, 0);
+		}
+		run_free(&r);
+	}
+}
+
 static int ignore_rec(const struct utrace_record *rec, void *ctx)
 {
 	(void)rec;
