@@ -61,6 +61,7 @@
 
 #include "utrace/utrace.h"
 #include "utrace/session.h"
+#include "aggr.h"
 #include "chrome.h"
 #include "cli.h"
 #include "output.h"
@@ -102,6 +103,7 @@ struct tracer {
 	int nr_tasks; /* live threads in tasks[], for the [pid] prefix */
 	struct task *tasks[TASK_HASH];
 	struct sc_stats stats[SYSDEC_NR_MAX];
+	struct aggr hist; /* -H: a log2 latency histogram per syscall ("syscall:NAME") */
 	pid_t main_pid; /* launched command, or the first -p pid */
 	/*
 	 * The engine launches with execvp(): until the command's first
@@ -422,6 +424,15 @@ static void count_call(struct tracer *t, long nr, bool failed, uint64_t dur_ns)
 
 	if (nr < 0 || nr >= SYSDEC_NR_MAX)
 		return;
+	if (t->opts->hist) {
+		char probe[80];
+		struct aggr_stat *h;
+
+		snprintf(probe, sizeof(probe), "syscall:%s", sysdec_name(nr));
+		h = aggr_get(&t->hist, probe, sysdec_name(nr));
+		if (h)
+			aggr_add(h, true, dur_ns, failed);
+	}
 	st = &t->stats[nr];
 	if (!st->calls || dur_ns < st->min_ns)
 		st->min_ns = dur_ns;
@@ -790,7 +801,7 @@ static int on_syscall_exit(struct utrace_engine *e, struct utrace_thread *th,
 		t->launch_pending = false;
 	}
 	dur = now_mono_ns() - tk->entry_mono_ns;
-	if (t->opts->summary) {
+	if (t->opts->summary || t->opts->hist) {
 		count_call(t, tk->call.nr,
 			   !tk->call.success && sysdec_is_error(tk->call.nr, sc->ret) != 0, dur);
 		if (!t->events)
@@ -1058,6 +1069,24 @@ static int cmp_time(const void *a, const void *b, void *ctx)
 	if (st[x].total_ns != st[y].total_ns)
 		return st[x].total_ns < st[y].total_ns ? 1 : -1;
 	return x < y ? -1 : x > y;
+}
+
+static void print_summary(struct tracer *t);
+
+/* At the end: -c's table, -H's histograms (text, or JSON "hist" records). */
+static void print_tables(struct tracer *t)
+{
+	FILE *f = t->chrome ? stderr : t->out.f; /* the tables are no trace events */
+
+	if (t->opts->summary)
+		print_summary(t);
+	if (!t->opts->hist)
+		return;
+	output_break(&t->out);
+	if (t->out.format == CLI_FMT_JSON)
+		aggr_json_hist(f, &t->hist, now_realtime_ns(), t->main_pid);
+	else
+		aggr_print_hist(f, &t->hist);
 }
 
 /* strace -c's table, sorted by time; errors left blank when 0, like strace. */
@@ -1677,8 +1706,7 @@ static int kernel_summary(struct tracer *t, bool launched)
 	}
 	if (t->chrome)
 		chrome_close(t->chrome); /* complete before the -c table */
-	if (o->summary)
-		print_summary(t);
+	print_tables(t);
 	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
@@ -1717,12 +1745,17 @@ static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
 
 	t->opts = opts;
 	/* not ignored silently: said before anything runs (embedded: the functions') */
-	if ((opts->stack || opts->hist) && !embedded) {
-		cli_error("%s is not available with -s yet: %s", opts->stack ? "-k" : "-H",
-			  opts->stack ? "trace the functions around the call with -f -k" :
-					"-c gives the calls, errors and times of each syscall");
+	if (opts->stack && !embedded) {
+		cli_error("-k is not available with -s yet: trace the functions around the call "
+			  "with -f -k");
 		return EXIT_USAGE;
 	}
+	if (opts->hist && opts->backend == CLI_BACKEND_KERNEL) {
+		cli_error("-H with -s is not available on the kernel backend yet: -c gives the "
+			  "calls, errors and times of each syscall (or -b ptrace -H)");
+		return EXIT_USAGE;
+	}
+	aggr_init(&t->hist);
 	if (opts->format == CLI_FMT_CHROME && opts->per_thread_files && opts->output) {
 		cli_error("-ff writes one text file per thread: not with --format chrome");
 		return EXIT_USAGE;
@@ -1741,7 +1774,8 @@ static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
 	sysdec_set_xlat_style(opts->xlat_style);
 	sysdec_set_decode_fds(opts->decode_fds);
 	t->per_thread = opts->per_thread_files && opts->output;
-	t->events = !opts->summary || opts->summary_events;
+	/* -H, as -c: the tables at the end instead of the lines (-C: both) */
+	t->events = !(opts->summary || opts->hist) || opts->summary_events;
 	return 0;
 }
 
@@ -1802,8 +1836,8 @@ void syscalls_embed_end(void)
 
 	if (!t)
 		return;
-	if (t->opts->summary)
-		print_summary(t);
+	print_tables(t);
+	aggr_clear(&t->hist);
 	the_embedded = NULL;
 }
 
@@ -1943,8 +1977,8 @@ int cmd_syscalls(struct cli_opts *opts)
 	}
 	if (t->chrome)
 		chrome_close(t->chrome); /* complete before the -c table (stderr, maybe its file) */
-	if (opts->summary)
-		print_summary(t);
+	print_tables(t);
+	aggr_clear(&t->hist);
 	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);

@@ -961,7 +961,8 @@ TEST(strace_misuse)
 		{ { "-p" }, "utrace: option requires an argument -- 'p'" },
 		/* -k and -H with -s: refused, not ignored */
 		{ { "-k", "-s", "--", "true" }, "-k is not available with -s yet" },
-		{ { "-H", "-e", "trace=read", "--", "true" }, "-H is not available with -s yet" },
+		{ { "-H", "-b", "kernel", "-s", "--", "true" },
+		  "-H with -s is not available on the kernel backend yet" },
 	};
 	size_t i;
 
@@ -1628,4 +1629,100 @@ TEST_TIMEOUT(strace_instruction_pointer, 120)
 	free(u);
 	unlink(sfile);
 	unlink(ufile);
+}
+
+/* utrace with @args (NULL-terminated): its status, stdout and stderr */
+static int run_u(const char *const *args, char **out, char **err)
+{
+	char *argv[24] = { (char *)utrace() };
+	int i;
+
+	for (i = 0; args[i] && i < 22; i++)
+		argv[i + 1] = (char *)args[i];
+	return harness_run(argv, out, err, 60);
+}
+
+/* The calls column of -c's row for @name, -1 if there is none. */
+static long row_calls(const char *text, const char *name)
+{
+	const char *line;
+	size_t len = strlen(name);
+
+	for (line = text; line && *line; line = strchr(line, '\n'), line += line ? 1 : 0) {
+		const char *end = strchr(line, '\n');
+		size_t l = end ? (size_t)(end - line) : strlen(line);
+		double pct, secs;
+		long usecs, calls;
+
+		if (l > len && !strncmp(line + l - len, name, len) && line[l - len - 1] == ' ' &&
+		    sscanf(line, "%lf %lf %ld %ld", &pct, &secs, &usecs, &calls) == 4)
+			return calls;
+	}
+	return -1;
+}
+
+/* "@NAME [syscall:NAME]: N calls" of -H's text, and the sum of its bucket counts */
+static long hist_calls(const char *text, const char *name, long *ret_sum)
+{
+	char head[96];
+	const char *p, *line;
+	long n = -1, sum = 0;
+
+	snprintf(head, sizeof(head), "@%s [syscall:%s]: ", name, name);
+	p = strstr(text, head);
+	if (!p)
+		return -1;
+	n = atol(p + strlen(head));
+	for (line = strchr(p, '\n'); line && line[1] == '['; line = strchr(line + 1, '\n')) {
+		const char *c = strchr(line + 1, ')');
+
+		if (c)
+			sum += atol(c + 1);
+	}
+	*ret_sum = sum;
+	return n;
+}
+
+/*
+ * -s -H: a log2 latency histogram per syscall, as -H for functions; with
+ * -c on the same run, each histogram holds the calls of the table's row,
+ * its buckets add up to them; JSON "hist" records; the same with -f (one
+ * stream: the functions' histograms, then the syscalls').
+ */
+TEST_TIMEOUT(syscall_histograms, 120)
+{
+	const char *args[] = { "-c", "-H", "-s", "openat,close,read", "--", "ls", "/", NULL };
+	const char *json[] = {
+		"--format", "json", "-H", "-e", "trace=openat", "--", "ls", "/", NULL
+	};
+	const char *mixed[] = { "-H", "-s", "close", "-f", "libc:opendir", "--", "ls", "/", NULL };
+	static const char *const names[] = { "openat", "close", "read" };
+	char *out = NULL, *err = NULL;
+	long sum = 0, n;
+	size_t i;
+
+	CHECK_EQ(run_u(args, &out, &err), 0);
+	for (i = 0; i < 3; i++) {
+		n = hist_calls(err, names[i], &sum);
+		CHECK_MSG(n > 0 && n == row_calls(err, names[i]) && sum == n,
+			  "%s: -H says %ld calls (buckets %ld), -c %ld:\n%s", names[i], n, sum,
+			  row_calls(err, names[i]), err);
+	}
+	CHECK(!strstr(err, "] openat(")); /* tables instead of the lines, as -c */
+	free(out);
+	free(err);
+
+	out = err = NULL;
+	CHECK_EQ(run_u(json, &out, &err), 0);
+	CHECK_MSG(err && strstr(err, "\"type\": \"hist\"") && strstr(err, "\"syscall:openat\""),
+		  "%s", err ? err : "");
+	free(out);
+	free(err);
+
+	out = err = NULL;
+	CHECK_EQ(run_u(mixed, &out, &err), 0);
+	CHECK_MSG(hist_calls(err, "close", &sum) > 0 && strstr(err, "@opendir ["), "%s",
+		  err ? err : "");
+	free(out);
+	free(err);
 }
