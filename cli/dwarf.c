@@ -17,11 +17,15 @@
  *
  * Each object file is opened once; a file with no DWARF (or no separate
  * /usr/lib/debug/.build-id/xx/yyyy.debug file) is remembered as such.
+ * With libdebuginfod and $DEBUGINFOD_URLS set, the debug file of a
+ * build-id that neither has is fetched from those servers, once per
+ * build-id and run (a miss too): DWARF read with libdw, nothing else.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "protos.h"
@@ -31,6 +35,12 @@
 #include <elfutils/libdw.h>
 
 #include "utrace/elf.h"
+
+#ifdef HAVE_DEBUGINFOD
+#include <dlfcn.h>
+#include <elfutils/debuginfod.h>
+#include <elfutils/libdwelf.h>
+#endif
 
 struct dw_func {
 	struct dw_func *next;
@@ -108,6 +118,222 @@ struct dw_file {
 
 static struct dw_file *files;
 
+static void (*dwarf_note)(const char *object, const char *debug_file);
+
+void proto_dwarf_set_note(void (*note)(const char *object, const char *debug_file))
+{
+	dwarf_note = note;
+}
+
+#ifdef HAVE_DEBUGINFOD
+/*
+ * debuginfod through libdebuginfod itself, not libdwfl's
+ * dwfl_standard_find_debuginfo() (which reaches the same client): we
+ * already have the build-id and a plain Dwarf, and only the client lets us
+ * bound the wait (debuginfod_set_progressfn()), keep one client (its
+ * connection cache) for the run, and know which file came from a server.
+ * dlopen()ed at the first fetch, as libdwfl does: the client brings
+ * libcurl and some 30 libraries with it, which a run without
+ * $DEBUGINFOD_URLS (most) should not load (about 5 ms at each start).
+ */
+
+/*
+ * No byte for this long, the server is given up (the client's own bound,
+ * DEBUGINFOD_TIMEOUT, is 90 s per try and 3 tries): unless the environment
+ * sets DEBUGINFOD_TIMEOUT or DEBUGINFOD_MAXTIME. The client's cache then
+ * keeps the miss (cache_miss_s, 10 minutes): the next runs do not wait.
+ */
+#define DBGD_STALL_SEC 15
+
+/* One fetch per build-id per run: @path NULL is a miss. */
+struct dbgd_ent {
+	struct dbgd_ent *next;
+	char *path;
+	char id[];
+};
+
+static struct dbgd_ent *dbgd_ents;
+static debuginfod_client *dbgd;
+static bool dbgd_failed; /* no libdebuginfod.so.1, or debuginfod_begin() failed */
+
+/* the client's functions, type-checked against its header; never dlclose()d */
+static struct {
+	__typeof__(debuginfod_begin) *begin;
+	__typeof__(debuginfod_find_debuginfo) *find_debuginfo;
+	__typeof__(debuginfod_set_progressfn) *set_progressfn;
+	__typeof__(debuginfod_get_url) *get_url;
+	__typeof__(debuginfod_end) *end;
+} dbgd_fn;
+
+/* the fetch in progress */
+static struct dbgd_wait {
+	struct timespec last; /* of the start or the last byte */
+	long bytes;
+	bool bounded;
+} dbgd_wait;
+
+static bool dbgd_load(void)
+{
+	void *so = dlopen(DEBUGINFOD_SONAME, RTLD_LAZY | RTLD_LOCAL);
+
+	if (!so)
+		return false;
+	dbgd_fn.begin = (__typeof__(dbgd_fn.begin))dlsym(so, "debuginfod_begin");
+	dbgd_fn.find_debuginfo =
+		(__typeof__(dbgd_fn.find_debuginfo))dlsym(so, "debuginfod_find_debuginfo");
+	dbgd_fn.set_progressfn =
+		(__typeof__(dbgd_fn.set_progressfn))dlsym(so, "debuginfod_set_progressfn");
+	dbgd_fn.get_url = (__typeof__(dbgd_fn.get_url))dlsym(so, "debuginfod_get_url");
+	dbgd_fn.end = (__typeof__(dbgd_fn.end))dlsym(so, "debuginfod_end");
+	return dbgd_fn.begin && dbgd_fn.find_debuginfo && dbgd_fn.set_progressfn &&
+	       dbgd_fn.get_url && dbgd_fn.end;
+}
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+/*
+ * Called about once a second while the client waits; non-zero cancels.
+ * @got is bytes once a server sends the file (debuginfod_get_url() is set
+ * from its first byte), a count of calls before: nothing for
+ * DBGD_STALL_SEC from the start or since the last byte gives up. It
+ * replaces the client's own DEBUGINFOD_PROGRESS printer: no output from
+ * here.
+ */
+static int dbgd_progress(debuginfod_client *c, long got, long total)
+{
+	struct dbgd_wait *w = &dbgd_wait;
+
+	(void)total;
+	if (!w->bounded)
+		return 0;
+	if (dbgd_fn.get_url(c) && got != w->bytes) {
+		w->bytes = got;
+		clock_gettime(CLOCK_MONOTONIC, &w->last);
+	}
+	return since(&w->last) > DBGD_STALL_SEC;
+}
+
+/* @dw's GNU build-id is @id (hex): the server sent the file asked for */
+static bool same_build_id(Dwarf *dw, const char *id)
+{
+	const unsigned char *p;
+	const void *bits;
+	ssize_t n = dwelf_elf_gnu_build_id(dwarf_getelf(dw), &bits), i;
+
+	if (n <= 0 || (size_t)n * 2 != strlen(id))
+		return false;
+	p = bits;
+	for (i = 0; i < n; i++) {
+		char hex[3];
+
+		snprintf(hex, sizeof(hex), "%02x", p[i]);
+		if (memcmp(hex, id + 2 * i, 2))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The DWARF of build-id @id (hex) from $DEBUGINFOD_URLS, for @object:
+ * its file in the client's cache (owned by the user), read by libdw only.
+ * Return: the Dwarf (its fd in *@ret_fd), or NULL.
+ */
+static Dwarf *dbgd_dwarf(const char *object, const char *id, int *ret_fd)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	struct dbgd_ent *e;
+	char *path = NULL;
+	Dwarf *dw;
+	int fd;
+
+	if (!urls || !*urls)
+		return NULL;
+	for (e = dbgd_ents; e; e = e->next)
+		if (!strcmp(e->id, id))
+			break;
+	if (e) {
+		/* another object of the same build-id: the file fetched already */
+		fd = e->path ? open(e->path, O_RDONLY | O_CLOEXEC) : -1;
+		dw = fd >= 0 ? dwarf_begin(fd, DWARF_C_READ) : NULL;
+		if (!dw) {
+			if (fd >= 0)
+				close(fd);
+			return NULL;
+		}
+		*ret_fd = fd;
+		return dw;
+	}
+	e = calloc(1, sizeof(*e) + strlen(id) + 1);
+	if (!e)
+		return NULL;
+	strcpy(e->id, id);
+	e->next = dbgd_ents;
+	dbgd_ents = e;
+	if (!dbgd && !dbgd_failed) {
+		dbgd = dbgd_load() ? dbgd_fn.begin() : NULL;
+		dbgd_failed = !dbgd;
+		if (dbgd)
+			dbgd_fn.set_progressfn(dbgd, dbgd_progress);
+	}
+	if (!dbgd)
+		return NULL;
+	/* the client's own bounds if the environment sets one, else ours */
+	dbgd_wait = (struct dbgd_wait){ .bounded = !getenv("DEBUGINFOD_TIMEOUT") &&
+						   !getenv("DEBUGINFOD_MAXTIME") };
+	clock_gettime(CLOCK_MONOTONIC, &dbgd_wait.last);
+	/* build_id_len 0: @id is hex */
+	fd = dbgd_fn.find_debuginfo(dbgd, (const unsigned char *)id, 0, &path);
+	if (fd < 0) {
+		free(path);
+		return NULL;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	dw = dwarf_begin(fd, DWARF_C_READ);
+	if (!dw || !same_build_id(dw, id)) {
+		if (dw)
+			dwarf_end(dw);
+		close(fd);
+		free(path);
+		return NULL;
+	}
+	e->path = path;
+	if (dwarf_note)
+		dwarf_note(object, path);
+	*ret_fd = fd;
+	return dw;
+}
+
+static void dbgd_clear(void)
+{
+	while (dbgd_ents) {
+		struct dbgd_ent *e = dbgd_ents;
+
+		dbgd_ents = e->next;
+		free(e->path);
+		free(e);
+	}
+	if (dbgd)
+		dbgd_fn.end(dbgd);
+	dbgd = NULL;
+	dbgd_failed = false;
+}
+#else
+static Dwarf *dbgd_dwarf(const char *object, const char *id, int *ret_fd)
+{
+	return NULL;
+}
+
+static void dbgd_clear(void)
+{
+}
+#endif /* HAVE_DEBUGINFOD */
+
 static Dwarf *open_dwarf(const char *path, int *ret_fd)
 {
 	struct utrace_elf *elf;
@@ -136,11 +362,11 @@ static Dwarf *open_dwarf(const char *path, int *ret_fd)
 	snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
 	fd = open(dbg, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return NULL;
+		return dbgd_dwarf(path, id, ret_fd);
 	dw = dwarf_begin(fd, DWARF_C_READ);
 	if (!dw) {
 		close(fd);
-		return NULL;
+		return dbgd_dwarf(path, id, ret_fd);
 	}
 	*ret_fd = fd;
 	return dw;
@@ -453,9 +679,14 @@ void proto_dwarf_clear(void)
 		free(f->path);
 		free(f);
 	}
+	dbgd_clear();
 }
 
 #else /* !HAVE_LIBDW */
+
+void proto_dwarf_set_note(void (*note)(const char *object, const char *debug_file))
+{
+}
 
 const struct proto *proto_dwarf(const char *path, const char *name)
 {

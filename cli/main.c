@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "launch.h"
 #include "output.h"
+#include "protos.h"
 #include "sysdec.h"
 
 void cli_error(const char *fmt, ...)
@@ -1274,6 +1275,12 @@ static int check_pids(const struct cli_opts *o)
 	return 0;
 }
 
+/* -v: which object's DWARF came from a debuginfod server (cli/dwarf.c) */
+static void dwarf_note(const char *object, const char *debug_file)
+{
+	cli_error("%s: DWARF from debuginfod (%s)", object, debug_file);
+}
+
 static void opts_clear(struct cli_opts *o)
 {
 	free(o->probes);
@@ -1320,6 +1327,8 @@ int main(int argc, char **argv)
 	ret = check_pids(&opts);
 	if (ret)
 		goto out;
+	if (opts.verbose > 0)
+		proto_dwarf_set_note(dwarf_note);
 	if (record)
 		ret = cmd_record(&opts);
 	else if (opts.list_spec)

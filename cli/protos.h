@@ -97,11 +97,20 @@ const struct proto *proto_find(const char *name);
 
 /*
  * proto_dwarf - the prototype of function @name from the DWARF of the ELF
- * file @path (or its /usr/lib/debug/.build-id/ file), with libdw; cached.
+ * file @path (or its /usr/lib/debug/.build-id/ file, or the debug file
+ * of its build-id from $DEBUGINFOD_URLS, with libdebuginfod), with
+ * libdw; cached.
  * Return: a prototype valid until proto_dwarf_clear(), or NULL (no debug
  * information, no such function, or utrace built without libdw).
  */
 const struct proto *proto_dwarf(const char *path, const char *name);
+
+/*
+ * proto_dwarf_set_note - have @note (NULL: none) called once for each
+ * object whose DWARF proto_dwarf() fetched from a debuginfod server, with
+ * the file it came in (the client's cache). It outlives proto_dwarf_clear().
+ */
+void proto_dwarf_set_note(void (*note)(const char *object, const char *debug_file));
 
 /* proto_dwarf_clear - free what proto_dwarf() cached. */
 void proto_dwarf_clear(void);

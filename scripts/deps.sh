@@ -2,15 +2,17 @@
 # SPDX-License-Identifier: MIT
 # Installs the Debian 12 packages utrace needs to build and test (xz-utils:
 # test-agent-kill-tools traces xz -T2; libbpf-dev, bpftool and clang build
-# the kernel backend's BPF programs and skeletons, bpf/).
+# the kernel backend's BPF programs and skeletons, bpf/; libdebuginfod-dev:
+# DWARF prototypes fetched by build-id from $DEBUGINFOD_URLS, cli/dwarf.c).
 # As root: runs apt-get. Otherwise: prints the exact line to run, and fails
 # if something is missing.
-PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libbpf-dev bpftool libc6-dev binutils libelf-dev libdw-dev libzydis-dev libzycore-dev python3 strace ltrace xz-utils scdoc"
+PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libbpf-dev bpftool libc6-dev binutils libelf-dev libdw-dev libdebuginfod-dev libzydis-dev libzycore-dev python3 strace ltrace xz-utils scdoc"
 # Used by the benchmarks and comparison tests when present (skipped otherwise).
 # golang-go (about 80 MB to download): the Go target of tests/e2e/test-trace.c.
 # bash-completion: tests/e2e/test-docs.c runs the bash completion.
 # gawk, lua5.4: real programs whose counts test-selfcount compares across backends.
-OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4"
+# debuginfod: the server test-dwarf fetches a stripped target's DWARF from.
+OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4 debuginfod"
 # --with-deb: what tests/pkg/test-deb.sh (suite slow) needs to build the .debs.
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 
