@@ -535,11 +535,21 @@ static int add_ltrace_filter(struct cli_opts *o, const char *opt, const char *ex
 	}
 	while (*p) {
 		size_t len = 0;
-		char rule[512], *at, *sym, *lib, *spec = NULL;
-		bool neg = *p == '-';
+		char rule[512], *at, *sym, *lib, *re_end, *spec = NULL;
+		bool neg = *p == '-', lib_regex;
 
 		if (*p == '+' || *p == '-')
 			p++;
+		/* a /regex/ may hold '+' and '-': the rule goes on after its closing '/' */
+		if (*p == '/') {
+			const char *close = strchr(p + 1, '/');
+
+			if (!close) {
+				cli_error("bad %s '%s': unterminated /regex/", opt, expr);
+				return -EINVAL;
+			}
+			len = (size_t)(close - p) + 1;
+		}
 		/* a rule ends at '+' or '-', except "++" (libstdc++) and "-N" (libc-2.31) */
 		while (p[len] &&
 		       !((p[len] == '+' && p[len + 1] != '+' && (!len || p[len - 1] != '+')) ||
@@ -554,22 +564,25 @@ static int add_ltrace_filter(struct cli_opts *o, const char *opt, const char *ex
 			return -EINVAL;
 		}
 		snprintf(rule, sizeof(rule), "%.*s", (int)len, p);
-		if (strchr(rule, '/')) {
-			cli_error(
-				"%s '%s': ltrace's /regex/ rules are not supported yet: use globs "
-				"(*, ?, [...])",
-				opt, expr);
-			return -EINVAL;
-		}
-		at = strrchr(rule, '@');
+		/* the symbol's /regex/ is a SPEC's /REGEX/; ltrace's /x@y/ is /x/@/y/ */
+		re_end = rule[0] == '/' ? strchr(rule + 1, '/') : NULL;
+		lib_regex = re_end && memchr(rule, '@', (size_t)(re_end - rule));
+		at = strrchr(re_end ? re_end : rule, '@');
 		if (at)
 			*at++ = '\0';
 		sym = rule;
 		lib = at && *at ? at : "*";
+		if (lib_regex || (lib[0] == '/' && lib[1] && lib[strlen(lib) - 1] == '/')) {
+			cli_error(
+				"%s '%s': ltrace's /regex/ for a library is not supported yet: give "
+				"its name, a glob (libc.so*) or its path",
+				opt, expr);
+			return -EINVAL;
+		}
 		/* ltrace's ^ and $ anchor a whole-name match, which globs are anyway */
-		if (*sym == '^')
+		if (*sym != '/' && *sym == '^')
 			sym++;
-		if (*sym && sym[strlen(sym) - 1] == '$')
+		if (*sym != '/' && *sym && sym[strlen(sym) - 1] == '$')
 			sym[strlen(sym) - 1] = '\0';
 		if (!*sym)
 			sym = "*";
@@ -611,9 +624,13 @@ static bool ltrace_filter(const char *arg)
 	struct sysdec_set set;
 	char err[256];
 
-	/* strace's '!' (negation), %class, ?name and /regex/ (which may hold a '+') */
-	if (strchr("!%?", arg[0]) || (arg[0] == '/' && !strchr(arg, '@')))
+	/* strace's '!' (negation), %class, ?name and /regex (which may hold a '+') */
+	if (strchr("!%?", arg[0]))
 		return false;
+	/* ltrace's /regex/ (closed) when it names no syscall: -e /read/ stays strace's */
+	if (arg[0] == '/' && !strchr(arg, '@'))
+		return strlen(arg) > 2 && arg[strlen(arg) - 1] == '/' &&
+		       sysdec_parse_set(arg, &set, err, sizeof(err)) != 0;
 	if (strchr(arg, '@') || strchr(arg, '+') || (arg[0] && strchr(arg + 1, '-')))
 		return true;
 	return sysdec_parse_set(arg, &set, err, sizeof(err)) != 0;

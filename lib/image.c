@@ -42,6 +42,7 @@
 #include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -782,6 +783,26 @@ static bool demangled_matches(const char *pattern, bool glob, const char *name)
 	return hit;
 }
 
+/*
+ * @name against /REGEX/ @re: the symbol, or a C++ one demangled (whole,
+ * as nm -C shows it), as ltrace's /regex/ rules.
+ */
+static bool regex_matches(const regex_t *re, const char *name)
+{
+	char *d;
+	bool hit;
+	int st = -1;
+
+	if (!regexec(re, name, 0, NULL, 0))
+		return true;
+	if (strncmp(name, "_Z", 2) || !__cxa_demangle)
+		return false;
+	d = __cxa_demangle(name, NULL, NULL, &st);
+	hit = d && !st && !regexec(re, d, 0, NULL, 0);
+	free(d);
+	return hit;
+}
+
 /* Matches of @spec in object @idx; *too_short counts names past their size. */
 static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *elf,
 		       const struct utrace_spec *spec, struct match_vec *mv, size_t *too_short)
@@ -791,7 +812,9 @@ static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *
 	bool want_plt = spec->flags & UTRACE_SPEC_PLT;
 	bool glob = spec->flags & UTRACE_SPEC_GLOB;
 	bool cxx = spec->pattern && strstr(spec->pattern, "::");
-	int err;
+	bool rx = spec->flags & UTRACE_SPEC_REGEX;
+	regex_t re;
+	int err = 0;
 
 	if (spec->flags & UTRACE_SPEC_ADDR) {
 		const struct utrace_sym *s;
@@ -810,13 +833,16 @@ static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *
 		}
 		return match_push(mv, &m);
 	}
-	for (i = 0; i < n; i++) {
+	if (rx && regcomp(&re, spec->pattern, REG_EXTENDED | REG_NOSUB))
+		return -UTRACE_ERRNO__SPEC; /* (utrace_spec__parse() compiled it) */
+	for (i = 0; i < n && !err; i++) {
 		const struct utrace_sym *s = utrace_elf__sym(elf, i);
 		struct utrace_match m;
 
 		if (!!(s->flags & UTRACE_SYM_PLT) != want_plt)
 			continue;
-		if (cxx	 ? !demangled_matches(spec->pattern, glob, s->name) :
+		if (rx	 ? !regex_matches(&re, s->name) :
+		    cxx	 ? !demangled_matches(spec->pattern, glob, s->name) :
 		    glob ? fnmatch(spec->pattern, s->name, 0) :
 			   strcmp(spec->pattern, s->name))
 			continue;
@@ -834,10 +860,10 @@ static int resolve_obj(struct utrace_image *img, size_t idx, struct utrace_elf *
 			.sym_flags = s->flags,
 		};
 		err = match_push(mv, &m);
-		if (err)
-			return err;
 	}
-	return 0;
+	if (rx)
+		regfree(&re);
+	return err;
 }
 
 static bool obj_selected(const struct image_obj *o, const struct utrace_spec *spec,
@@ -868,6 +894,16 @@ bool utrace_image__match_is(struct utrace_image *img, const struct utrace_match 
 		return m->file_addr == ex->addr;
 	if (!m->symbol || !!(m->sym_flags & UTRACE_SYM_PLT) != !!(ex->flags & UTRACE_SPEC_PLT))
 		return false;
+	if (ex->flags & UTRACE_SPEC_REGEX) {
+		regex_t re;
+		bool hit;
+
+		if (regcomp(&re, ex->pattern, REG_EXTENDED | REG_NOSUB))
+			return false;
+		hit = regex_matches(&re, m->symbol);
+		regfree(&re);
+		return hit;
+	}
 	if (strstr(ex->pattern, "::"))
 		return demangled_matches(ex->pattern, glob, m->symbol);
 	return name_matches(ex->pattern, glob, m->symbol);
@@ -912,7 +948,7 @@ int utrace_image__resolve(struct utrace_image *img, const struct utrace_spec *sp
 		}
 		err = resolve_obj(img, i, elf, spec, &mv, &too_short);
 	}
-	if (!err && !mv.nr && too_short && !(spec->flags & UTRACE_SPEC_GLOB))
+	if (!err && !mv.nr && too_short && !(spec->flags & (UTRACE_SPEC_GLOB | UTRACE_SPEC_REGEX)))
 		err = -ERANGE;
 	if (err) {
 		free(mv.v);

@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,72 @@ static const char *spec_colon(const char *s)
 	return NULL;
 }
 
+/*
+ * Does @text (starting with '/') read as a whole "/REGEX/[@plt|+OFFSET]"?
+ * Its last '/' is followed by nothing, "@plt" or "+N".
+ */
+static bool regex_target(const char *text)
+{
+	const char *end = strrchr(text, '/');
+
+	return end > text && (!end[1] || !strcmp(end + 1, "@plt") ||
+			      (end[1] == '+' && end[2] >= '0' && end[2] <= '9'));
+}
+
+/* TARGET "/REGEX/[@plt|+OFFSET]" of @text, OBJECT before @colon (or none). */
+static int parse_regex(const char *text, const char *colon, const char *target,
+		       struct utrace_spec *ret, char *errbuf, size_t errlen)
+{
+	struct utrace_spec s = { 0 };
+	const char *end = strrchr(target, '/');
+	char msg[128];
+	regex_t re;
+	int r;
+
+	if (end == target)
+		return bad_spec(text, errbuf, errlen, "unterminated /REGEX/: it ends with '/'");
+	if (!regex_target(target))
+		return bad_spec(text, errbuf, errlen,
+				"'%s': after /REGEX/ only '@plt' or '+OFFSET' may come", end + 1);
+	if (end == target + 1)
+		return bad_spec(text, errbuf, errlen, "empty /REGEX/");
+	if (colon && colon == text)
+		return bad_spec(text, errbuf, errlen, "missing object before ':'");
+	if (!strcmp(end + 1, "@plt"))
+		s.flags |= UTRACE_SPEC_PLT;
+	else if (end[1] == '+') {
+		if (parse_number(end + 2, &s.offset))
+			return bad_spec(text, errbuf, errlen,
+					"bad offset '%s': expected a decimal or 0x-hex number",
+					end + 2);
+		s.flags |= UTRACE_SPEC_OFFSET;
+	}
+	s.flags |= UTRACE_SPEC_REGEX;
+	s.pattern = strndup(target + 1, end - target - 1);
+	s.object = colon ? strndup(text, colon - text) : NULL;
+	s.text = strdup(text);
+	if (!s.pattern || (colon && !s.object) || !s.text) {
+		utrace_spec__clear(&s);
+		return -ENOMEM;
+	}
+	r = regcomp(&re, s.pattern, REG_EXTENDED | REG_NOSUB);
+	if (r) {
+		regerror(r, &re, msg, sizeof(msg));
+		bad_spec(text, errbuf, errlen, "bad /REGEX/ '%s': %s", s.pattern, msg);
+		utrace_spec__clear(&s);
+		return -UTRACE_ERRNO__SPEC;
+	}
+	regfree(&re);
+	if (s.object && has_glob(s.object) && strcmp(s.object, "*") &&
+	    unterminated_bracket(s.object)) {
+		bad_spec(text, errbuf, errlen, "unterminated '[' in object '%s'", s.object);
+		utrace_spec__clear(&s);
+		return -UTRACE_ERRNO__SPEC;
+	}
+	*ret = s;
+	return 0;
+}
+
 int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf, size_t errlen)
 {
 	struct utrace_spec s = { 0 };
@@ -179,6 +246,14 @@ int utrace_spec__parse(const char *text, struct utrace_spec *ret, char *errbuf, 
 		return bad_spec(text, errbuf, errlen, "unexpected %s at offset %zu",
 				*p == ' ' ? "space" : "control character", (size_t)(p - text));
 	colon = spec_colon(text);
+	/*
+	 * /REGEX/ after OBJECT ("libc:/^mem/", "/lib/x.so:/a:b/"), or the
+	 * whole SPEC ("/^mem/", "/a:b/": a ':' in REGEX is no OBJECT's)
+	 */
+	if (colon && colon[1] == '/')
+		return parse_regex(text, colon, colon + 1, ret, errbuf, errlen);
+	if (text[0] == '/' && regex_target(text))
+		return parse_regex(text, NULL, text, ret, errbuf, errlen);
 	target = colon ? colon + 1 : text;
 	if (colon && colon == text)
 		return bad_spec(text, errbuf, errlen, "missing object before ':'");

@@ -303,6 +303,20 @@ int uprobes_ret_refused(struct uprobes_proc *pp, const struct utrace_probe *p,
 	return -UTRACE_ERRNO__NOT_PATCHABLE;
 }
 
+/*
+ * Is @m in the agent's library (libutrace-agent.so, or a session's private
+ * copy of it) while @p's OBJECT is '*' or a glob? The agent refuses its own
+ * sites (a warning each): a SPEC that does not name it means the program's.
+ */
+static bool agent_object_by_glob(struct uprobes_proc *pp, const struct utrace_probe *p,
+				 const struct utrace_match *m)
+{
+	const struct utrace_object *o = utrace_image__object(pp->img, m->object);
+
+	return o && o->path && strstr(o->path, "libutrace-agent") && p->spec.object &&
+	       strpbrk(p->spec.object, "*?[");
+}
+
 /* Arm SPEC probe @p in @pp. Return: points added, or negative errno. */
 int uprobes_proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool *ret_pending)
 {
@@ -328,6 +342,8 @@ int uprobes_proc_arm_spec(struct uprobes_proc *pp, struct utrace_probe *p, bool 
 			excluded++; /* utrace_probe_opts.exclude: left out */
 			continue;
 		}
+		if (agent_object_by_glob(pp, p, &m[i]))
+			continue; /* the agent's own code is no program's: never a '*' match */
 		why[0] = 0;
 		err = uprobes_ret_refused(pp, p, &m[i], why, sizeof(why));
 		if (!err)

@@ -5,6 +5,7 @@
  *
  *   SPEC    := [OBJECT ':'] TARGET
  *   TARGET  := PATTERN ['+' OFFSET] | '0x' HEXADDR | PATTERN '@plt'
+ *   PATTERN := NAME | GLOB | '/' REGEX '/'
  *
  * OBJECT: absent = the main executable; '*' = every object; with a '/' =
  * a path (compared by device and inode, then real path); with a glob
@@ -15,6 +16,11 @@
  * OFFSET: decimal or 0x-hex. HEXADDR: a file address in OBJECT ('*' is
  * refused). PATTERN@plt: stubs of OBJECT's PLT (the main executable's when
  * OBJECT is absent). '@' is allowed only in the '@plt' suffix.
+ * /REGEX/: a POSIX extended regular expression that matches anywhere in
+ * the name (anchor it with ^ and $), as ltrace's /regex/ rules; between
+ * the slashes any character but a blank may appear ('+', '@', ':', '/'
+ * included: the first ':' of the SPEC ends OBJECT, the last '/' ends
+ * REGEX, before an optional '@plt' or '+OFFSET').
  */
 #ifndef __UTRACE_SPEC_H
 #define __UTRACE_SPEC_H
@@ -36,6 +42,7 @@ enum utrace_spec_flags {
 	UTRACE_SPEC_PLT = 1U << 1, /* PATTERN@plt */
 	UTRACE_SPEC_OFFSET = 1U << 2, /* PATTERN+OFFSET */
 	UTRACE_SPEC_GLOB = 1U << 3, /* PATTERN has glob characters */
+	UTRACE_SPEC_REGEX = 1U << 4, /* PATTERN is /REGEX/ (pattern: the REGEX) */
 };
 
 /** struct utrace_spec - a parsed SPEC. Strings are owned (utrace_spec__clear). */

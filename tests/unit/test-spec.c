@@ -47,6 +47,12 @@ static const struct good_spec {
 	/* a "::" is a C++ name's, never OBJECT's ':' */
 	{ "Foo::bar*", NULL, "Foo::bar*", UTRACE_SPEC_GLOB },
 	{ "libfoo:ns::Foo::bar", "libfoo", "ns::Foo::bar", 0 },
+	/* /REGEX/: any character between the slashes, the SPEC's first ':' before them */
+	{ "/^mem/", NULL, "^mem", UTRACE_SPEC_REGEX },
+	{ "/a:b+c/", NULL, "a:b+c", UTRACE_SPEC_REGEX },
+	{ "libc:/^mem(cpy|set)$/", "libc", "^mem(cpy|set)$", UTRACE_SPEC_REGEX },
+	{ "/usr/lib/x.so:/^m/@plt", "/usr/lib/x.so", "^m", UTRACE_SPEC_REGEX | UTRACE_SPEC_PLT },
+	{ "*:/x/y/+8", "*", "x/y", UTRACE_SPEC_REGEX | UTRACE_SPEC_OFFSET, 8 },
 };
 
 static const struct bad_spec {
@@ -80,6 +86,11 @@ static const struct bad_spec {
 	{ "foo\tbar", NULL },
 	{ "str[a-", "bad spec 'str[a-': unterminated '[' in pattern 'str[a-'" },
 	{ "lib[c:foo", "bad spec 'lib[c:foo': unterminated '[' in object 'lib[c'" },
+	{ "libc:/x", "bad spec 'libc:/x': unterminated /REGEX/: it ends with '/'" },
+	{ "libc://", "bad spec 'libc://': empty /REGEX/" },
+	{ "/(/", "bad spec '/(/': bad /REGEX/ '(': Unmatched ( or \\(" },
+	{ "libc:/x/y",
+	  "bad spec 'libc:/x/y': 'y': after /REGEX/ only '@plt' or '+OFFSET' may come" },
 };
 
 TEST(good_specs)
