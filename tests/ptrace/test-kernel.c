@@ -757,6 +757,8 @@ TEST_TIMEOUT(cli_summary_as_ptrace, 240)
 		km = row_calls(k_err, "malloc");
 		pm = row_calls(p_err, "malloc");
 		harness_note("ls: malloc %ld (kernel) %ld (ptrace)", km, pm);
+		if (km != pm)
+			harness_note("ptrace's stderr:\n%s", p_err ? p_err : "(none)");
 		CHECK(km > 10);
 		CHECK_EQ(km, pm);
 		CHECK_EQ(row_calls(k_err, "strcoll"), row_calls(p_err, "strcoll"));
