@@ -10,7 +10,9 @@ PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libbpf-dev bpfto
 # golang-go (about 80 MB to download): the Go target of tests/e2e/test-trace.c.
 # bash-completion: tests/e2e/test-docs.c runs the bash completion.
 # gawk, lua5.4: real programs whose counts test-selfcount compares across backends.
-OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4"
+# gdb, libc6-dbg: test-trace stack_without_frame_pointers compares -k with gdb's
+# bt, libc's local symbols (__libc_start_call_main) named by its debug file.
+OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4 gdb libc6-dbg"
 # --with-deb: what tests/pkg/test-deb.sh (suite slow) needs to build the .debs.
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 
