@@ -34,6 +34,7 @@
 
 #define BLOCK 4096
 #define NR_BLOCKS 4
+#define NAME_CACHE 512 /* a power of 2 */
 
 struct unwind {
 	Dwfl *dwfl;
@@ -54,6 +55,17 @@ struct unwind {
 		unsigned char data[BLOCK];
 	} blk[NR_BLOCKS];
 	unsigned int next_blk;
+	/*
+	 * unwind_name()'s answers by pc, until the next report: libdw looks
+	 * an address up by a linear search of the symbol table (some 10,000
+	 * symbols in libc's debug file)
+	 */
+	struct name_slot {
+		uint64_t pc; /* 0: empty */
+		bool act;
+		const char *name; /* NULL: none */
+		uint64_t off;
+	} names[NAME_CACHE];
 };
 
 static char *debuginfo_path;
@@ -153,6 +165,7 @@ int unwind_report(struct unwind *u)
 {
 	int err;
 
+	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid);
 	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 || err)
@@ -242,18 +255,26 @@ bool unwind_has_module(struct unwind *u, uint64_t pc)
 const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
 {
 	uint64_t at = act ? pc : pc - 1;
-	Dwfl_Module *mod = u ? dwfl_addrmodule(u->dwfl, at) : NULL;
+	struct name_slot *ns;
+	Dwfl_Module *mod;
 	GElf_Off o = 0;
 	GElf_Sym sym;
-	const char *name;
+	const char *name = NULL;
 
-	if (!mod)
+	if (!u || !pc)
 		return NULL;
-	name = dwfl_module_addrinfo(mod, at, &o, &sym, NULL, NULL, NULL);
-	if (!name || !*name)
-		return NULL;
-	*off = o + (pc - at);
-	return name;
+	ns = &u->names[((pc >> 2) ^ (pc >> 13)) & (NAME_CACHE - 1)];
+	if (ns->pc != pc || ns->act != act) {
+		mod = dwfl_addrmodule(u->dwfl, at);
+		if (mod)
+			name = dwfl_module_addrinfo(mod, at, &o, &sym, NULL, NULL, NULL);
+		ns->pc = pc;
+		ns->act = act;
+		ns->name = name && *name ? name : NULL;
+		ns->off = o + (pc - at);
+	}
+	*off = ns->off;
+	return ns->name;
 }
 
 #else /* !HAVE_LIBDW */
