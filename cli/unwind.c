@@ -167,16 +167,17 @@ int unwind_report(struct unwind *u)
 
 	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
 	dwfl_report_begin(u->dwfl);
-	err = dwfl_linux_proc_report(u->dwfl, u->pid);
-	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 || err)
-		return -1;
-	return 0;
+	err = dwfl_linux_proc_report(u->dwfl, u->pid); /* 0, an errno, or -1: libdw's */
+	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && !err)
+		err = -1;
+	return err;
 }
 
 struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 {
 	struct unwind *u = calloc(1, sizeof(*u));
 	Elf64_Ehdr *eh;
+	int err;
 
 	if (!u) {
 		snprintf(why, whylen, "%s", strerror(ENOMEM));
@@ -199,8 +200,10 @@ struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", u->arch ? dwfl_errmsg(-1) : elf_errmsg(-1));
 		goto fail;
 	}
-	if (unwind_report(u)) {
-		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid, dwfl_errmsg(-1));
+	err = unwind_report(u);
+	if (err) {
+		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid,
+			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
 		goto fail;
 	}
 	if (!dwfl_attach_state(u->dwfl, u->arch, pid, &thread_callbacks, u)) {
@@ -291,7 +294,7 @@ void unwind_free(struct unwind *u)
 
 int unwind_report(struct unwind *u)
 {
-	return -1;
+	return ENOSYS;
 }
 
 int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,

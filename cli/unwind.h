@@ -35,7 +35,8 @@ void unwind_free(struct unwind *u);
 
 /*
  * unwind_report - read the process's modules again (its mappings changed:
- * a dlopen, an exec). Return: 0, or -1 (the modules stay as they were).
+ * a dlopen, an exec). Return: 0; an errno (the maps could not be read) or
+ * -1 (libdw's error): the modules are what could be read.
  */
 int unwind_report(struct unwind *u);
 
