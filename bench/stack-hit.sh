@@ -14,6 +14,9 @@
 # Each runs with COUNT calls and with 0 calls, RUNS times each, interleaved;
 # ns per call = (median T(COUNT) - median T(0)) / COUNT, which removes the
 # start-up cost; -k's cost per hit = ns/call with -k - ns/call without.
+# T is the wall time, and the user-mode CPU time of utrace and the target
+# (the shell's times: the unwinder's work, less noisy than the ptrace stops
+# on a loaded machine; the target's share is the same in every variant).
 #
 # Usage: bench/stack-hit.sh [BUILD_DIR [RUNS [COUNT [BASE_BUILD_DIR]]]]
 #        (defaults: build 3 5000, no base)
@@ -46,9 +49,13 @@ cmd() { # cmd VARIANT N
 run() { # run VARIANT N
 	c=$(cmd "$1" "$2")
 	t0=$(date +%s%N)
-	sh -c "$c" >/dev/null 2>&1 || { echo "bench: '$c' failed" >&2; exit 1; }
+	sh -c "$c >/dev/null 2>&1 || exit 1; times" >"$TMP/times" 2>/dev/null ||
+		{ echo "bench: '$c' failed" >&2; exit 1; }
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000)) >>"$TMP/$1.$2"
+	# the children's line: "0m0.130000s 0m1.470000s" (user, sys)
+	tail -n 1 "$TMP/times" | awk '{ split($1, u, /[ms]/); printf "%d\n", (u[1] * 60 + u[2]) * 1e6 }' \
+		>>"$TMP/$1.$2.user"
 }
 
 median() {
@@ -69,20 +76,28 @@ while [ $i -lt "$RUNS" ]; do
 	i=$((i + 1))
 done
 
-printf '%-12s %14s %14s %12s\n' variant "T(0) us" "T($COUNT) us" "ns/call"
+printf '%-12s %14s %14s %12s %14s\n' variant "T(0) us" "T($COUNT) us" "ns/call" "user ns/call"
 for v in $variants; do
 	a=$(median "$v.0")
 	b=$(median "$v.$COUNT")
 	ns=$(((b - a) * 1000 / COUNT))
 	echo "$ns" >"$TMP/$v.ns"
-	printf '%-12s %14d %14d %12d\n' "$v" "$a" "$b" "$ns"
+	ua=$(median "$v.0.user")
+	ub=$(median "$v.$COUNT.user")
+	uns=$(((ub - ua) * 1000 / COUNT))
+	echo "$uns" >"$TMP/$v.uns"
+	printf '%-12s %14d %14d %12d %14d\n' "$v" "$a" "$b" "$ns" "$uns"
 done
 echo
-k=$(($(cat "$TMP/stack.ns") - $(cat "$TMP/plain.ns")))
-echo "-k per hit: $k ns ($(frames "$BUILD") frames)"
+delta() { # delta VARIANT-WITH-K VARIANT-WITHOUT EXT
+	echo $(($(cat "$TMP/$1.$3") - $(cat "$TMP/$2.$3")))
+}
+echo "-k per hit: $(delta stack plain ns) ns wall, $(delta stack plain uns) ns user ($(frames "$BUILD") frames)"
 if [ -n "$BASE" ]; then
-	kb=$(($(cat "$TMP/base-stack.ns") - $(cat "$TMP/base-plain.ns")))
-	echo "-k per hit, base: $kb ns ($(frames "$BASE") frames)"
+	echo "-k per hit, base: $(delta base-stack base-plain ns) ns wall," \
+		"$(delta base-stack base-plain uns) ns user ($(frames "$BASE") frames)"
 	awk -v a="$(cat "$TMP/stack.ns")" -v b="$(cat "$TMP/base-stack.ns")" \
-		'BEGIN { if (b <= 0) b = 1; printf "ratio, ns/call with -k: this / base = %.3g\n", a / b }'
+		-v c="$(cat "$TMP/stack.uns")" -v d="$(cat "$TMP/base-stack.uns")" \
+		'BEGIN { if (b <= 0) b = 1; if (d <= 0) d = 1
+			printf "ratio with -k, this / base: %.3g per call (wall), %.3g (user)\n", a / b, c / d }'
 fi
