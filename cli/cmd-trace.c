@@ -63,6 +63,7 @@
 #include "modload.h"
 #include "output.h"
 #include "protos.h"
+#include "unwind.h"
 
 #define STACK_MAX 32
 
@@ -106,6 +107,12 @@ struct symcache {
 		struct utrace_elf *elf; /* NULL: could not be opened */
 	} * files;
 	struct hit_errno_cache errno_cache;
+	unsigned int gen; /* maps and image read anew (a refresh) */
+	/* -k on ptrace: the CFI unwinder, its modules as of the refresh @unwind_gen */
+	struct unwind *unwind;
+	unsigned int unwind_gen;
+	bool unwind_tried;
+	bool stale; /* an exec since: read anew before the next walk */
 };
 
 /* Threads seen (Chrome track names). */
@@ -142,6 +149,7 @@ struct tracer {
 	pid_t inj_tid;
 	uint64_t inj_addr, inj_ns, inj_value;
 	bool inj_warned;
+	bool unwind_said; /* -v: -k walks frame pointers only (no CFI unwinder), said */
 	/* launch mode, no image to check specs against before exec */
 	bool check_after_exec;
 	bool in_drain; /* embed_wanted() drains the agent's rings */
@@ -376,7 +384,7 @@ static void seen_clear(struct tracer *t)
 }
 
 /* ------------------------------------------------------------------------ */
-/* -k: frame-pointer stack walk, symbolised through the process image        */
+/* -k: the stack (CFI unwinder), symbolised through the process image       */
 /* ------------------------------------------------------------------------ */
 
 static struct symcache *symcache_get(struct tracer *t, pid_t pid, bool refresh)
@@ -410,12 +418,41 @@ static struct symcache *symcache_get(struct tracer *t, pid_t pid, bool refresh)
 			c->img = img;
 			memset(&c->errno_cache, 0,
 			       sizeof(c->errno_cache)); /* an exec: another libc */
+			c->gen++;
 		} else {
 			utrace_maps__free(m);
 			utrace_image__close(img); /* (ASan: the image of an empty read leaked) */
 		}
 	}
 	return c;
+}
+
+/* -k on ptrace: @pid's cache, if it has one, is of its former image (an exec) */
+static void symcache_exec(struct tracer *t, pid_t pid)
+{
+	struct symcache *c;
+
+	for (c = t->syms; c && c->pid != pid; c = c->next)
+		;
+	if (c)
+		c->stale = true;
+}
+
+/*
+ * -k on ptrace: @pid is ending (its last thread's exit): its unwinder goes,
+ * with the files it holds open (a -F trace can see thousands of processes)
+ */
+static void symcache_exit(struct tracer *t, pid_t pid)
+{
+	struct symcache *c;
+
+	for (c = t->syms; c && c->pid != pid; c = c->next)
+		;
+	if (!c)
+		return;
+	unwind_free(c->unwind);
+	c->unwind = NULL;
+	c->unwind_tried = false;
 }
 
 static void symcache_clear(struct tracer *t)
@@ -434,6 +471,7 @@ static void symcache_clear(struct tracer *t)
 		}
 		utrace_maps__free(c->maps);
 		utrace_image__close(c->img);
+		unwind_free(c->unwind);
 		free(c);
 	}
 }
@@ -555,18 +593,81 @@ static bool symbolise(struct symcache *c, uint64_t addr, char *sym, size_t symle
 	return true;
 }
 
+/* A stack slot as an unwinder should read it: the return probes' trampoline seen through. */
+static uint64_t real_return(void *ctx, uint64_t slot, uint64_t value)
+{
+	return utrace_probe_ctx__real_return(ctx, slot, value);
+}
+
 /*
- * Return addresses of the calling frames: [rsp] at a function entry (the
- * frame is not set up yet), then the rbp chain. Frames of code built without
- * frame pointers end the walk early: a frame pointer must grow towards the
- * stack base, stay within 8 MiB of rsp and lead to executable code.
+ * -k with the thread stopped at the hit (ptrace): libdw's CFI unwinder
+ * (unwind.c) from the hit's registers, so frames of code built without
+ * frame pointers are walked through. Its first frame, the probed function,
+ * is left out: the lines are the callers. A frame outside the modules it
+ * knows (a dlopen since they were read): the maps again, and once more.
+ * Return: the frames, or -1 when the process has no CFI unwinder (libdw
+ * could not start on it: said once with -v).
  */
-static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, uint64_t *pcs)
+static int walk_cfi(struct tracer *t, struct symcache *c, struct utrace_probe_ctx *ctx,
+		    bool injected, uint64_t *pcs, bool *act)
+{
+	struct user_regs_struct regs = *ctx->regs;
+	uint64_t all[STACK_MAX + 1];
+	bool all_act[STACK_MAX + 1];
+	int n = 0, i, pass;
+
+	if (!c->unwind && !c->unwind_tried) {
+		char why[256];
+
+		c->unwind_tried = true;
+		c->unwind = unwind_new(ctx->pid, why, sizeof(why));
+		c->unwind_gen = c->gen;
+		if (!c->unwind && t->opts->verbose > 0 && !t->unwind_said) {
+			t->unwind_said = true;
+			cli_error("-k: no CFI unwinder for pid %d (%s): frame pointers only",
+				  (int)ctx->pid, why);
+		}
+	}
+	if (!c->unwind)
+		return -1;
+	if (injected) { /* set_return popped the return address: the state at the entry */
+		regs.rip = ctx->point->addr;
+		regs.rsp -= 8;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		if (c->unwind_gen != c->gen && unwind_report(c->unwind) == 0)
+			c->unwind_gen = c->gen;
+		n = unwind_stack(c->unwind, ctx->tid, &regs, real_return, ctx, all, all_act,
+				 STACK_MAX + 1);
+		for (i = 0; i < n && unwind_has_module(c->unwind, all[i] - !all_act[i]); i++)
+			;
+		if (i == n || pass || !maps_grew(ctx->pid, c))
+			break;
+		symcache_get(t, ctx->pid, true); /* same @c, read anew */
+	}
+	for (i = 1; i < n; i++) {
+		pcs[i - 1] = all[i];
+		act[i - 1] = all_act[i];
+	}
+	return n > 0 ? n - 1 : 0;
+}
+
+/*
+ * Return addresses of the calling frames, innermost first; @act[i]: @pcs[i]
+ * is where its frame resumes as is (a signal frame's interrupted pc), not
+ * one byte past a call. On ptrace, walk_cfi(); without it, the frame-pointer
+ * chain: [rsp] at a function entry (the frame is not set up yet), then
+ * rbp, each frame pointer towards the stack base, within 8 MiB of rsp,
+ * leading to executable code (code without frame pointers ends it early).
+ */
+static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool injected, uint64_t *pcs,
+		      bool *act)
 {
 	struct symcache *c = symcache_get(t, ctx->pid, false);
 	uint64_t sp = ctx->regs->rsp, fp = ctx->regs->rbp, ret;
 	int n = 0;
 
+	memset(act, 0, STACK_MAX * sizeof(*act));
 	if (t->cur) {
 		/*
 		 * Walked at the hit (ACT_STACK): keep what lands in code, as
@@ -599,10 +700,21 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, uint64_t *
 		}
 		return n;
 	}
+	if (c && c->stale) {
+		c->stale = false;
+		c = symcache_get(t, ctx->pid, true);
+	}
 	if (!c)
 		return 0;
+	n = walk_cfi(t, c, ctx, injected, pcs, act);
+	if (n >= 0)
+		return n;
+	n = 0;
+	if (injected)
+		sp -= 8; /* set_return popped the return address */
 	if (ctx->point->offset == 0 &&
 	    utrace_probe_ctx__read(ctx, sp, &ret, sizeof(ret)) == sizeof(ret)) {
+		ret = utrace_probe_ctx__real_return(ctx, sp, ret);
 		if (!is_code(c, ret)) {
 			c = symcache_get(t, ctx->pid, true); /* dlopen since? */
 			if (!c || !is_code(c, ret))
@@ -615,6 +727,7 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, uint64_t *
 
 		if (utrace_probe_ctx__read(ctx, fp, frame, sizeof(frame)) != sizeof(frame))
 			break;
+		frame[1] = utrace_probe_ctx__real_return(ctx, fp + 8, frame[1]);
 		if (!frame[1] || !is_code(c, frame[1]))
 			break;
 		pcs[n++] = frame[1];
@@ -624,10 +737,16 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, uint64_t *
 	return n;
 }
 
-static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool json)
+/*
+ * -k's lines (text) or "stack" array (JSON): each frame named from the
+ * process image, else (a local symbol of a stripped library, named by its
+ * separate debug file) by the CFI unwinder's modules.
+ */
+static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool json, bool injected)
 {
 	uint64_t pcs[STACK_MAX];
-	int n = walk_stack(t, ctx, pcs), i;
+	bool act[STACK_MAX];
+	int n = walk_stack(t, ctx, injected, pcs, act), i;
 	struct symcache *c = symcache_get(t, ctx->pid, false); /* may be refreshed */
 	FILE *f = t->out.f;
 
@@ -643,12 +762,18 @@ static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool jso
 		n = t->opts->stack_max; /* ltrace's -w N */
 	for (i = 0; i < n; i++) {
 		char sym[256], buf[320];
-		const char *obj = NULL;
+		const char *obj = NULL, *name;
+		uint64_t off;
 
 		if (c)
 			symbolise(c, pcs[i], sym, sizeof(sym), &obj);
 		else
 			snprintf(sym, sizeof(sym), "0x%" PRIx64, pcs[i]);
+		/* (no symbol starts with "0x": an address) */
+		if (c && c->unwind && !strncmp(sym, "0x", 2) &&
+		    (name = unwind_name(c->unwind, pcs[i], act[i], &off)))
+			snprintf(sym, sizeof(sym), "%s+0x%" PRIx64, output_name(&t->out, name),
+				 off);
 		if (json) {
 			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
 			fputs(i ? ", " : "", f);
@@ -801,7 +926,7 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 		fputc(']', f);
 		json_truncated(f, &vals);
 		if (t->opts->stack)
-			print_stack(t, ctx, true);
+			print_stack(t, ctx, true, injected);
 		fputs("}\n", f);
 	} else {
 		text_head(t, ctx, true);
@@ -815,7 +940,7 @@ static void emit_entry(struct tracer *t, struct utrace_probe_ctx *ctx, const str
 		else
 			fputs(")\n", f);
 		if (t->opts->stack)
-			print_stack(t, ctx, false);
+			print_stack(t, ctx, false, injected);
 	}
 	proto_vals_clear(&vals);
 }
@@ -908,14 +1033,14 @@ static void emit_probe(struct tracer *t, struct utrace_probe_ctx *ctx)
 	} else if (t->out.format == CLI_FMT_JSON) {
 		json_head(t, ctx, "probe");
 		if (t->opts->stack)
-			print_stack(t, ctx, true);
+			print_stack(t, ctx, true, false);
 		fputs("}\n", t->out.f);
 	} else {
 		output_prefix(&t->out, real_ns(t, ctx->now_ns), ctx->tid, true);
 		all_who(t, ctx);
 		fprintf(t->out.f, "%s\n", ctx->point->name);
 		if (t->opts->stack)
-			print_stack(t, ctx, false);
+			print_stack(t, ctx, false, false);
 	}
 }
 
@@ -1828,6 +1953,8 @@ static int on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t form
 	struct tracer *t = utrace_engine__ctx(e);
 	const char *bad;
 
+	if (!t->lib && t->opts->stack)
+		symcache_exec(t, utrace_thread__pid(th));
 	if (utrace_thread__pid(th) != t->main_pid || !t->up)
 		return UTRACE_RESUME; /* (an exec met by the detach after the layer went) */
 	/* -k on the library path: the new image while it can be read (the program's own frames) */
@@ -1881,6 +2008,8 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 	 */
 	if (t->lib && t->opts->stack && tid == pid)
 		symcache_get(t, pid, true);
+	if (!t->lib && t->opts->stack && utrace_session__threads(t->s, pid, NULL, 0) <= 1)
+		symcache_exit(t, pid);
 	/*
 	 * the library's agent keeps one thread of the process traced, its
 	 * control thread (backend-agent.c, ANCHOR): its exit is the process's

@@ -121,6 +121,7 @@
 /* What a hit's handlers asked for, behind ctx->priv. */
 struct hit_state {
 	struct utrace_thread *th;
+	struct uprobes_proc *mp; /* whose points and tasks (a vfork child: its parent) */
 	bool skipped; /* set_return at entry: the function does not run */
 };
 
@@ -608,7 +609,7 @@ static int handle_entry(struct utrace_uprobes *up, struct uprobes_proc *pp, stru
 			struct user_regs_struct *regs)
 {
 	struct user_regs_struct orig = *regs;
-	struct hit_state hs = { .th = th };
+	struct hit_state hs = { .th = th, .mp = mp };
 	struct utrace_probe_ctx ctx = {
 		.pid = pp->pid,
 		.tid = utrace_thread__tid(th),
@@ -656,7 +657,7 @@ static int handle_return(struct utrace_uprobes *up, struct uprobes_proc *pp,
 			 struct uprobes_proc *mp, struct utrace_thread *th,
 			 struct user_regs_struct *regs)
 {
-	struct hit_state hs = { .th = th };
+	struct hit_state hs = { .th = th, .mp = mp };
 	struct utrace_probe_ctx ctx = {
 		.pid = pp->pid,
 		.tid = utrace_thread__tid(th),
@@ -938,6 +939,29 @@ int utrace_probe_ctx__set_return(struct utrace_probe_ctx *ctx, uint64_t value)
 	}
 	ctx->regs->rax = value;
 	return 0;
+}
+
+uint64_t utrace_probe_ctx__real_return(const struct utrace_probe_ctx *ctx, uint64_t slot,
+				       uint64_t value)
+{
+	const struct hit_state *hs = ctx ? ctx->priv : NULL;
+	const struct utrace_task *t;
+	unsigned int i, n;
+
+	if (!hs || !hs->mp || !value || value != xol_tramp(hs->mp))
+		return value;
+	t = uprobes_task_get(hs->mp, ctx->tid, false);
+	if (!t)
+		return value;
+	for (i = t->depth; i-- > 0;)
+		if (t->ri[i].sp == slot)
+			return t->ri[i].orig_ret;
+	/* one dropped as stale that the trampoline would still find (ri_resurrect()) */
+	n = MIN(t->nr_dropped, UPROBES_DROPPED_KEEP);
+	for (i = 0; i < n; i++)
+		if (t->dropped[i].sp == slot && t->dropped[i].orig_ret)
+			return t->dropped[i].orig_ret;
+	return value;
 }
 
 ssize_t utrace_probe_ctx__read(struct utrace_probe_ctx *ctx, uint64_t addr, void *buf, size_t len)

@@ -12,7 +12,9 @@ PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev libbpf-dev bpfto
 # bash-completion: tests/e2e/test-docs.c runs the bash completion.
 # gawk, lua5.4: real programs whose counts test-selfcount compares across backends.
 # debuginfod: the server test-dwarf fetches a stripped target's DWARF from.
-OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4 debuginfod"
+# gdb, libc6-dbg: test-trace stack_without_frame_pointers compares -k with gdb's
+# bt, libc's local symbols (__libc_start_call_main) named by its debug file.
+OPT_PKGS="bpftrace uftrace linux-perf sqlite3 golang-go bash-completion gawk lua5.4 debuginfod gdb libc6-dbg"
 # --with-deb: what tests/pkg/test-deb.sh (suite slow) needs to build the .debs.
 DEB_PKGS="debhelper dpkg-dev fakeroot lintian"
 

@@ -854,6 +854,17 @@ UTRACE_API uint64_t utrace_probe_ctx__retval(const struct utrace_probe_ctx *ctx)
 UTRACE_API int utrace_probe_ctx__set_return(struct utrace_probe_ctx *ctx, uint64_t value);
 
 /**
+ * @brief **utrace_probe_ctx__real_return()** what a stack unwinder should
+ * read in the hit thread's stack slot @slot, where it read @value: the real
+ * return address when a return probe replaced it with its trampoline (which
+ * has no unwind info; ptrace backend: the slot's memory holds the
+ * trampoline until the function returns), else @value.
+ * @return the return address the slot stands for, or @value
+ */
+UTRACE_API uint64_t utrace_probe_ctx__real_return(const struct utrace_probe_ctx *ctx, uint64_t slot,
+						  uint64_t value);
+
+/**
  * @brief **utrace_probe_ctx__read()** reads target memory (direct access in
  * the agent, process_vm_readv in the ptrace backend).
  * @return @len on success; negative error code (-EFAULT) otherwise

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -523,6 +524,179 @@ TEST_TIMEOUT(stack_with_k, 60)
 	CHECK(strstr(p, " > main+0x"));
 	free(out);
 	free(err);
+}
+
+/*
+ * -k with the callers probed too (ptrace): their return addresses are the
+ * return probes' trampoline in the stack, which has no unwind info; the
+ * unwinder reads the real ones (utrace_probe_ctx__real_return())
+ */
+TEST_TIMEOUT(stack_through_return_probes, 60)
+{
+	const char *args[] = { "-b", "ptrace", "-k", "-f",     "recurse", "-f", "work",
+			       "-f", "leaf",   "--", target(), "calls",	  "1",	NULL };
+	char *out = NULL, *err = NULL;
+	const char *p;
+	int i;
+
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	/* recurse(0) called by recurse(1) ... recurse(5) called by do_calls */
+	p = strstr(err, "] recurse(0)\n");
+	CHECK(p);
+	p = strchr(p, '\n');
+	for (i = 0; i < 5 && p; i++, p = strchr(p + 1, '\n'))
+		CHECK_MSG(!strncmp(p + 1, " > recurse+0x", 13), "frame %d: %.60s", i, p + 1);
+	CHECK(p && !strncmp(p + 1, " > do_calls+0x", 14));
+	p = strstr(err, "] leaf(\"hello\")\n > work+0x");
+	CHECK(p);
+	p = strchr(p + 18, '\n');
+	CHECK(p && !strncmp(p + 1, " > do_calls+0x", 14));
+	free(out);
+	free(err);
+}
+
+/*
+ * The function names of the frames in @text: utrace's -k lines after the
+ * first line that has @after (" > c+0x10 (s-nofp) [0x...]": "c"), or
+ * gdb's bt from frame #1 on ("#1  0x... in c (s=...) at ...": "c"); one
+ * per line, malloc'ed.
+ */
+static char *frame_names(const char *text, const char *after, bool gdb)
+{
+	const char *p = text ? strstr(text, after) : NULL;
+	size_t cap = 4096, len = 0;
+	char *names = calloc(1, cap);
+
+	if (!p || !names)
+		return names;
+	p = strchr(p, '\n');
+	while (p && *++p) {
+		const char *name, *end;
+
+		if (gdb) {
+			if (*p != '#' || !strncmp(p, "#0 ", 3)) {
+				p = strchr(p, '\n');
+				continue;
+			}
+			name = strstr(p, " in ");
+			if (!name || name > strchr(p, '\n'))
+				break;
+			name += 4;
+			end = name + strcspn(name, " \n");
+		} else {
+			if (strncmp(p, " > ", 3))
+				break;
+			name = p + 3;
+			end = name + strcspn(name, "+ \n");
+		}
+		if (len + (size_t)(end - name) + 2 > cap)
+			break;
+		memcpy(names + len, name, (size_t)(end - name));
+		len += (size_t)(end - name);
+		names[len++] = '\n';
+		p = strchr(p, '\n');
+	}
+	return names;
+}
+
+/* libc's separate debug file is installed (its local symbols: __libc_start_call_main) */
+static bool have_libc_dbg(void)
+{
+	char *argv[] = { "dpkg-query", "-W", "-f=${Status}", "libc6-dbg", NULL };
+	char *out = NULL;
+	bool ok = harness_run(argv, &out, NULL, 10) == 0 && out && strstr(out, "ok installed");
+
+	free(out);
+	return ok;
+}
+
+/*
+ * -k through code built without frame pointers (s-nofp: -O2
+ * -fomit-frame-pointer, like Debian's libc): the CFI unwinder gives every
+ * caller of libc's strtol(), c b a main and on through libc, where a
+ * frame-pointer walk stopped after c. gdb's bt (when installed) names the
+ * same frames in the same order. glibc exports __libc_start_main_impl as
+ * __libc_start_main: gdb names the DWARF function, utrace the symbol.
+ */
+TEST_TIMEOUT(stack_without_frame_pointers, 120)
+{
+	const char *prog = built_path("tests/targets/s-nofp");
+	const char *args[] = { "-b", "ptrace", "-k", "-f", "libc:strtol", "--", prog, "1", NULL };
+	const char *two[] = { "-b",	     "ptrace", "-k", "-w", "2", "-f",
+			      "libc:strtol", "--",     prog, "1",  NULL };
+	char *gargv[] = { "gdb",
+			  "-nx",
+			  "-batch",
+			  "-ex",
+			  "set debuginfod enabled off",
+			  "-ex",
+			  "set breakpoint pending on",
+			  "-ex",
+			  "set backtrace past-main on",
+			  "-ex",
+			  "break strtol",
+			  "-ex",
+			  "run",
+			  "-ex",
+			  "bt",
+			  "--args",
+			  (char *)prog,
+			  "1",
+			  NULL };
+	char *gversion[] = { "gdb", "--version", NULL };
+	char *out = NULL, *err = NULL, *names, *gout = NULL, *gnames;
+	const char *hit = "] strtol(\"42\", NULL, 10)\n";
+	bool dbg = have_libc_dbg();
+
+	unsetenv("DEBUGINFOD_URLS"); /* no network: libdw would ask a debuginfod server */
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK(strstr(out, "sum 48\n"));
+	names = frame_names(err, hit, false);
+	CHECK(names);
+	note_lines(names);
+	CHECK_MSG(!strncmp(names, "c\nb\na\nmain\n", 11), "frames:\n%s", names);
+	if (dbg)
+		CHECK_MSG(!strncmp(names, "c\nb\na\nmain\n__libc_start_call_main\n", 34),
+			  "frames:\n%s", names);
+	else
+		harness_note("libc6-dbg is not installed: libc's local symbols are not checked");
+	free(out);
+	free(err);
+	/* ltrace's -w N: N frames */
+	CHECK_EQ(run_utrace(two, &out, &err), 0);
+	free(names);
+	names = frame_names(err, hit, false);
+	CHECK_STREQ(names, "c\nb\n");
+	free(out);
+	free(err);
+	free(names);
+	if (harness_run(gversion, NULL, NULL, 30) != 0) {
+		harness_note("gdb is not installed: no comparison with its bt");
+		return;
+	}
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK_EQ(harness_run(gargv, &gout, NULL, 60), 0);
+	names = frame_names(err, hit, false);
+	gnames = frame_names(gout, "\n#0 ", true);
+	CHECK(names && gnames && *gnames);
+	if (!dbg) { /* libc's frames unnamed on one side or both: the program's */
+		char *cut = strstr(gnames, "main\n");
+
+		if (cut)
+			cut[5] = '\0';
+		names[strlen(gnames) < strlen(names) ? strlen(gnames) : strlen(names)] = '\0';
+	} else {
+		char *impl = strstr(gnames, "__libc_start_main_impl\n");
+
+		if (impl) /* the same function: "__libc_start_main\n" */
+			memmove(impl + 17, impl + 22, strlen(impl + 22) + 1);
+	}
+	CHECK_MSG(!strcmp(names, gnames), "utrace:\n%sgdb:\n%s", names, gnames);
+	free(out);
+	free(err);
+	free(gout);
+	free(names);
+	free(gnames);
 }
 
 TEST_TIMEOUT(libc_malloc_args, 60)

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind.c - utrace -k's stack unwinder: libdw's dwfl, which unwinds by
+ * the call frame information (.eh_frame, .debug_frame) of each module, as
+ * gdb and perf do, so frames of code built without frame pointers (most
+ * of a distribution's libraries) are walked through.
+ *
+ * One Dwfl per traced process: its modules reported from /proc/PID/maps
+ * (dwfl_linux_proc_report(); the files opened by dwfl_linux_proc_find_elf,
+ * separate debug files, for names, by dwfl_standard_find_debuginfo), and
+ * a process state of our own (dwfl_attach_state()): the one thread stopped
+ * at the hit, its registers as the hit gave them, its memory read with
+ * utrace_mem__read(). We trace the thread already, so nothing attaches:
+ * dwfl_linux_proc_attach() would PTRACE_ATTACH it. The architecture comes
+ * from a 64-byte x86-64 ELF header of ours, not from a module whose Elf
+ * would go with the module at the next report (an exec).
+ *
+ * Stack reads go through a small cache of 4 KiB blocks, emptied at each
+ * unwind (the thread is stopped while it lasts): a frame's CFI reads a
+ * few words around its CFA, one process_vm_readv per block.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utrace/utrace.h"
+#include "unwind.h"
+
+#ifdef HAVE_LIBDW
+
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+
+#define BLOCK 4096
+#define NR_BLOCKS 4
+#define NAME_CACHE 512 /* a power of 2 */
+
+struct unwind {
+	Dwfl *dwfl;
+	Elf *arch; /* the x86-64 header the process state's backend was opened with */
+	unsigned char ehdr[sizeof(Elf64_Ehdr)];
+	pid_t pid;
+	/* the unwind being made */
+	pid_t tid;
+	const struct user_regs_struct *regs;
+	unwind_fix_fn fix;
+	void *fix_arg;
+	uint64_t *pcs;
+	bool *act;
+	int n, max;
+	/* stack blocks read during it */
+	struct {
+		uint64_t addr; /* BLOCK-aligned; 0: empty */
+		unsigned char data[BLOCK];
+	} blk[NR_BLOCKS];
+	unsigned int next_blk;
+	/*
+	 * unwind_name()'s answers by pc, until the next report: libdw looks
+	 * an address up by a linear search of the symbol table (some 10,000
+	 * symbols in libc's debug file)
+	 */
+	struct name_slot {
+		uint64_t pc; /* 0: empty */
+		bool act;
+		const char *name; /* NULL: none */
+		uint64_t off;
+	} names[NAME_CACHE];
+};
+
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks proc_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	struct unwind *u = dwfl_arg;
+
+	if (*thread_argp)
+		return 0; /* the hit thread only */
+	*thread_argp = u;
+	return u->tid;
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	struct unwind *u = dwfl_arg;
+
+	*thread_argp = u;
+	return tid == u->tid;
+}
+
+static bool read_word(struct unwind *u, uint64_t addr, uint64_t *word)
+{
+	uint64_t base = addr & ~(uint64_t)(BLOCK - 1);
+	unsigned int i;
+
+	if (addr & 7) /* (never across two blocks) */
+		return utrace_mem__read(u->pid, addr, word, 8) == 8;
+	for (i = 0; i < NR_BLOCKS; i++)
+		if (u->blk[i].addr == base && base)
+			break;
+	if (i == NR_BLOCKS) {
+		i = u->next_blk++ % NR_BLOCKS;
+		u->blk[i].addr = 0;
+		if (!base || utrace_mem__read(u->pid, base, u->blk[i].data, BLOCK) != BLOCK)
+			return utrace_mem__read(u->pid, addr, word, 8) == 8;
+		u->blk[i].addr = base;
+	}
+	memcpy(word, u->blk[i].data + (addr - base), 8);
+	return true;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	struct unwind *u = dwfl_arg;
+	uint64_t w;
+
+	if (!read_word(u, addr, &w))
+		return false;
+	*result = u->fix ? u->fix(u->fix_arg, addr, w) : w;
+	return true;
+}
+
+/* x86-64's DWARF register numbers: rax rdx rcx rbx rsi rdi rbp rsp r8-r15, rip (16) */
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct unwind *u = thread_arg;
+	const struct user_regs_struct *r = u->regs;
+	Dwarf_Word regs[17] = {
+		r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp, r->r8,
+		r->r9,	r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip,
+	};
+
+	dwfl_thread_state_register_pc(thread, r->rip);
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+static int cb_frame(Dwfl_Frame *state, void *arg)
+{
+	struct unwind *u = arg;
+	Dwarf_Addr pc;
+	bool act;
+
+	if (!dwfl_frame_pc(state, &pc, &act) || !pc)
+		return DWARF_CB_ABORT;
+	u->pcs[u->n] = pc;
+	if (u->act)
+		u->act[u->n] = act;
+	return ++u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+int unwind_report(struct unwind *u)
+{
+	int err;
+
+	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
+	dwfl_report_begin(u->dwfl);
+	err = dwfl_linux_proc_report(u->dwfl, u->pid); /* 0, an errno, or -1: libdw's */
+	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && !err)
+		err = -1;
+	return err;
+}
+
+struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
+{
+	struct unwind *u = calloc(1, sizeof(*u));
+	Elf64_Ehdr *eh;
+	int err;
+
+	if (!u) {
+		snprintf(why, whylen, "%s", strerror(ENOMEM));
+		return NULL;
+	}
+	u->pid = pid;
+	elf_version(EV_CURRENT);
+	eh = (Elf64_Ehdr *)u->ehdr;
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_EXEC;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(*eh);
+	u->arch = elf_memory((char *)u->ehdr, sizeof(u->ehdr));
+	u->dwfl = u->arch ? dwfl_begin(&proc_callbacks) : NULL;
+	if (!u->dwfl) {
+		snprintf(why, whylen, "%s", u->arch ? dwfl_errmsg(-1) : elf_errmsg(-1));
+		goto fail;
+	}
+	err = unwind_report(u);
+	if (err) {
+		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid,
+			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
+		goto fail;
+	}
+	if (!dwfl_attach_state(u->dwfl, u->arch, pid, &thread_callbacks, u)) {
+		snprintf(why, whylen, "%s", dwfl_errmsg(-1));
+		goto fail;
+	}
+	return u;
+fail:
+	unwind_free(u);
+	return NULL;
+}
+
+void unwind_free(struct unwind *u)
+{
+	if (!u)
+		return;
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	if (u->arch)
+		elf_end(u->arch);
+	free(u);
+}
+
+int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
+		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
+{
+	unsigned int i;
+
+	if (!u || max <= 0)
+		return 0;
+	u->tid = tid;
+	u->regs = regs;
+	u->fix = fix;
+	u->fix_arg = fix_arg;
+	u->pcs = pcs;
+	u->act = act;
+	u->n = 0;
+	u->max = max;
+	for (i = 0; i < NR_BLOCKS; i++)
+		u->blk[i].addr = 0;
+	/* -1 at the outermost frame (no caller) too: what was collected stands */
+	dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
+	u->regs = NULL;
+	return u->n;
+}
+
+bool unwind_has_module(struct unwind *u, uint64_t pc)
+{
+	return u && dwfl_addrmodule(u->dwfl, pc) != NULL;
+}
+
+const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
+{
+	uint64_t at = act ? pc : pc - 1;
+	struct name_slot *ns;
+	Dwfl_Module *mod;
+	GElf_Off o = 0;
+	GElf_Sym sym;
+	const char *name = NULL;
+
+	if (!u || !pc)
+		return NULL;
+	ns = &u->names[((pc >> 2) ^ (pc >> 13)) & (NAME_CACHE - 1)];
+	if (ns->pc != pc || ns->act != act) {
+		mod = dwfl_addrmodule(u->dwfl, at);
+		if (mod)
+			name = dwfl_module_addrinfo(mod, at, &o, &sym, NULL, NULL, NULL);
+		ns->pc = pc;
+		ns->act = act;
+		ns->name = name && *name ? name : NULL;
+		ns->off = o + (pc - at);
+	}
+	*off = ns->off;
+	return ns->name;
+}
+
+#else /* !HAVE_LIBDW */
+
+struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
+{
+	snprintf(why, whylen, "utrace was built without libdw");
+	return NULL;
+}
+
+void unwind_free(struct unwind *u)
+{
+}
+
+int unwind_report(struct unwind *u)
+{
+	return ENOSYS;
+}
+
+int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
+		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
+{
+	return 0;
+}
+
+bool unwind_has_module(struct unwind *u, uint64_t pc)
+{
+	return false;
+}
+
+const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
+{
+	return NULL;
+}
+
+#endif /* HAVE_LIBDW */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unwind.h - utrace -k's stack unwinder for a thread stopped at a hit (the
+ * ptrace backend's handlers): libdw's CFI unwinder (dwfl), which needs no
+ * frame pointers. Tracer process, the session's tracing thread.
+ */
+#ifndef __UTRACE_CLI_UNWIND_H
+#define __UTRACE_CLI_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+/* One traced process's unwinder (its modules, as last reported). */
+struct unwind;
+
+/*
+ * What a stack slot holds for the unwinder: @value read at @slot, or the
+ * return address that a return probe's trampoline stands for there
+ * (utrace_probe_ctx__real_return()).
+ */
+typedef uint64_t (*unwind_fix_fn)(void *arg, uint64_t slot, uint64_t value);
+
+/*
+ * unwind_new - an unwinder for @pid, its modules read from /proc/PID/maps.
+ * Return: NULL if libdw cannot unwind it (@why, @whylen: why; built
+ * without libdw: always).
+ */
+struct unwind *unwind_new(pid_t pid, char *why, size_t whylen);
+
+/* unwind_free - NULL is fine */
+void unwind_free(struct unwind *u);
+
+/*
+ * unwind_report - read the process's modules again (its mappings changed:
+ * a dlopen, an exec). Return: 0; an errno (the maps could not be read) or
+ * -1 (libdw's error): the modules are what could be read.
+ */
+int unwind_report(struct unwind *u);
+
+/*
+ * unwind_stack - the frames of thread @tid, stopped with @regs: @pcs[0]
+ * is the pc of @regs, then each caller's return address (the pc the frame
+ * resumes at), at most @max. @act (may be NULL) gets, per frame, whether
+ * its pc is where it resumes as is (the first frame, a signal frame's
+ * interrupted pc) rather than a return address, which is one byte past
+ * its call instruction.
+ * Return: the number of frames (0 if even the first cannot be had).
+ */
+int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
+		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max);
+
+/* unwind_has_module - @pc is in one of the modules as last reported */
+bool unwind_has_module(struct unwind *u, uint64_t pc);
+
+/*
+ * unwind_name - the symbol for @pc (looked up at @pc - 1 unless @act:
+ * the call instruction of a return address) in the modules' symbol
+ * tables, separate debug files included: its name (libdw's, valid until
+ * the next unwind_report()), *@off the offset of @pc in it. NULL if none.
+ */
+const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off);
+
+#endif /* __UTRACE_CLI_UNWIND_H */
