@@ -44,6 +44,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -66,8 +67,11 @@
 #include "cli.h"
 #include "output.h"
 #include "sysdec.h"
+#include "unwind.h"
 
 /* Per-thread state: the syscall in progress. */
+#define SC_STACK_MAX 32
+
 struct task {
 	pid_t tid;
 	pid_t pid;
@@ -78,6 +82,10 @@ struct task {
 	long last_nr; /* -n: the number of its last syscall, shown on signal and exit lines */
 	struct sysdec_call call;
 	bool injected; /* the call in progress was tampered with: "(INJECTED)" */
+	/* -k: the thread's frames at the call's stop, innermost (the libc wrapper) first */
+	int nr_stack;
+	uint64_t stack[SC_STACK_MAX];
+	bool stack_act[SC_STACK_MAX];
 	/* -e inject=: this thread's invocations of each injected syscall (strace counts per tracee) */
 	uint32_t *inject_calls;
 	struct output *out; /* -ff -o FILE: this thread's FILE.TID; NULL = the tracer's output */
@@ -104,6 +112,13 @@ struct tracer {
 	struct task *tasks[TASK_HASH];
 	struct sc_stats stats[SYSDEC_NR_MAX];
 	struct aggr hist; /* -H: a log2 latency histogram per syscall ("syscall:NAME") */
+	/* -k: libdw's CFI unwinder per traced process (unwind.c), made at its first call */
+	struct sc_unwind {
+		pid_t pid;
+		struct unwind *u; /* NULL: libdw could not start on it */
+		struct sc_unwind *next;
+	} * unwinders;
+	bool unwind_said; /* -v: a process without an unwinder, said once */
 	pid_t main_pid; /* launched command, or the first -p pid */
 	/*
 	 * The engine launches with execvp(): until the command's first
@@ -344,6 +359,107 @@ static void print_chrome(struct tracer *t, struct task *tk, bool finished, uint6
 	free(args);
 }
 
+/* -k: @pid's unwinder, made at its first call (NULL: none, said once with -v). */
+static struct unwind *sc_unwinder(struct tracer *t, pid_t pid)
+{
+	struct sc_unwind *w;
+	char why[256];
+
+	for (w = t->unwinders; w; w = w->next)
+		if (w->pid == pid)
+			return w->u;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->pid = pid;
+	w->u = unwind_new(pid, why, sizeof(why));
+	w->next = t->unwinders;
+	t->unwinders = w;
+	if (!w->u && t->opts->verbose > 0 && !t->unwind_said) {
+		t->unwind_said = true;
+		cli_error("-k: no stack for the syscalls of pid %d: %s", (int)pid, why);
+	}
+	return w->u;
+}
+
+/* -k: @pid's unwinder goes (its exec, its end): the next call makes a new one. */
+static void sc_unwinder_drop(struct tracer *t, pid_t pid)
+{
+	struct sc_unwind **l, *w;
+
+	for (l = &t->unwinders; (w = *l); l = &w->next) {
+		if (w->pid != pid)
+			continue;
+		*l = w->next;
+		unwind_free(w->u);
+		free(w);
+		return;
+	}
+}
+
+/*
+ * -k (strace -k): the frames of @th, stopped at its syscall, into @tk, by
+ * the CFI unwinder from its registers: the libc wrapper first, its callers
+ * then. A frame outside the modules (a library mapped since they were
+ * read): the maps again, once.
+ */
+static void sc_take_stack(struct tracer *t, struct task *tk, struct utrace_thread *th)
+{
+	struct user_regs_struct regs;
+	struct unwind *u;
+	int pass, i;
+
+	tk->nr_stack = 0;
+	if (!t->opts->stack || !t->events || t->chrome)
+		return;
+	u = sc_unwinder(t, tk->pid);
+	if (!u || utrace_thread__get_regs(th, &regs))
+		return;
+	for (pass = 0; pass < 2; pass++) {
+		tk->nr_stack = unwind_stack(u, tk->tid, &regs, NULL, NULL, tk->stack, tk->stack_act,
+					    SC_STACK_MAX);
+		for (i = 0;
+		     i < tk->nr_stack && unwind_has_module(u, tk->stack[i] - !tk->stack_act[i]);
+		     i++)
+			;
+		if (i == tk->nr_stack || pass || unwind_report(u))
+			break;
+	}
+	if (t->opts->stack_max && tk->nr_stack > t->opts->stack_max)
+		tk->nr_stack = t->opts->stack_max; /* ltrace's -w N */
+}
+
+/* -k's frames of @tk: " > sym+0xoff (obj) [0xADDR]" lines, or a JSON "stack" array. */
+static void print_sc_stack(struct tracer *t, struct task *tk, FILE *f, bool json)
+{
+	struct unwind *u = tk->nr_stack ? sc_unwinder(t, tk->pid) : NULL;
+	int i;
+
+	if (json && tk->nr_stack)
+		fputs(", \"stack\": [", f);
+	for (i = 0; i < tk->nr_stack; i++) {
+		uint64_t pc = tk->stack[i], off = 0;
+		const char *name = unwind_name(u, pc, tk->stack_act[i], &off);
+		const char *obj = unwind_module(u, pc - !tk->stack_act[i]);
+		char sym[320], buf[400];
+
+		if (name)
+			snprintf(sym, sizeof(sym), "%.*s+0x%" PRIx64, unwind_name_len(name), name,
+				 off);
+		else
+			snprintf(sym, sizeof(sym), "0x%" PRIx64, pc);
+		if (json) {
+			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
+			fputs(i ? ", " : "", f);
+			json_str(f, buf, strlen(buf));
+		} else {
+			fprintf(f, " > %s (%s) [0x%" PRIx64 "]\n", sym, obj ? obj : "?", pc);
+		}
+	}
+	if (json && tk->nr_stack)
+		fputc(']', f);
+}
+
 /* One finished (or never-finishing) syscall. */
 static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
 {
@@ -382,10 +498,12 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 				fprintf(o->f, ", \"errno\": \"%s\"", c->errname ? c->errname : "?");
 			if (tk->injected)
 				fputs(", \"injected\": true", o->f);
-			fprintf(o->f, ", \"dur_ns\": %llu}\n", (unsigned long long)dur_ns);
+			fprintf(o->f, ", \"dur_ns\": %llu", (unsigned long long)dur_ns);
 		} else {
-			fputs(", \"ret\": null}\n", o->f);
+			fputs(", \"ret\": null", o->f);
 		}
+		print_sc_stack(t, tk, o->f, true);
+		fputs("}\n", o->f);
 		return;
 	}
 	output_prefix(o, tk->entry_real_ns, tk->tid, show_pid(t));
@@ -416,6 +534,7 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 	if (finished)
 		output_duration(o, dur_ns);
 	fputc('\n', o->f);
+	print_sc_stack(t, tk, o->f, false);
 }
 
 static void count_call(struct tracer *t, long nr, bool failed, uint64_t dur_ns)
@@ -777,6 +896,7 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	tk->call.tid = utrace_thread__tid(th); /* -y: its /proc/TID/fd */
 	sysdec_decode_entry(&tk->call);
 	if (never_returns(sc->nr)) {
+		sc_take_stack(t, tk, th);
 		print_call(t, tk, false, 0);
 		tk->in_syscall = false;
 	}
@@ -809,6 +929,7 @@ static int on_syscall_exit(struct utrace_engine *e, struct utrace_thread *th,
 	}
 	tk->call.ctx = th;
 	sysdec_decode_exit(&tk->call, sc->ret);
+	sc_take_stack(t, tk, th);
 	print_call(t, tk, true, dur);
 	sysdec_call_clear(&tk->call);
 	return UTRACE_RESUME;
@@ -832,6 +953,7 @@ static int on_task_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t
 	struct task *old, *tk;
 
 	t->exec_seen = true; /* the command runs: injections start */
+	sc_unwinder_drop(t, utrace_thread__pid(th)); /* a new image */
 	if (former_tid == tid)
 		return UTRACE_RESUME;
 	old = task_get(t, former_tid, 0, false);
@@ -870,8 +992,12 @@ static int on_task_exit(struct utrace_engine *e, struct utrace_thread *th, int s
 	struct task *tk = task_get(t, tid, pid, false);
 	struct output *o = task_out(t, tk);
 
-	if (tk && tk->in_syscall && t->events)
+	if (tk && tk->in_syscall && t->events) {
+		tk->nr_stack = 0; /* (its stack is gone) */
 		print_call(t, tk, false, 0); /* killed inside a syscall */
+	}
+	if (tid == pid)
+		sc_unwinder_drop(t, pid);
 	if (t->chrome && t->chrome->f && !t->embedded && t->events)
 		chrome_thread_exit(t->chrome, tid, now_mono_ns());
 	if ((tid == pid || (tk && tk->out)) && t->events)
@@ -1745,9 +1871,9 @@ static int sc_prepare(struct tracer *t, struct cli_opts *opts, bool embedded)
 
 	t->opts = opts;
 	/* not ignored silently: said before anything runs (embedded: the functions') */
-	if (opts->stack && !embedded) {
-		cli_error("-k is not available with -s yet: trace the functions around the call "
-			  "with -f -k");
+	if (opts->stack && opts->backend == CLI_BACKEND_KERNEL) {
+		cli_error("-k with -s is not available on the kernel backend yet: -b ptrace -k "
+			  "(the stack of each syscall, as strace -k)");
 		return EXIT_USAGE;
 	}
 	if (opts->hist && opts->backend == CLI_BACKEND_KERNEL) {

@@ -772,8 +772,9 @@ static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool jso
 		/* (no symbol starts with "0x": an address) */
 		if (c && c->unwind && !strncmp(sym, "0x", 2) &&
 		    (name = unwind_name(c->unwind, pcs[i], act[i], &off)))
-			snprintf(sym, sizeof(sym), "%s+0x%" PRIx64, output_name(&t->out, name),
-				 off);
+			snprintf(sym, sizeof(sym), "%.*s+0x%" PRIx64,
+				 unwind_name_len(output_name(&t->out, name)),
+				 output_name(&t->out, name), off);
 		if (json) {
 			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
 			fputs(i ? ", " : "", f);
@@ -1812,7 +1813,8 @@ static int check_specs(struct tracer *t)
 			cli_lib_error(errbuf, err);
 			ret = EXIT_USAGE;
 		} else if (total && excluded == total && !any_pending) {
-			t->probes[i].taken = true; /* ltrace's chain: fine while another rule traces */
+			t->probes[i].taken =
+				true; /* ltrace's chain: fine while another rule traces */
 		} else if (total && refused == total && !any_pending) {
 			/* some refused, some not: the backends skip those, with a warning */
 			t->probes[i].refused = ret_why;

@@ -280,7 +280,22 @@ const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
 	return ns->name;
 }
 
+const char *unwind_module(struct unwind *u, uint64_t pc)
+{
+	Dwfl_Module *mod = u && pc ? dwfl_addrmodule(u->dwfl, pc) : NULL;
+	const char *name =
+		mod ? dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL) : NULL;
+	const char *slash = name ? strrchr(name, '/') : NULL;
+
+	return slash ? slash + 1 : name;
+}
+
 #else /* !HAVE_LIBDW */
+
+const char *unwind_module(struct unwind *u, uint64_t pc)
+{
+	return NULL;
+}
 
 struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 {

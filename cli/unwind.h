@@ -63,4 +63,15 @@ bool unwind_has_module(struct unwind *u, uint64_t pc);
  */
 const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off);
 
+/* unwind_name_len - @name's length without its symbol version ("@@GLIBC_2.2.5") */
+static inline int unwind_name_len(const char *name)
+{
+	const char *at = __builtin_strchr(name, '@');
+
+	return at && at > name ? (int)(at - name) : (int)__builtin_strlen(name);
+}
+
+/* unwind_module - the basename of the module that holds @pc ("libc.so.6"), or NULL. */
+const char *unwind_module(struct unwind *u, uint64_t pc);
+
 #endif /* __UTRACE_CLI_UNWIND_H */

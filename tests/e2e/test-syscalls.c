@@ -960,7 +960,8 @@ TEST(strace_misuse)
 		{ { "--relative-timestamps", "--", "true" }, "use -ttt or -T" },
 		{ { "-p" }, "utrace: option requires an argument -- 'p'" },
 		/* -k and -H with -s: refused, not ignored */
-		{ { "-k", "-s", "--", "true" }, "-k is not available with -s yet" },
+		{ { "-k", "-b", "kernel", "-s", "--", "true" },
+		  "-k with -s is not available on the kernel backend yet" },
 		{ { "-H", "-b", "kernel", "-s", "--", "true" },
 		  "-H with -s is not available on the kernel backend yet" },
 	};
@@ -1723,6 +1724,80 @@ TEST_TIMEOUT(syscall_histograms, 120)
 	CHECK_EQ(run_u(mixed, &out, &err), 0);
 	CHECK_MSG(hist_calls(err, "close", &sum) > 0 && strstr(err, "@opendir ["), "%s",
 		  err ? err : "");
+	free(out);
+	free(err);
+}
+
+/*
+ * The modules of -k's frame lines in @text, after the first line holding
+ * @call, one basename per line: utrace's " > sym (obj) [0x...]" or
+ * strace's " > /path/obj(sym+off) [0x...]". Malloc'ed.
+ */
+static char *stack_modules(const char *text, const char *call)
+{
+	const char *p = text ? strstr(text, call) : NULL, *line;
+	char *out = calloc(1, 4096);
+	size_t n = 0;
+
+	if (!p || !out)
+		return out;
+	for (line = strchr(p, '\n'); line && !strncmp(line + 1, " > ", 3);
+	     line = strchr(line + 1, '\n')) {
+		const char *b = line + 4, *e = strchr(b, '\n'), *o, *c, *slash;
+
+		if (!e)
+			e = b + strlen(b);
+		o = memchr(b, '(', (size_t)(e - b));
+		if (o && o > b && o[-1] == ' ') { /* utrace: (obj) */
+			c = memchr(o, ')', (size_t)(e - o));
+			if (c && n + (size_t)(c - o) + 2 < 4096)
+				n += (size_t)snprintf(out + n, 4096 - n, "%.*s\n", (int)(c - o - 1),
+						      o + 1);
+		} else if (o) { /* strace: /path/obj(...) */
+			for (slash = o; slash > b && slash[-1] != '/'; slash--)
+				;
+			if (n + (size_t)(o - slash) + 2 < 4096)
+				n += (size_t)snprintf(out + n, 4096 - n, "%.*s\n", (int)(o - slash),
+						      slash);
+		}
+	}
+	return out;
+}
+
+/*
+ * -k with -s (strace -k): each call's stack, unwound by the CFI from the
+ * stop (the libc wrapper first); the same frames, module by module, as
+ * strace -k on the same program; JSON's "stack" array.
+ */
+TEST_TIMEOUT(strace_stack_k, 120)
+{
+	const char *args[] = { "-b", "ptrace", "-k", "-s", "write", "--", "/bin/echo", "hi", NULL };
+	const char *json[] = { "--format", "json",	"-k", "-e", "trace=write",
+			       "--",	   "/bin/echo", "hi", NULL };
+	char *sargv[] = { "strace", "-k", "-e", "trace=write", "/bin/echo", "hi", NULL };
+	char *out = NULL, *err = NULL, *sout = NULL, *serr = NULL, *um, *sm;
+
+	CHECK_EQ(run_u(args, &out, &err), 0);
+	CHECK_MSG(err && strstr(err, "write(1, \"hi\\n\", 3) = 3\n > __write+0x"), "%s",
+		  err ? err : "");
+	um = stack_modules(err, "write(1, ");
+	CHECK_MSG(count_lines(um) >= 5, "%s", err ? err : "");
+	if (harness_run(sargv, &sout, &serr, 60) == 0 && serr && strstr(serr, " > ")) {
+		sm = stack_modules(serr, "write(1, ");
+		CHECK_MSG(!strcmp(um, sm), "utrace:\n%s\nstrace -k:\n%s", um, sm);
+		free(sm);
+	} else {
+		harness_note("strace -k gives no stacks here: utrace checked alone");
+	}
+	free(um);
+	free(out);
+	free(err);
+	free(sout);
+	free(serr);
+
+	out = err = NULL;
+	CHECK_EQ(run_u(json, &out, &err), 0);
+	CHECK_MSG(err && strstr(err, "\"stack\": [\"libc.so.6:__write+0x"), "%s", err ? err : "");
 	free(out);
 	free(err);
 }
