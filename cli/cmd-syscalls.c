@@ -86,6 +86,13 @@ struct task {
 	int nr_stack;
 	uint64_t stack[SC_STACK_MAX];
 	bool stack_act[SC_STACK_MAX];
+	/*
+	 * strace's live lines: the call's head ("read(0, ") was written at its
+	 * entry, its first @split_k arguments (those decoded at the entry);
+	 * the exit completes the line, or resumes it when another came between
+	 */
+	bool split;
+	int split_k;
 	/* -e inject=: this thread's invocations of each injected syscall (strace counts per tracee) */
 	uint32_t *inject_calls;
 	struct output *out; /* -ff -o FILE: this thread's FILE.TID; NULL = the tracer's output */
@@ -460,6 +467,67 @@ static void print_sc_stack(struct tracer *t, struct task *tk, FILE *f, bool json
 		fputc(']', f);
 }
 
+static bool never_returns(long nr);
+
+/* output_call_open()'s key of a syscall's head: no function's address */
+#define SC_LINE_KEY(nr) (0xffffffffffff0000ull | (uint64_t)(nr))
+
+/* "name" of @c, or "syscall_0x1ff" */
+static const char *sc_name(const struct sysdec_call *c, char *unk, size_t len)
+{
+	const char *name = sysdec_name(c->nr);
+
+	if (name)
+		return name;
+	snprintf(unk, len, "syscall_%#lx", (unsigned long)c->nr);
+	return unk;
+}
+
+/*
+ * Can @tk's call be written as strace writes it, its head at the entry?
+ * Text to the tracer's one output, each call shown whatever it returns
+ * (-z, -Z and -e status= wait for the result), not the launcher's execve
+ * attempts along $PATH (hidden when they fail).
+ */
+static bool sc_split_ok(struct tracer *t, const struct task *tk)
+{
+	return t->events && !t->chrome && !t->per_thread && t->out.format == CLI_FMT_TEXT &&
+	       t->status_mask == CLI_STATUS_ALL && !never_returns(tk->call.nr) &&
+	       !(t->launch_pending && tk->call.nr == SYS_execve);
+}
+
+/*
+ * At the entry: "[tid] read(0, " -- the arguments decoded at the entry, up
+ * to the first one decoded at the exit -- left open for the exit
+ * (output_call_open()), as strace prints a call it waits in.
+ */
+static void print_call_head(struct tracer *t, struct task *tk)
+{
+	struct output *o = task_out(t, tk);
+	const struct sysdec_call *c = &tk->call;
+	char unk[32];
+	int i, k;
+
+	for (k = 0; k < c->nr_out && !c->decoded_at_exit[k]; k++)
+		;
+	output_prefix(o, tk->entry_real_ns, tk->tid, show_pid(t));
+	if (t->opts->syscall_numbers) /* strace's -n */
+		fprintf(o->f, "[%4ld] ", c->nr);
+	if (t->opts->call_site) /* strace's -i */
+		fprintf(o->f, "[%016llx] ", (unsigned long long)tk->ip);
+	output_color(o, OC_NAME);
+	fputs(sc_name(c, unk, sizeof(unk)), o->f);
+	output_color_end(o);
+	fputc('(', o->f);
+	for (i = 0; i < k; i++)
+		fprintf(o->f, "%s%s", i ? ", " : "", c->out[i].text);
+	if (k && k < c->nr_out)
+		fputs(", ", o->f);
+	tk->split = true;
+	tk->split_k = k;
+	output_call_open(o, tk->tid, SC_LINE_KEY(c->nr), 0);
+}
+
 /* One finished (or never-finishing) syscall. */
 static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
 {
@@ -506,6 +574,32 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 		fputs("}\n", o->f);
 		return;
 	}
+	if (tk->split) {
+		/* the head is out: the rest on its line, or strace's "<... read resumed>" */
+		int i;
+
+		tk->split = false;
+		if (!output_call_close(o, tk->tid, SC_LINE_KEY(c->nr), 0)) {
+			char unk[32];
+
+			output_prefix(o, t->opts->timestamps ? now_realtime_ns() : 0, tk->tid,
+				      show_pid(t));
+			if (t->opts->syscall_numbers)
+				fprintf(o->f, "[%4ld] ", c->nr);
+			if (t->opts->call_site)
+				fprintf(o->f, "[%016llx] ", (unsigned long long)tk->ip);
+			fprintf(o->f, "<... %s resumed>", sc_name(c, unk, sizeof(unk)));
+		}
+		for (i = tk->split_k; i < c->nr_out; i++)
+			fprintf(o->f, "%s%s", i > tk->split_k ? ", " : "", c->out[i].text);
+		fputs(") = ", o->f);
+		if (finished && c->failed)
+			output_color(o, OC_ERROR);
+		fputs(finished ? c->retval.text : "?", o->f);
+		if (finished && c->failed)
+			output_color_end(o);
+		goto tail;
+	}
 	output_prefix(o, tk->entry_real_ns, tk->tid, show_pid(t));
 	if (t->opts->syscall_numbers) /* strace's -n */
 		fprintf(o->f, "[%4ld] ", c->nr);
@@ -529,6 +623,7 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 		sysdec_format(c, finished, line, sizeof(line));
 		fputs(line, o->f);
 	}
+tail:
 	if (finished && tk->injected)
 		fputs(" (INJECTED)", o->f); /* strace's mark, before -T's duration */
 	if (finished)
@@ -895,6 +990,9 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	tk->call.ctx = th;
 	tk->call.tid = utrace_thread__tid(th); /* -y: its /proc/TID/fd */
 	sysdec_decode_entry(&tk->call);
+	tk->split = false;
+	if (sc_split_ok(t, tk) && (!t->want || t->want(tk->pid, NULL, NULL)))
+		print_call_head(t, tk);
 	if (never_returns(sc->nr)) {
 		sc_take_stack(t, tk, th);
 		print_call(t, tk, false, 0);

@@ -1801,3 +1801,42 @@ TEST_TIMEOUT(strace_stack_k, 120)
 	free(out);
 	free(err);
 }
+
+/*
+ * strace's live lines: a call another thread's lines come into is written
+ * at its entry with " <unfinished ...>" and completed by "<... read
+ * resumed>" at its exit, the arguments decoded at the exit after it (the
+ * read buffer); one that nothing interrupts is one line. The same pieces
+ * as strace -f on the same program.
+ */
+TEST_TIMEOUT(strace_unfinished_resumed, 120)
+{
+	char tgt[4096];
+	const char *args[] = { "-b", "ptrace", "-s", "read,getppid,write", "--", tgt, NULL };
+	char *sargv[] = { "strace", "-f", "-qq", "-e", "trace=read,getppid,write", tgt, NULL };
+	static const char *const pieces[] = { "read(3,  <unfinished ...>\n",
+					      "] getppid() = ", "] write(4, \"x\", 1) = 1\n",
+					      "<... read resumed>\"x\", 1) = 1\n" };
+	char *out = NULL, *err = NULL, *sout = NULL, *serr = NULL;
+	const char *p;
+	size_t i;
+
+	snprintf(tgt, sizeof(tgt), "%s/tests/targets/s-unfinished",
+		 getenv("UTRACE_BUILD_DIR") ? getenv("UTRACE_BUILD_DIR") : "build");
+	CHECK_EQ(run_u(args, &out, &err), 0);
+	/* in this order */
+	for (i = 0, p = err; p && i < sizeof(pieces) / sizeof(pieces[0]); i++) {
+		p = strstr(p, pieces[i]);
+		CHECK_MSG(p, "'%s' not after the one before it:\n%s", pieces[i], err ? err : "");
+	}
+	if (harness_run(sargv, &sout, &serr, 60) == 0) {
+		/* strace pads " = " to a column: compare the pieces it writes the same */
+		CHECK_MSG(serr && strstr(serr, "read(3,  <unfinished ...>") &&
+				  strstr(serr, "<... read resumed>\"x\", 1)"),
+			  "strace -f:\n%s", serr ? serr : "");
+	}
+	free(out);
+	free(err);
+	free(sout);
+	free(serr);
+}
