@@ -436,13 +436,27 @@ struct find_ctx {
 	bool found;
 };
 
+/*
+ * A C++ function's symbol, its mangled name (DW_AT_linkage_name, on the
+ * definition or the declaration in its class that DW_AT_specification
+ * names), or NULL.
+ */
+static const char *linkage_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ?:
+					dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+}
+
 static int find_cb(Dwarf_Die *die, void *arg)
 {
 	struct find_ctx *fc = arg;
-	const char *n = dwarf_diename(die);
+	const char *n = dwarf_diename(die), *ln = linkage_name(die);
 	Dwarf_Attribute attr;
 
-	if (!n || strcmp(n, fc->name))
+	/* a symbol is the function's name in C, its linkage name in C++ */
+	if ((!n || strcmp(n, fc->name)) && (!ln || strcmp(ln, fc->name)))
 		return DWARF_CB_OK;
 	/* a definition (with code), not a declaration */
 	if (dwarf_hasattr(die, DW_AT_declaration) ||
@@ -537,12 +551,20 @@ static int index_cb(Dwarf_Die *die, void *arg)
 	struct index_ctx *ic = arg;
 	struct find_ctx fc;
 
+	const char *ln;
+
 	fc.name = dwarf_diename(die);
 	fc.found = false;
 	if (!fc.name)
 		return DWARF_CB_OK;
 	find_cb(die, &fc); /* a definition? */
 	if (fc.found && !index_add(ic->f, fc.name, dwarf_dieoffset(die))) {
+		ic->ok = false;
+		return DWARF_CB_ABORT;
+	}
+	/* C++: by its symbol too (an overload's own; "area" is any of them) */
+	ln = fc.found ? linkage_name(die) : NULL;
+	if (ln && strcmp(ln, fc.name) && !index_add(ic->f, ln, dwarf_dieoffset(die))) {
 		ic->ok = false;
 		return DWARF_CB_ABORT;
 	}
