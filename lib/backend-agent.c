@@ -161,6 +161,12 @@ struct agent_layer {
 	int fn_ret;
 	int delivered;
 	struct utrace_uprobes *up;
+	/*
+	 * grp_emit()'s record: zeroed once (agent_layer_new), each record's
+	 * fields written in full by grp_emit(), never the others (per-event
+	 * zeroing of its 384 bytes was most of the cost of a recorded call)
+	 */
+	struct utrace_record rec;
 };
 
 static struct agent_layer *layer(struct utrace_uprobes *up)
@@ -1916,63 +1922,79 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 		goto out;
 	for (k = 0; k < pt->nr_probes && !al->fn_ret; k++) {
 		struct utrace_probe *p = pt->probes[k];
-		struct utrace_record r = { .sz = sizeof(r) };
+		struct utrace_record *rp = &al->rec;
 
 		if (p->dead || !(p->opts.actions & UTRACE_ACT_RECORD))
 			continue;
-		r.pid = ap->pid;
-		r.tid = (pid_t)ev->tid;
-		r.ts_ns = ev->ts;
-		r.probe = p;
-		r.addr = pt->addr;
-		r.name = pt->name;
-		r.symbol = pt->symbol;
-		r.object = pt->object;
-		r.offset = pt->info.offset;
-		r.depth = ev->depth;
+		/* what any branch below sets, reset: the record is reused */
+		rp->sz = sizeof(*rp);
+		rp->flags = 0;
+		rp->retval = rp->dur_ns = 0;
+		rp->ret_str = NULL;
+		rp->ret_str_len = 0;
+		rp->ret_str_flags = 0;
+		rp->nargs = 0;
+		rp->stack = NULL;
+		rp->nr_stack = 0;
+		for (i = 0; i < 6; i++) {
+			rp->args[i] = 0;
+			rp->str[i] = NULL;
+			rp->str_len[i] = 0;
+			rp->str_flags[i] = 0;
+		}
+		rp->pid = ap->pid;
+		rp->tid = (pid_t)ev->tid;
+		rp->ts_ns = ev->ts;
+		rp->probe = p;
+		rp->addr = pt->addr;
+		rp->name = pt->name;
+		rp->symbol = pt->symbol;
+		rp->object = pt->object;
+		rp->offset = pt->info.offset;
+		rp->depth = ev->depth;
 		if (ev->kind == UTRACE_EV_INJECT) {
 			/* after the call's ENTRY record: it returned the value at once */
 			if (!uprobes_probe_has_return(p) && !(p->opts.actions & UTRACE_ACT_INJECT))
 				continue;
-			r.type = UTRACE_REC_RETURN;
-			r.flags = UTRACE_REC_F_INJECTED;
-			r.retval = ahost_abi(&ap->h, (int)ev->probe)->inject_value;
+			rp->type = UTRACE_REC_RETURN;
+			rp->flags = UTRACE_REC_F_INJECTED;
+			rp->retval = ahost_abi(&ap->h, (int)ev->probe)->inject_value;
 		} else if (ev->kind == UTRACE_EV_RETURN) {
 			if (!uprobes_probe_has_return(p))
 				continue;
-			r.type = UTRACE_REC_RETURN;
-			r.retval = ev->args[0];
-			r.dur_ns = ev->dur;
+			rp->type = UTRACE_REC_RETURN;
+			rp->retval = ev->args[0];
+			rp->dur_ns = ev->dur;
 			if (pt->popts[k].str_args & (1U << 6)) {
-				r.ret_str_flags = ap->str_flags[UTRACE_STR_RET];
-				if (!(r.ret_str_flags & UTRACE_REC_STR_FAULT) ||
+				rp->ret_str_flags = ap->str_flags[UTRACE_STR_RET];
+				if (!(rp->ret_str_flags & UTRACE_REC_STR_FAULT) ||
 				    ap->str_len[UTRACE_STR_RET]) {
-					r.ret_str = ap->str[UTRACE_STR_RET];
-					r.ret_str_len = ap->str_len[UTRACE_STR_RET];
+					rp->ret_str = ap->str[UTRACE_STR_RET];
+					rp->ret_str_len = ap->str_len[UTRACE_STR_RET];
 				}
 			}
 		} else {
 			if (!uprobes_probe_has_entry(p))
 				continue;
-			r.type = UTRACE_REC_ENTRY;
-			r.nargs = pt->popts[k].nargs;
+			rp->type = UTRACE_REC_ENTRY;
+			rp->nargs = pt->popts[k].nargs;
 			if (p->opts.actions & UTRACE_ACT_STACK) {
-				r.stack = ap->stack;
-				r.nr_stack = ap->nr_stack;
+				rp->stack = ap->stack;
+				rp->nr_stack = ap->nr_stack;
 			}
 			for (i = 0; i < 6; i++) {
-				r.args[i] = ev->args[i];
-				if (i >= r.nargs || !(pt->popts[k].str_args & (1U << i)))
+				rp->args[i] = ev->args[i];
+				if (i >= rp->nargs || !(pt->popts[k].str_args & (1U << i)))
 					continue;
 				/* nothing readable at the pointer: no string (the address stays) */
-				r.str_flags[i] = ap->str_flags[i];
+				rp->str_flags[i] = ap->str_flags[i];
 				if ((ap->str_flags[i] & UTRACE_REC_STR_FAULT) && !ap->str_len[i])
 					continue;
-				r.str[i] = ap->str[i];
-				r.str_len[i] = ap->str_len[i];
+				rp->str[i] = ap->str[i];
+				rp->str_len[i] = ap->str_len[i];
 			}
 		}
-		al->fn_ret = al->fn(&r, al->fn_ctx);
+		al->fn_ret = al->fn(rp, al->fn_ctx);
 		al->delivered++;
 	}
 out:
