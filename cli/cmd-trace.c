@@ -2386,6 +2386,25 @@ static void report_missed(struct tracer *t, bool detached)
 			  unrecorded);
 	hits = st.hits;
 	rets = st.returns;
+	if (!t->lib) {
+		/*
+		 * ptrace: the probes' own hits (the layer's count has its internal
+		 * points' too: the dynamic linker's r_brk), the points made in all
+		 * (those of a process gone by now too)
+		 */
+		hits = rets = 0;
+		st.points = st.points_made;
+		for (i = 0; i < t->nr_probes + t->nr_injects; i++) {
+			struct utrace_probe *p =
+				i < t->nr_probes ? t->probes[i].p : t->injects[i - t->nr_probes].p;
+			struct utrace_probe_stats ps;
+
+			if (p && !utrace_probe__stats(p, &ps)) {
+				hits += ps.hits;
+				rets += ps.returns;
+			}
+		}
+	}
 	if (t->lib) {
 		/* hits that never stop the tracer: the backend's own counters */
 		hits = rets = 0;

@@ -109,8 +109,10 @@ int uprobes_point_get(struct uprobes_proc *pp, const struct utrace_match *m, boo
 		return err == -ENOENT ? -EFAULT : err;
 	pt = uprobes_point_find(pp, plan.addr);
 	if (pt) {
-		if (!internal && pt->internal)
+		if (!internal && pt->internal) {
 			pt->internal = false; /* the r_brk is also probed by the user */
+			pp->up->stats.points_made++;
+		}
 		*ret_pt = pt;
 		return 0;
 	}
@@ -183,7 +185,8 @@ int uprobes_point_get(struct uprobes_proc *pp, const struct utrace_match *m, boo
 	pp->points[uprobes_hash_addr(pt->addr)] = pt;
 	pp->nr_points++;
 	pp->up->stats.points++;
-	pp->up->stats.points_made++;
+	if (!internal) /* the user's points (not the r_brk, nor the unwinders' guards) */
+		pp->up->stats.points_made++;
 	*ret_pt = pt;
 	return 0;
 }

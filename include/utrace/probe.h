@@ -272,7 +272,8 @@ struct utrace_uprobes_stats {
 	uint64_t xol_areas; /* XOL areas mapped */
 	uint64_t points; /* probe points armed now */
 	uint64_t deferred; /* (un)registrations deferred from handlers */
-	uint64_t points_made; /* probe points made in all: gone ones (exit, exec, dlclose) too */
+	uint64_t points_made; /* the probes' points made in all, gone ones (exit, exec,
+				 dlclose) too; not the layer's own (r_brk, unwinder guards) */
 };
 
 /**

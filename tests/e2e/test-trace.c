@@ -48,6 +48,39 @@ TEST_TIMEOUT(text_counts_match_target, 120)
 	free(err);
 }
 
+/*
+ * -v's last line on both backends: the probes' own hits (not the dynamic
+ * linker's r_brk that ptrace also stops at), the points made in all (also
+ * after the process is gone), and with -m the module's probes.
+ */
+TEST_TIMEOUT(verbose_counts_every_backend, 120)
+{
+	static const char *const backends[] = { "ptrace", "agent" };
+	const char *mod = built_path("examples/modules/slowcalls.so");
+	int b;
+
+	for (b = 0; b < 2; b++) {
+		const char *args[] = { "-b",   backends[b], "-v",     "-f",    "work", "-f",
+				       "leaf", "--",	    target(), "calls", "3",    NULL };
+		const char *margs[] = { "-b", backends[b], "-v",    "-m", mod,
+					"--", target(),	   "calls", "3",  NULL };
+		char *out = NULL, *err = NULL;
+
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		CHECK_MSG(err && strstr(err, "utrace: 6 entry hits, 6 returns, 0 returns missed, 2 "
+					     "probe points\n"),
+			  "-b %s: %s", backends[b], err ? err : "");
+		free(out);
+		free(err);
+		out = err = NULL;
+		CHECK_EQ(run_utrace(margs, &out, &err), 0);
+		CHECK_MSG(err && strstr(err, "utrace: 3 entry hits, "), "-b %s -m: %s", backends[b],
+			  err ? err : "");
+		free(out);
+		free(err);
+	}
+}
+
 TEST(text_format_timestamps_durations)
 {
 	const char *args[] = { "-tt", "-T", "-f", "work", "--", target(), "calls", "1", NULL };
