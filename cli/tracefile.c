@@ -165,7 +165,6 @@ struct tf_writer {
 	uint32_t next_point;
 	uint64_t events, bytes, lost;
 	struct tbuf *threads[TF_THASH];
-	uint8_t tmp[TF_EV_MAX];
 };
 
 static int write_block(struct tf_writer *w, uint32_t type, const void *payload, size_t len)
@@ -399,7 +398,7 @@ static int tbuf_flush(struct tf_writer *w, struct tbuf *b)
 int tf_writer_event(struct tf_writer *w, const struct tf_event *ev)
 {
 	struct tbuf *b = tbuf_get(w, ev->pid, ev->tid);
-	uint8_t *p = w->tmp, tag = (uint8_t)ev->type;
+	uint8_t *p, tag = (uint8_t)ev->type;
 	unsigned int i, nstr = 0;
 	size_t n = 0;
 	int err;
@@ -423,6 +422,7 @@ int tf_writer_event(struct tf_writer *w, const struct tf_event *ev)
 		b->last_ts = ev->ts_ns;
 		b->len = TF_EV_HDR;
 	}
+	p = b->data + b->len; /* in place: TF_EV_MAX bytes are free */
 	p[n++] = tag;
 	n += put_uv(p + n, ev->point->id);
 	n += put_sv(p + n, (int64_t)(ev->ts_ns - b->last_ts));
@@ -458,7 +458,6 @@ int tf_writer_event(struct tf_writer *w, const struct tf_event *ev)
 		for (i = 0; i < k; i++)
 			n += put_uv(p + n, ev->stack[i]);
 	}
-	memcpy(b->data + b->len, p, n);
 	b->len += n;
 	b->count++;
 	b->last_ts = ev->ts_ns;
