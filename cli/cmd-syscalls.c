@@ -2062,6 +2062,8 @@ void syscalls_embed_end(void)
 		return;
 	print_tables(t);
 	aggr_clear(&t->hist);
+	while (t->unwinders)
+		sc_unwinder_drop(t, t->unwinders->pid);
 	the_embedded = NULL;
 }
 
@@ -2203,6 +2205,8 @@ int cmd_syscalls(struct cli_opts *opts)
 		chrome_close(t->chrome); /* complete before the -c table (stderr, maybe its file) */
 	print_tables(t);
 	aggr_clear(&t->hist);
+	while (t->unwinders)
+		sc_unwinder_drop(t, t->unwinders->pid);
 	output_flush(&t->out);
 	if (launched && !interrupted) {
 		ret = utrace_session__exit_status(t->s);
