@@ -173,6 +173,65 @@ static bool regex_target(const char *text)
 			      (end[1] == '+' && end[2] >= '0' && end[2] <= '9'));
 }
 
+/*
+ * What glibc's regcomp() cannot be given: it copies a subexpression for
+ * each '+' and {m,n} applied to it, so "x++++..." or nested intervals grow
+ * its tree exponentially (the fuzzer ran it out of memory with 90 '+').
+ * Symbol names need none of that: at most 256 bytes, no two repetitions
+ * in a row, at most 8 '+' and 2 intervals, their bounds at most 16.
+ * Return: why @re is refused, or NULL.
+ */
+static const char *regex_too_costly(const char *re)
+{
+	unsigned int plus = 0, intervals = 0;
+	bool after_rep = false, in_bracket = false;
+	const char *p;
+
+	if (strlen(re) > 256)
+		return "longer than 256 bytes";
+	for (p = re; *p; p++) {
+		bool rep = false;
+
+		if (in_bracket) {
+			if (*p == ']')
+				in_bracket = false;
+			continue;
+		}
+		if (*p == '\\' && p[1]) {
+			p++;
+		} else if (*p == '[') {
+			in_bracket = true;
+			if (p[1] == '^')
+				p++;
+			if (p[1] == ']')
+				p++; /* a leading ']' is a member */
+		} else if (*p == '*' || *p == '?' || *p == '+') {
+			rep = true;
+			plus += *p == '+';
+		} else if (*p == '{') {
+			char *end;
+			unsigned long lo = strtoul(p + 1, &end, 10), hi = lo;
+
+			if (*end == ',')
+				hi = end[1] == '}' ? 17 : strtoul(end + 1, &end, 10);
+			if (lo > 16 || hi > 16)
+				return "an interval {m,n} above 16";
+			intervals++;
+			rep = true;
+			while (*p && *p != '}')
+				p++;
+			if (!*p)
+				break;
+		}
+		if (rep && after_rep)
+			return "two repetitions in a row";
+		after_rep = rep;
+	}
+	if (plus > 8 || intervals > 2)
+		return "more than 8 '+' or 2 intervals {m,n}";
+	return NULL;
+}
+
 /* TARGET "/REGEX/[@plt|+OFFSET]" of @text, OBJECT before @colon (or none). */
 static int parse_regex(const char *text, const char *colon, const char *target,
 		       struct utrace_spec *ret, char *errbuf, size_t errlen)
@@ -208,6 +267,12 @@ static int parse_regex(const char *text, const char *colon, const char *target,
 	if (!s.pattern || (colon && !s.object) || !s.text) {
 		utrace_spec__clear(&s);
 		return -ENOMEM;
+	}
+	if (regex_too_costly(s.pattern)) {
+		bad_spec(text, errbuf, errlen, "/REGEX/ '%s' refused: %s", s.pattern,
+			 regex_too_costly(s.pattern));
+		utrace_spec__clear(&s);
+		return -UTRACE_ERRNO__SPEC;
 	}
 	r = regcomp(&re, s.pattern, REG_EXTENDED | REG_NOSUB);
 	if (r) {

@@ -91,6 +91,10 @@ static const struct bad_spec {
 	{ "/(/", "bad spec '/(/': bad /REGEX/ '(': Unmatched ( or \\(" },
 	{ "libc:/x/y",
 	  "bad spec 'libc:/x/y': 'y': after /REGEX/ only '@plt' or '+OFFSET' may come" },
+	/* glibc's regcomp() grows these exponentially: refused before it */
+	{ "/a++/", "bad spec '/a++/': /REGEX/ 'a++' refused: two repetitions in a row" },
+	{ "/x{100}/", "bad spec '/x{100}/': /REGEX/ 'x{100}' refused: an interval {m,n} above 16" },
+	{ "/(a+)+b+c+d+e+f+g+h+/", NULL },
 };
 
 TEST(good_specs)
