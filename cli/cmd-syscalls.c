@@ -491,9 +491,14 @@ static const char *sc_name(const struct sysdec_call *c, char *unk, size_t len)
  */
 static bool sc_split_ok(struct tracer *t, const struct task *tk)
 {
-	return t->events && !t->chrome && !t->per_thread && t->out.format == CLI_FMT_TEXT &&
-	       t->status_mask == CLI_STATUS_ALL && !never_returns(tk->call.nr) &&
-	       !(t->launch_pending && tk->call.nr == SYS_execve);
+	/*
+	 * Not beside -f (t->embedded): that stream is ordered at the exits, and
+	 * a thread the agent's layer only later knows for its own (its control
+	 * thread starting up) would have shown a head
+	 */
+	return !t->embedded && t->events && !t->chrome && !t->per_thread &&
+	       t->out.format == CLI_FMT_TEXT && t->status_mask == CLI_STATUS_ALL &&
+	       !never_returns(tk->call.nr) && !(t->launch_pending && tk->call.nr == SYS_execve);
 }
 
 /*
@@ -991,7 +996,7 @@ static int on_syscall_entry(struct utrace_engine *e, struct utrace_thread *th,
 	tk->call.tid = utrace_thread__tid(th); /* -y: its /proc/TID/fd */
 	sysdec_decode_entry(&tk->call);
 	tk->split = false;
-	if (sc_split_ok(t, tk) && (!t->want || t->want(tk->pid, NULL, NULL)))
+	if (sc_split_ok(t, tk))
 		print_call_head(t, tk);
 	if (never_returns(sc->nr)) {
 		sc_take_stack(t, tk, th);
