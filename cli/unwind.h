@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * unwind.h - utrace -k's stack unwinder for a thread stopped at a hit (the
- * ptrace backend's handlers): libdw's CFI unwinder (dwfl), which needs no
- * frame pointers. Tracer process, the session's tracing thread.
+ * ptrace backend's handlers) or from a copy of its registers and stack
+ * made at the hit (the agent's records): libdw's CFI unwinder (dwfl),
+ * which needs no frame pointers. Tracer process, the session's tracing
+ * thread.
  */
 #ifndef __UTRACE_CLI_UNWIND_H
 #define __UTRACE_CLI_UNWIND_H
@@ -51,6 +53,19 @@ int unwind_report(struct unwind *u);
  */
 int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
 		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max);
+
+/*
+ * unwind_stack_copy - the frames of a hit from a copy made at the hit (the
+ * agent's -k records, perf's --call-graph dwarf model): @regs in enum
+ * utrace_rec_reg order (rip rsp rbp rbx r12-r15; the others are not
+ * known), and the @len bytes of stack at @sp. Memory reads are served
+ * from the copy only: anything outside it is not readable, and the unwind
+ * stops there. The modules are the process's as last reported (the
+ * process may be gone: the caller keeps its unwinder). @pcs, @act, @max
+ * and the return: as unwind_stack().
+ */
+int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
+		      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max);
 
 /* unwind_has_module - @pc is in one of the modules as last reported */
 bool unwind_has_module(struct unwind *u, uint64_t pc);

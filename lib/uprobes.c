@@ -1280,6 +1280,11 @@ void uprobes_queue_record(struct utrace_uprobes *up, const struct utrace_record 
 	q->r.stack = q->r.nr_stack ? q->stack : NULL;
 	q->r.nr_mem = 0;
 	q->r.mem = NULL;
+	/* -k's stack copy is borrowed by the backend: not queued */
+	q->r.regs = NULL;
+	q->r.nr_regs = 0;
+	q->r.stack_data = NULL;
+	q->r.stack_len = 0;
 	if (r->sz > offsetof(struct utrace_record, mem) && r->nr_mem && r->mem) {
 		size_t need = r->nr_mem * sizeof(struct utrace_mem), off;
 		struct utrace_mem *m;
