@@ -611,14 +611,15 @@ static void symcache_unwinder(struct tracer *t, struct symcache *c)
 		char why[256];
 
 		c->unwind_tried = true;
-		c->unwind = unwind_new(c->pid, why, sizeof(why));
+		c->unwind = unwind_new_maps(c->pid, c->maps, why, sizeof(why));
 		c->unwind_gen = c->gen;
 		if (!c->unwind && t->opts->verbose > 0 && !t->unwind_said) {
 			t->unwind_said = true;
 			cli_error("-k: no CFI unwinder for pid %d (%s): frame pointers only",
 				  (int)c->pid, why);
 		}
-	} else if (c->unwind && c->unwind_gen != c->gen && unwind_report(c->unwind) == 0) {
+	} else if (c->unwind && c->unwind_gen != c->gen && c->maps &&
+		   unwind_report_maps(c->unwind, c->maps) == 0) {
 		c->unwind_gen = c->gen;
 	}
 }
@@ -651,8 +652,7 @@ static int walk_cfi(struct tracer *t, struct symcache *c, struct utrace_probe_ct
 		}
 	}
 	for (pass = 0; pass < 2; pass++) {
-		if (c->unwind_gen != c->gen && unwind_report(c->unwind) == 0)
-			c->unwind_gen = c->gen;
+		symcache_unwinder(t, c); /* (read anew by the pass before) */
 		if (copy)
 			n = unwind_stack_copy(c->unwind, copy->tid, copy->regs, copy->stack_sp,
 					      copy->stack_data, copy->stack_len, all, all_act,
@@ -713,8 +713,21 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool injec
 				c = symcache_get(t, ctx->pid, true);
 			}
 			n = c ? walk_cfi(t, c, ctx, t->cur, false, pcs, act) : -1;
-			if (n > 0)
+			if (n > 0) {
+				/*
+				 * the copy ended (a deep stack, a signal frame's
+				 * interrupted stack elsewhere): the frame pointers'
+				 * addresses beyond the last frame, if they met it
+				 */
+				for (i = 0; i < t->cur->nr_stack && t->cur->stack[i] != pcs[n - 1];
+				     i++)
+					;
+				for (i++; i < t->cur->nr_stack && n < STACK_MAX && c->maps &&
+					  is_code(c, t->cur->stack[i]);
+				     i++)
+					pcs[n++] = t->cur->stack[i];
 				return n;
+			}
 			n = 0;
 			c = symcache_get(t, ctx->pid, false);
 			if (c && !c->maps)

@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,7 +225,59 @@ int unwind_report(struct unwind *u)
 	return err;
 }
 
+/*
+ * The modules of @m, a snapshot of the maps (the symbol cache's): the
+ * agent's records are read after the fact, and the maps they need may be
+ * gone with the process by then (or between reading them and reporting
+ * them). File mappings only (the vDSO is not a module here).
+ */
+int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
+{
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *f = open_memstream(&text, &len);
+	int err = 0;
+
+	if (!f)
+		return errno;
+	for (i = 0; i < m->nr; i++) {
+		const struct utrace_map *mp = &m->maps[i];
+
+		if (!mp->path || mp->path[0] != '/' || mp->deleted)
+			continue;
+		fprintf(f,
+			"%" PRIx64 "-%" PRIx64 " %c%c%cp %08" PRIx64 " %02x:%02x %" PRIu64 " %s\n",
+			mp->start, mp->end, mp->prot & UTRACE_MAP_READ ? 'r' : '-',
+			mp->prot & UTRACE_MAP_WRITE ? 'w' : '-',
+			mp->prot & UTRACE_MAP_EXEC ? 'x' : '-', mp->offset, mp->dev_major,
+			mp->dev_minor, mp->inode, mp->path);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return ENOMEM;
+	}
+	f = fmemopen(text, len, "r");
+	if (!f) {
+		err = errno;
+		free(text);
+		return err;
+	}
+	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
+	dwfl_report_begin(u->dwfl);
+	err = dwfl_linux_proc_maps_report(u->dwfl, f); /* 0, an errno, or -1: libdw's */
+	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && !err)
+		err = -1;
+	fclose(f);
+	free(text);
+	return err;
+}
+
 struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
+{
+	return unwind_new_maps(pid, NULL, why, whylen);
+}
+
+struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen)
 {
 	struct unwind *u = calloc(1, sizeof(*u));
 	Elf64_Ehdr *eh;
@@ -251,7 +304,7 @@ struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", u->arch ? dwfl_errmsg(-1) : elf_errmsg(-1));
 		goto fail;
 	}
-	err = unwind_report(u);
+	err = m ? unwind_report_maps(u, m) : unwind_report(u);
 	if (err) {
 		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid,
 			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
@@ -373,6 +426,16 @@ struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 {
 	snprintf(why, whylen, "utrace was built without libdw");
 	return NULL;
+}
+
+struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen)
+{
+	return unwind_new(pid, why, whylen);
+}
+
+int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
+{
+	return ENOSYS;
 }
 
 void unwind_free(struct unwind *u)

@@ -15,6 +15,8 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "utrace/proc.h"
+
 /* One traced process's unwinder (its modules, as last reported). */
 struct unwind;
 
@@ -31,6 +33,8 @@ typedef uint64_t (*unwind_fix_fn)(void *arg, uint64_t slot, uint64_t value);
  * without libdw: always).
  */
 struct unwind *unwind_new(pid_t pid, char *why, size_t whylen);
+/* unwind_new_maps - the same, its modules from @m (a snapshot of the maps) */
+struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen);
 
 /* unwind_free - NULL is fine */
 void unwind_free(struct unwind *u);
@@ -41,6 +45,11 @@ void unwind_free(struct unwind *u);
  * -1 (libdw's error): the modules are what could be read.
  */
 int unwind_report(struct unwind *u);
+/*
+ * unwind_report_maps - the same from @m, maps read earlier: the process
+ * may be gone since (the agent's records are unwound after the fact)
+ */
+int unwind_report_maps(struct unwind *u, const struct utrace_maps *m);
 
 /*
  * unwind_stack - the frames of thread @tid, stopped with @regs: @pcs[0]
