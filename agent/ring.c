@@ -300,6 +300,28 @@ static unsigned int copy_str(struct utrace_task *t, uint64_t first, uint64_t add
 }
 
 /*
+ * @cnt bytes of stack into a record's payload: a whole chunk as six
+ * 8-byte moves (utrace_memcpy() goes byte by byte: 4 KiB of it cost
+ * microseconds), the last one byte by byte, never reading past @cnt (the
+ * stack may end there).
+ */
+static inline void copy_chunk(uint64_t *dst, const uint8_t *src, uint64_t cnt)
+{
+	unsigned int i;
+
+	if (cnt != UTRACE_ABI_DUMP_CHUNK) {
+		utrace_memcpy(dst, src, cnt);
+		return;
+	}
+	for (i = 0; i < UTRACE_ABI_ARGS; i++) {
+		uint64_t w;
+
+		__builtin_memcpy(&w, src + 8 * i, 8); /* one mov, rsp may be unaligned */
+		dst[i] = w;
+	}
+}
+
+/*
  * -k's copy (ABI 12) into the records from @at on (reserved by the
  * caller): the registers, then the @len bytes at rsp, straight from the
  * stack into the records' payloads. Those bytes are readable: stack_walk()
@@ -328,7 +350,7 @@ static uint64_t stack_copy(struct utrace_task *t, uint64_t at, uint32_t probe, u
 		uint64_t cnt =
 			len - off < UTRACE_ABI_DUMP_CHUNK ? len - off : UTRACE_ABI_DUMP_CHUNK;
 
-		utrace_memcpy(e->args, (const void *)(sp + off), cnt);
+		copy_chunk(e->args, (const uint8_t *)(sp + off), cnt);
 		rec_fill(e, t, probe, UTRACE_EV_STACKDATA, ts, 0, (uint32_t)cnt, NULL, 0);
 	}
 	for (i = 0; t->ri && i < t->depth; i++) {
