@@ -627,7 +627,9 @@ static void symcache_unwinder(struct tracer *t, struct symcache *c)
 /*
  * -k with the thread stopped at the hit (ptrace): libdw's CFI unwinder
  * (unwind.c) from the hit's registers, so frames of code built without
- * frame pointers are walked through. Its first frame, the probed function,
+ * frame pointers are walked through; with @copy, from the registers and
+ * the stack the agent copied at the hit (the record's: the thread runs
+ * on, the process may be gone). Its first frame, the probed function,
  * is left out: the lines are the callers. A frame outside the modules it
  * knows (a dlopen since they were read): the maps again, and once more.
  * Return: the frames, or -1 when the process has no CFI unwinder (libdw
