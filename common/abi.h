@@ -232,7 +232,11 @@ struct utrace_abi_event {
 	uint32_t probe; /* probe id */
 	uint16_t kind; /* enum utrace_event_kind */
 	uint16_t depth; /* return-instance depth */
-	uint32_t ext; /* ENTRY/INJECT: STACK records that follow; STACK: addresses in args */
+	/*
+	 * ENTRY/INJECT: the records that follow (STR, STACK, REGS, STACKDATA);
+	 * STACK, REGS: values in args; STACKDATA: bytes in args
+	 */
+	uint32_t ext;
 	uint64_t args[UTRACE_ABI_ARGS]; /* entry: rdi rsi rdx rcx r8 r9; return: args[0] = rax */
 };
 _Static_assert(sizeof(struct utrace_abi_event) == 80, "event size");
