@@ -250,9 +250,19 @@ uint64_t ring_now_ns(void);
 void ring_calibrate(void);
 void ring_emit(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts, uint64_t dur,
 	       const uint64_t *args, unsigned int nargs);
+/*
+ * -k's copy for the host's CFI unwinder (ABI 12): the registers in
+ * UTRACE_EV_REGS order and the @len readable bytes of stack at regs[1]
+ * (rsp), copied into STACKDATA records by ring_emit_group().
+ */
+struct ring_stack_copy {
+	uint64_t regs[UTRACE_ABI_NR_REGS];
+	uint64_t len;
+};
 void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts,
 		     uint64_t dur, const uint64_t *args, unsigned int nargs, unsigned int str_mask,
-		     unsigned int str_max, const uint64_t *pcs, unsigned int npcs);
+		     unsigned int str_max, const uint64_t *pcs, unsigned int npcs,
+		     const struct ring_stack_copy *sc);
 /* This process's pid, for the string copies (set at start and in a fork child). */
 extern int ring_self_pid;
 /* Whether strings may be copied at hits (no seccomp filter); sets ring_self_pid. */
@@ -275,7 +285,7 @@ void retprobe_unwind_begin(void);
 
 /* stack.c */
 unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool at_entry,
-			uint64_t *pcs);
+			uint64_t *pcs, uint64_t *top);
 
 /* tramp.c */
 int tramp_xol_map(uint64_t addr, uint64_t size);

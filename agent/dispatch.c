@@ -79,20 +79,35 @@ static void run_handler(struct utrace_task *t, struct utrace_handler *h,
 }
 
 /*
- * A record with the caller stack (-k). Out of line: the 256 bytes of
- * return addresses are on the probed thread's stack only for -k probes
- * (a hit may run on a small sigaltstack).
+ * A record with the caller stack (-k): the frame-pointer walk's return
+ * addresses, and (ABI 12) the registers and the top of the stack for the
+ * host's CFI unwinder. Out of line: the 320 bytes of addresses and
+ * registers are on the probed thread's stack only for -k probes (a hit
+ * may run on a small sigaltstack); the stack's bytes go straight from the
+ * stack into the ring, never through a buffer here.
  */
 static __attribute__((noinline)) void emit_with_stack(struct utrace_task *t, struct utrace_probe *p,
 						      uint16_t kind, uint64_t now,
 						      const utrace_regs_t *regs,
 						      const uint64_t *args)
 {
-	uint64_t pcs[UTRACE_ABI_STACK_MAX];
-	unsigned int n = stack_walk(t, regs, p->flags & UTRACE_PF_ENTRY, pcs);
+	uint64_t pcs[UTRACE_ABI_STACK_MAX], top;
+	unsigned int n = stack_walk(t, regs, p->flags & UTRACE_PF_ENTRY, pcs, &top);
+	uint64_t want = agent_layout.stack_dump;
+	struct ring_stack_copy sc = {
+		.regs = { regs->rip, regs->rsp, regs->rbp, regs->rbx, regs->r12, regs->r13,
+			  regs->r14, regs->r15 },
+	};
 
+	/*
+	 * The copy for the host's CFI unwinder: the readable bytes above rsp
+	 * that stack_walk() bounded, as many as the host asked for.
+	 */
+	if (want > UTRACE_ABI_STACK_DUMP_MAX)
+		want = UTRACE_ABI_STACK_DUMP_MAX;
+	sc.len = top - regs->rsp < want ? top - regs->rsp : want;
 	ring_emit_group(t, p->id, kind, now, 0, args, UTRACE_ABI_ARGS, p->abi->str_args,
-			p->abi->str_max, pcs, n);
+			p->abi->str_max, pcs, n, want ? &sc : NULL);
 }
 
 /*
@@ -178,7 +193,7 @@ static void inject(struct utrace_task *t, struct utrace_probe *p, utrace_regs_t 
 			emit_with_stack(t, p, UTRACE_EV_INJECT, now, regs, args);
 		else
 			ring_emit_group(t, p->id, UTRACE_EV_INJECT, now, 0, args, UTRACE_ABI_ARGS,
-					p->abi->str_args, p->abi->str_max, NULL, 0);
+					p->abi->str_args, p->abi->str_max, NULL, 0, NULL);
 	}
 	if (flags & UTRACE_PF_HIST)
 		account(cell_of(t, p), p->abi, 0, p->inject_value);
@@ -222,7 +237,7 @@ int dispatch_hit(struct utrace_probe *p, utrace_regs_t *regs)
 			emit_with_stack(t, p, UTRACE_EV_ENTRY, now, regs, args);
 		else if (p->abi->str_args) /* strings copied now: later they may be gone */
 			ring_emit_group(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS,
-					p->abi->str_args, p->abi->str_max, NULL, 0);
+					p->abi->str_args, p->abi->str_max, NULL, 0, NULL);
 		else
 			ring_emit(t, p->id, UTRACE_EV_ENTRY, now, 0, args, UTRACE_ABI_ARGS);
 	}
@@ -350,7 +365,8 @@ uint64_t utrace_dispatch_return(utrace_regs_t *regs)
 
 			if (p->abi->str_ret)
 				ring_emit_group(g, p->id, UTRACE_EV_RETURN, now, dur, &rax, 1,
-						1U << UTRACE_STR_RET, p->abi->str_max, NULL, 0);
+						1U << UTRACE_STR_RET, p->abi->str_max, NULL, 0,
+						NULL);
 			else
 				ring_emit(g, p->id, UTRACE_EV_RETURN, now, dur, &rax, 1);
 		}

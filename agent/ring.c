@@ -299,6 +299,80 @@ static unsigned int copy_str(struct utrace_task *t, uint64_t first, uint64_t add
 	return used ? used : 1;
 }
 
+/*
+ * @cnt bytes of stack into a record's payload: a whole chunk as six
+ * 8-byte moves (utrace_memcpy() goes byte by byte: 4 KiB of it cost
+ * microseconds), the last one byte by byte, never reading past @cnt (the
+ * stack may end there).
+ */
+static inline void copy_chunk(uint64_t *dst, const uint8_t *src, uint64_t cnt)
+{
+	unsigned int i;
+
+	if (cnt != UTRACE_ABI_DUMP_CHUNK) {
+		utrace_memcpy(dst, src, cnt);
+		return;
+	}
+	for (i = 0; i < UTRACE_ABI_ARGS; i++) {
+		uint64_t w;
+
+		__builtin_memcpy(&w, src + 8 * i, 8); /* one mov, rsp may be unaligned */
+		dst[i] = w;
+	}
+}
+
+/*
+ * -k's copy (ABI 12) into the records from @at on (reserved by the
+ * caller): the registers, then the @len bytes at rsp, straight from the
+ * stack into the records' payloads. Those bytes are readable: stack_walk()
+ * bounded them by the stack rsp is on. A return address that a return
+ * probe hijacked (the trampoline's address in its slot) is put back, as
+ * stack_walk() does, so the host's unwinder sees the real caller. Probed
+ * thread, guard held; plain loads and stores, no call but utrace_memcpy().
+ * Return: the index after the last record written.
+ */
+static uint64_t stack_copy(struct utrace_task *t, uint64_t at, uint32_t probe, uint64_t ts,
+			   const struct ring_stack_copy *sc, uint64_t len)
+{
+	uint64_t mask = agent_layout.ring_records - 1, sp = sc->regs[1], off;
+	unsigned int r, i;
+
+	for (r = 0; r < UTRACE_ABI_REGS_RECS; r++) {
+		unsigned int cnt = UTRACE_ABI_NR_REGS - r * UTRACE_ABI_ARGS;
+
+		if (cnt > UTRACE_ABI_ARGS)
+			cnt = UTRACE_ABI_ARGS;
+		rec_fill(&t->ring[at++ & mask], t, probe, UTRACE_EV_REGS, ts, 0, cnt,
+			 sc->regs + r * UTRACE_ABI_ARGS, cnt);
+	}
+	for (off = 0; off < len; off += UTRACE_ABI_DUMP_CHUNK) {
+		struct utrace_abi_event *e = &t->ring[(at + off / UTRACE_ABI_DUMP_CHUNK) & mask];
+		uint64_t cnt =
+			len - off < UTRACE_ABI_DUMP_CHUNK ? len - off : UTRACE_ABI_DUMP_CHUNK;
+
+		copy_chunk(e->args, (const uint8_t *)(sp + off), cnt);
+		rec_fill(e, t, probe, UTRACE_EV_STACKDATA, ts, 0, (uint32_t)cnt, NULL, 0);
+	}
+	for (i = 0; t->ri && i < t->depth; i++) {
+		uint64_t slot = t->ri[i].sp, ret = t->ri[i].orig_ret, tramp;
+		uint8_t *b = (uint8_t *)&ret;
+		unsigned int k;
+
+		if (len < 8 || slot < sp || slot - sp > len - 8)
+			continue;
+		utrace_memcpy(&tramp, (const void *)slot, 8);
+		if (tramp != (uint64_t)__utrace_agent_ret_tramp)
+			continue;
+		for (k = 0; k < 8; k++) { /* (the slot may straddle two records) */
+			uint64_t o = slot - sp + k;
+
+			((uint8_t *)t->ring[(at + o / UTRACE_ABI_DUMP_CHUNK) & mask]
+				 .args)[o % UTRACE_ABI_DUMP_CHUNK] = b[k];
+		}
+	}
+	return at + (len + UTRACE_ABI_DUMP_CHUNK - 1) / UTRACE_ABI_DUMP_CHUNK;
+}
+
 /**
  * ring_emit_group - one event and what goes with it: a @kind record
  * (ENTRY, INJECT or RETURN) with @nargs @args, then the strings of
@@ -307,16 +381,21 @@ static unsigned int copy_str(struct utrace_task *t, uint64_t first, uint64_t add
  * UTRACE_EV_STACK records of up to 6 return addresses each. Space for the
  * largest group is checked first and head is published once, so the host
  * sees all of it or none (a full ring drops the group and counts one drop:
- * one event lost). The first record's ext counts the records that follow.
- * @t: the thread (guard held); @pcs, @npcs: from stack_walk()
+ * one event lost). With @sc, -k's copy follows (ABI 12): REGS records,
+ * then the stack's bytes as STACKDATA records (fewer of them if the ring
+ * could never hold the group). The first record's ext counts the records
+ * that follow.
+ * @t: the thread (guard held); @pcs, @npcs: from stack_walk(); @sc: NULL
+ *	or the registers and the readable length at rsp (dispatch.c)
  */
 void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint64_t ts,
 		     uint64_t dur, const uint64_t *args, unsigned int nargs, unsigned int str_mask,
-		     unsigned int str_max, const uint64_t *pcs, unsigned int npcs)
+		     unsigned int str_max, const uint64_t *pcs, unsigned int npcs,
+		     const struct ring_stack_copy *sc)
 {
 	struct utrace_abi_thread *s = t->slot;
 	unsigned int nst = (npcs + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS, r, i, nstr = 0;
-	uint64_t head, tail, n, mask, at;
+	uint64_t head, tail, n, mask, at, nreg = 0, ndump = 0, dlen = 0;
 	struct utrace_abi_event *e0;
 
 	if (!s)
@@ -330,9 +409,19 @@ void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint6
 			nstr += str_recs(str_max);
 	n = agent_layout.ring_records;
 	mask = n - 1;
+	if (sc && 1 + nstr + nst + UTRACE_ABI_REGS_RECS < n) {
+		nreg = UTRACE_ABI_REGS_RECS;
+		dlen = sc->len < UTRACE_ABI_STACK_DUMP_MAX ? sc->len : UTRACE_ABI_STACK_DUMP_MAX;
+		ndump = (dlen + UTRACE_ABI_DUMP_CHUNK - 1) / UTRACE_ABI_DUMP_CHUNK;
+		if (1 + nstr + nst + nreg + ndump > n) { /* a small ring: what it can hold */
+			ndump = n - (1 + nstr + nst + nreg);
+			dlen = ndump * UTRACE_ABI_DUMP_CHUNK;
+		}
+	}
 	head = s->head;
 	tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-	if (head - tail + 1 + nstr + nst > n && !ring_wait_room(s, head, 1 + nstr + nst, n)) {
+	if (head - tail + 1 + nstr + nst + nreg + ndump > n &&
+	    !ring_wait_room(s, head, 1 + nstr + nst + nreg + ndump, n)) {
 		__atomic_store_n(&s->drops, s->drops + 1, __ATOMIC_RELAXED);
 		return;
 	}
@@ -355,6 +444,8 @@ void ring_emit_group(struct utrace_task *t, uint32_t probe, uint16_t kind, uint6
 		rec_fill(e, t, probe, UTRACE_EV_STACK, ts, 0, cnt, src, cnt);
 	}
 	at += nst;
+	if (nreg)
+		at = stack_copy(t, at, probe, ts, sc, dlen);
 	e0->ext = (uint32_t)(at - head - 1);
 	__atomic_store_n(&s->head, at, __ATOMIC_RELEASE);
 }

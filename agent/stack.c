@@ -38,6 +38,10 @@
  * return trampoline; they are replaced by the real ones from the thread's
  * return instances (matched by the address of the slot).
  *
+ * The same bound serves -k's copy of the stack for the host's CFI
+ * unwinder (ring.c ring_emit_group(), ABI 12): the bytes [rsp, top) that
+ * stack_walk() reports are readable, so the copy is plain loads.
+ *
  * Runs in the probed thread, guard held; no locks, no malloc, no stdio;
  * syscalls only in stack_learn(), once per thread, and sigaltstack() for
  * walks off the thread's stack.
@@ -152,15 +156,19 @@ static uint64_t unhijack(struct utrace_task *t, uint64_t pc, uint64_t slot)
  * @t: the thread (guard held); @regs: its registers at the site
  * @at_entry: the site is a function entry ([rsp] is the return address)
  * @pcs: receives up to UTRACE_ABI_STACK_MAX addresses, innermost first
+ * @top: receives the end of what may be read from rsp on, for -k's copy
+ *	of the stack (ring.c): the top of the stack rsp is on, or only
+ *	[rsp, rsp + 8) at an entry off any stack we know (the return address)
  *
  * Return: the number of addresses.
  */
 unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool at_entry,
-			uint64_t *pcs)
+			uint64_t *pcs, uint64_t *top)
 {
 	uint64_t sp = regs->rsp, fp = regs->rbp, hi = 0, sigret;
 	unsigned int n = 0;
 
+	*top = at_entry ? sp + 8 : sp;
 	if (at_entry)
 		pcs[n++] = unhijack(t, *(const uint64_t *)sp, sp);
 	if (sp < t->stack_lo || sp >= t->stack_hi) {
@@ -176,6 +184,7 @@ unsigned int stack_walk(struct utrace_task *t, const utrace_regs_t *regs, bool a
 		if (sp < t->stack_lo || sp >= hi)
 			return n; /* no stack we know */
 	}
+	*top = hi;
 	sigret = __atomic_load_n(&sig_restorer, __ATOMIC_RELAXED);
 	if (n && sigret && pcs[0] == sigret)
 		return n; /* a handler's entry: the frame pointer is the interrupted code's */

@@ -15,6 +15,8 @@
  *
  * Output: one line per configuration, "name median_ns_per_call runs...".
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,18 @@ static double run(const char *n, uint32_t flags, bool int3, int threads)
 	snprintf(nt, sizeof(nt), "%d", threads);
 	snprintf(path, sizeof(path), "%s/tests/agent/s-agent",
 		 getenv("UTRACE_BUILD_DIR") ?: "build");
+	/*
+	 * -k's copy of the stack (ABI 12): AGENT_BENCH_STACK_DUMP bytes (0,
+	 * the default: the frame-pointer walk only); with a ring of
+	 * AGENT_BENCH_RING records (a power of 2) that holds every hit's
+	 * group, nothing is drained during the run and nothing dropped
+	 */
+	if (getenv("AGENT_BENCH_STACK_DUMP"))
+		o.stack_dump = (uint32_t)atoi(getenv("AGENT_BENCH_STACK_DUMP"));
+	if (getenv("AGENT_BENCH_RING")) {
+		o.ring_records = (uint32_t)atoi(getenv("AGENT_BENCH_RING"));
+		o.max_threads = 4;
+	}
 	if (ahost_launch(&h, &o, argv)) {
 		fprintf(stderr, "launch: %s\n", h.why);
 		ahost_close(&h);
@@ -69,6 +83,22 @@ static double run(const char *n, uint32_t flags, bool int3, int threads)
 		}
 	}
 	ahost_start(&h);
+	/*
+	 * AGENT_BENCH_DRAIN: the host drains the rings as it reads (the
+	 * records are thrown away), so a big group per hit (-k's copy) runs
+	 * on a ring in use, as under utrace, not on fresh pages
+	 */
+	if (getenv("AGENT_BENCH_DRAIN")) {
+		fcntl(h.stdout_fd, F_SETFL, O_NONBLOCK);
+		for (;;) {
+			ahost_drain(&h, NULL, NULL);
+			r = read(h.stdout_fd, buf + len, sizeof(buf) - 1 - (size_t)len);
+			if (r > 0)
+				len += r;
+			else if (r == 0 || errno != EAGAIN)
+				break;
+		}
+	}
 	while ((r = read(h.stdout_fd, buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
 		len += r;
 	buf[len] = 0;
@@ -80,6 +110,9 @@ static double run(const char *n, uint32_t flags, bool int3, int threads)
 		fprintf(stderr, "only %llu hits\n", (unsigned long long)ahost_hits(&h, id));
 		ns = -1;
 	}
+	if (getenv("AGENT_BENCH_RING") && ahost_drops(&h))
+		fprintf(stderr, "%llu records dropped: a bigger AGENT_BENCH_RING\n",
+			(unsigned long long)ahost_drops(&h));
 	ahost_close(&h);
 	return ns;
 }

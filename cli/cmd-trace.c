@@ -600,45 +600,68 @@ static uint64_t real_return(void *ctx, uint64_t slot, uint64_t value)
 }
 
 /*
+ * -k: @c's CFI unwinder, made at the first need, its modules those of @c's
+ * image (re-reported when @c was read anew). Tracer thread, while the
+ * process can be read: the agent's records may be unwound after its exit,
+ * with the modules reported here.
+ */
+static void symcache_unwinder(struct tracer *t, struct symcache *c)
+{
+	if (!c->unwind && !c->unwind_tried) {
+		char why[256];
+
+		c->unwind_tried = true;
+		c->unwind = unwind_new_maps(c->pid, c->maps, why, sizeof(why));
+		c->unwind_gen = c->gen;
+		if (!c->unwind && t->opts->verbose > 0 && !t->unwind_said) {
+			t->unwind_said = true;
+			cli_error("-k: no CFI unwinder for pid %d (%s): frame pointers only",
+				  (int)c->pid, why);
+		}
+	} else if (c->unwind && c->unwind_gen != c->gen && c->maps &&
+		   unwind_report_maps(c->unwind, c->maps) == 0) {
+		c->unwind_gen = c->gen;
+	}
+}
+
+/*
  * -k with the thread stopped at the hit (ptrace): libdw's CFI unwinder
  * (unwind.c) from the hit's registers, so frames of code built without
- * frame pointers are walked through. Its first frame, the probed function,
+ * frame pointers are walked through; with @copy, from the registers and
+ * the stack the agent copied at the hit (the record's: the thread runs
+ * on, the process may be gone). Its first frame, the probed function,
  * is left out: the lines are the callers. A frame outside the modules it
  * knows (a dlopen since they were read): the maps again, and once more.
  * Return: the frames, or -1 when the process has no CFI unwinder (libdw
  * could not start on it: said once with -v).
  */
 static int walk_cfi(struct tracer *t, struct symcache *c, struct utrace_probe_ctx *ctx,
-		    bool injected, uint64_t *pcs, bool *act)
+		    const struct utrace_record *copy, bool injected, uint64_t *pcs, bool *act)
 {
-	struct user_regs_struct regs = *ctx->regs;
+	struct user_regs_struct regs;
 	uint64_t all[STACK_MAX + 1];
 	bool all_act[STACK_MAX + 1];
 	int n = 0, i, pass;
 
-	if (!c->unwind && !c->unwind_tried) {
-		char why[256];
-
-		c->unwind_tried = true;
-		c->unwind = unwind_new(ctx->pid, why, sizeof(why));
-		c->unwind_gen = c->gen;
-		if (!c->unwind && t->opts->verbose > 0 && !t->unwind_said) {
-			t->unwind_said = true;
-			cli_error("-k: no CFI unwinder for pid %d (%s): frame pointers only",
-				  (int)ctx->pid, why);
-		}
-	}
+	symcache_unwinder(t, c);
 	if (!c->unwind)
 		return -1;
-	if (injected) { /* set_return popped the return address: the state at the entry */
-		regs.rip = ctx->point->addr;
-		regs.rsp -= 8;
+	if (!copy) {
+		regs = *ctx->regs;
+		if (injected) { /* set_return popped the return address: the state at the entry */
+			regs.rip = ctx->point->addr;
+			regs.rsp -= 8;
+		}
 	}
 	for (pass = 0; pass < 2; pass++) {
-		if (c->unwind_gen != c->gen && unwind_report(c->unwind) == 0)
-			c->unwind_gen = c->gen;
-		n = unwind_stack(c->unwind, ctx->tid, &regs, real_return, ctx, all, all_act,
-				 STACK_MAX + 1);
+		symcache_unwinder(t, c); /* (read anew by the pass before) */
+		if (copy)
+			n = unwind_stack_copy(c->unwind, copy->tid, copy->regs, copy->stack_sp,
+					      copy->stack_data, copy->stack_len, all, all_act,
+					      STACK_MAX + 1);
+		else
+			n = unwind_stack(c->unwind, ctx->tid, &regs, real_return, ctx, all, all_act,
+					 STACK_MAX + 1);
 		for (i = 0; i < n && unwind_has_module(c->unwind, all[i] - !all_act[i]); i++)
 			;
 		if (i == n || pass || !maps_grew(ctx->pid, c))
@@ -678,6 +701,40 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool injec
 
 		if (c && !c->maps)
 			c = NULL;
+		/*
+		 * The agent's copy of the registers and the stack at the hit
+		 * (ABI 12): unwound by CFI here, as the ptrace backend's hits
+		 * are; while the process lives (its modules come from its maps),
+		 * else the frame pointers' addresses below.
+		 */
+		if (c && t->cur->sz >= offsetof(struct utrace_record, stack_len) + sizeof(size_t) &&
+		    t->cur->nr_regs == UTRACE_REC_NR_REGS && t->cur->regs &&
+		    (c->unwind || kill(ctx->pid, 0) == 0)) {
+			if (c->stale) {
+				c->stale = false;
+				c = symcache_get(t, ctx->pid, true);
+			}
+			n = c ? walk_cfi(t, c, ctx, t->cur, false, pcs, act) : -1;
+			if (n > 0) {
+				/*
+				 * the copy ended (a deep stack, a signal frame's
+				 * interrupted stack elsewhere): the frame pointers'
+				 * addresses beyond the last frame, if they met it
+				 */
+				for (i = 0; i < t->cur->nr_stack && t->cur->stack[i] != pcs[n - 1];
+				     i++)
+					;
+				for (i++; i < t->cur->nr_stack && n < STACK_MAX && c->maps &&
+					  is_code(c, t->cur->stack[i]);
+				     i++)
+					pcs[n++] = t->cur->stack[i];
+				return n;
+			}
+			n = 0;
+			c = symcache_get(t, ctx->pid, false);
+			if (c && !c->maps)
+				c = NULL;
+		}
 		for (i = 0; i < t->cur->nr_stack && n < STACK_MAX; i++) {
 			if (!c) {
 				pcs[n++] = t->cur->stack[i];
@@ -706,7 +763,7 @@ static int walk_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool injec
 	}
 	if (!c)
 		return 0;
-	n = walk_cfi(t, c, ctx, injected, pcs, act);
+	n = walk_cfi(t, c, ctx, NULL, injected, pcs, act);
 	if (n >= 0)
 		return n;
 	n = 0;
@@ -1319,6 +1376,11 @@ static int lib_inject_record(struct tracer *t, const struct utrace_record *r)
 		if (r->nr_stack)
 			memcpy(q->stack, r->stack, q->entry.nr_stack * sizeof(uint64_t));
 		q->entry.stack = q->stack;
+		/* -k's copy is not kept: the frame pointers' addresses serve */
+		q->entry.regs = NULL;
+		q->entry.nr_regs = 0;
+		q->entry.stack_data = NULL;
+		q->entry.stack_len = 0;
 		q->pending = true;
 		return 0;
 	}
@@ -2008,8 +2070,19 @@ static int on_exit_ev(struct utrace_engine *e, struct utrace_thread *th, int sta
 	 * and a short program maps its libraries and exits within one round
 	 * of the main loop)
 	 */
-	if (t->lib && t->opts->stack && tid == pid)
-		symcache_get(t, pid, true);
+	if (t->lib && t->opts->stack) {
+		/*
+		 * and the unwinder of the agent's stack copies, its modules as
+		 * of now (the thread seen may be the agent's control thread
+		 * only: the image is still there at its exit stop)
+		 */
+		struct symcache *c = symcache_get(t, pid, tid == pid);
+
+		if (c && tid != pid && (!c->maps || maps_grew(pid, c)))
+			c = symcache_get(t, pid, true);
+		if (c && c->maps)
+			symcache_unwinder(t, c);
+	}
 	if (!t->lib && t->opts->stack && utrace_session__threads(t->s, pid, NULL, 0) <= 1)
 		symcache_exit(t, pid);
 	/*
@@ -2950,6 +3023,9 @@ int cmd_trace(struct cli_opts *opts)
 
 			if (c && (!c->maps || maps_grew(t->main_pid, c)))
 				symcache_get(t, t->main_pid, true);
+			/* the unwinder of the agent's stack copies, as well */
+			if (c && c->maps)
+				symcache_unwinder(t, c);
 		}
 		/* -m with ptrace: the modules' records, queued at the hits */
 		if (t->lib || cli_nr_modules)

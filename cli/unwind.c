@@ -20,9 +20,12 @@
  * few words around its CFA, one process_vm_readv per block.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "utrace/utrace.h"
 #include "unwind.h"
@@ -44,6 +47,11 @@ struct unwind {
 	/* the unwind being made */
 	pid_t tid;
 	const struct user_regs_struct *regs;
+	/* ... or from a copy (unwind_stack_copy()): @cregs NULL otherwise */
+	const uint64_t *cregs;
+	uint64_t csp;
+	const uint8_t *cdata;
+	size_t clen;
 	unwind_fix_fn fix;
 	void *fix_arg;
 	uint64_t *pcs;
@@ -99,6 +107,12 @@ static bool read_word(struct unwind *u, uint64_t addr, uint64_t *word)
 	uint64_t base = addr & ~(uint64_t)(BLOCK - 1);
 	unsigned int i;
 
+	if (u->cregs) { /* a copy: its bytes or nothing (the process is not stopped) */
+		if (addr < u->csp || u->clen < 8 || addr - u->csp > u->clen - 8)
+			return false;
+		memcpy(word, u->cdata + (addr - u->csp), 8);
+		return true;
+	}
 	if (addr & 7) /* (never across two blocks) */
 		return utrace_mem__read(u->pid, addr, word, 8) == 8;
 	for (i = 0; i < NR_BLOCKS; i++)
@@ -127,10 +141,8 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 }
 
 /* x86-64's DWARF register numbers: rax rdx rcx rbx rsi rdi rbp rsp r8-r15, rip (16) */
-static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+static bool set_regs(Dwfl_Thread *thread, const struct user_regs_struct *r)
 {
-	const struct unwind *u = thread_arg;
-	const struct user_regs_struct *r = u->regs;
 	Dwarf_Word regs[17] = {
 		r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp, r->r8,
 		r->r9,	r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip,
@@ -138,6 +150,24 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 
 	dwfl_thread_state_register_pc(thread, r->rip);
 	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+/* A copy's registers (enum utrace_rec_reg order); the others stay undefined */
+static bool set_copy_registers(Dwfl_Thread *thread, const uint64_t *c)
+{
+	Dwarf_Word bx = c[3], bp_sp[2] = { c[2], c[1] }, hi[4] = { c[4], c[5], c[6], c[7] };
+
+	dwfl_thread_state_register_pc(thread, c[0]);
+	return dwfl_thread_state_registers(thread, 3, 1, &bx) &&
+	       dwfl_thread_state_registers(thread, 6, 2, bp_sp) &&
+	       dwfl_thread_state_registers(thread, 12, 4, hi);
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct unwind *u = thread_arg;
+
+	return u->cregs ? set_copy_registers(thread, u->cregs) : set_regs(thread, u->regs);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -161,10 +191,32 @@ static int cb_frame(Dwfl_Frame *state, void *arg)
 	return ++u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
 }
 
+/*
+ * Can @pid's maps be read now? A process gone (a zombie: no mappings)
+ * must not be reported: dwfl_report_end() would drop every module, and
+ * the agent's stack copies of its last calls are unwound after its exit.
+ */
+static int maps_readable(pid_t pid)
+{
+	char path[64], c;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (read(fd, &c, 1) != 1)
+		err = ESRCH;
+	close(fd);
+	return err;
+}
+
 int unwind_report(struct unwind *u)
 {
-	int err;
+	int err = maps_readable(u->pid);
 
+	if (err)
+		return err; /* the modules stay those last reported */
 	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid); /* 0, an errno, or -1: libdw's */
@@ -173,7 +225,59 @@ int unwind_report(struct unwind *u)
 	return err;
 }
 
+/*
+ * The modules of @m, a snapshot of the maps (the symbol cache's): the
+ * agent's records are read after the fact, and the maps they need may be
+ * gone with the process by then (or between reading them and reporting
+ * them). File mappings only (the vDSO is not a module here).
+ */
+int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
+{
+	char *text = NULL;
+	size_t len = 0, i;
+	FILE *f = open_memstream(&text, &len);
+	int err = 0;
+
+	if (!f)
+		return errno;
+	for (i = 0; i < m->nr; i++) {
+		const struct utrace_map *mp = &m->maps[i];
+
+		if (!mp->path || mp->path[0] != '/' || mp->deleted)
+			continue;
+		fprintf(f,
+			"%" PRIx64 "-%" PRIx64 " %c%c%cp %08" PRIx64 " %02x:%02x %" PRIu64 " %s\n",
+			mp->start, mp->end, mp->prot & UTRACE_MAP_READ ? 'r' : '-',
+			mp->prot & UTRACE_MAP_WRITE ? 'w' : '-',
+			mp->prot & UTRACE_MAP_EXEC ? 'x' : '-', mp->offset, mp->dev_major,
+			mp->dev_minor, mp->inode, mp->path);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return ENOMEM;
+	}
+	f = fmemopen(text, len, "r");
+	if (!f) {
+		err = errno;
+		free(text);
+		return err;
+	}
+	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
+	dwfl_report_begin(u->dwfl);
+	err = dwfl_linux_proc_maps_report(u->dwfl, f); /* 0, an errno, or -1: libdw's */
+	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && !err)
+		err = -1;
+	fclose(f);
+	free(text);
+	return err;
+}
+
 struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
+{
+	return unwind_new_maps(pid, NULL, why, whylen);
+}
+
+struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen)
 {
 	struct unwind *u = calloc(1, sizeof(*u));
 	Elf64_Ehdr *eh;
@@ -200,7 +304,7 @@ struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 		snprintf(why, whylen, "%s", u->arch ? dwfl_errmsg(-1) : elf_errmsg(-1));
 		goto fail;
 	}
-	err = unwind_report(u);
+	err = m ? unwind_report_maps(u, m) : unwind_report(u);
 	if (err) {
 		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid,
 			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
@@ -247,6 +351,27 @@ int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *reg
 	/* -1 at the outermost frame (no caller) too: what was collected stands */
 	dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
 	u->regs = NULL;
+	return u->n;
+}
+
+int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
+		      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max)
+{
+	if (!u || max <= 0 || !regs)
+		return 0;
+	u->tid = tid;
+	u->cregs = regs;
+	u->csp = sp;
+	u->cdata = data;
+	u->clen = data ? len : 0;
+	u->fix = NULL; /* the agent put hijacked return addresses back in the copy */
+	u->pcs = pcs;
+	u->act = act;
+	u->n = 0;
+	u->max = max;
+	dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
+	u->cregs = NULL;
+	u->cdata = NULL;
 	return u->n;
 }
 
@@ -303,6 +428,16 @@ struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
 	return NULL;
 }
 
+struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen)
+{
+	return unwind_new(pid, why, whylen);
+}
+
+int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
+{
+	return ENOSYS;
+}
+
 void unwind_free(struct unwind *u)
 {
 }
@@ -314,6 +449,12 @@ int unwind_report(struct unwind *u)
 
 int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
 		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
+{
+	return 0;
+}
+
+int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
+		      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max)
 {
 	return 0;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * unwind.h - utrace -k's stack unwinder for a thread stopped at a hit (the
- * ptrace backend's handlers): libdw's CFI unwinder (dwfl), which needs no
- * frame pointers. Tracer process, the session's tracing thread.
+ * ptrace backend's handlers) or from a copy of its registers and stack
+ * made at the hit (the agent's records): libdw's CFI unwinder (dwfl),
+ * which needs no frame pointers. Tracer process, the session's tracing
+ * thread.
  */
 #ifndef __UTRACE_CLI_UNWIND_H
 #define __UTRACE_CLI_UNWIND_H
@@ -12,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+
+#include "utrace/proc.h"
 
 /* One traced process's unwinder (its modules, as last reported). */
 struct unwind;
@@ -29,6 +33,8 @@ typedef uint64_t (*unwind_fix_fn)(void *arg, uint64_t slot, uint64_t value);
  * without libdw: always).
  */
 struct unwind *unwind_new(pid_t pid, char *why, size_t whylen);
+/* unwind_new_maps - the same, its modules from @m (a snapshot of the maps) */
+struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen);
 
 /* unwind_free - NULL is fine */
 void unwind_free(struct unwind *u);
@@ -39,6 +45,11 @@ void unwind_free(struct unwind *u);
  * -1 (libdw's error): the modules are what could be read.
  */
 int unwind_report(struct unwind *u);
+/*
+ * unwind_report_maps - the same from @m, maps read earlier: the process
+ * may be gone since (the agent's records are unwound after the fact)
+ */
+int unwind_report_maps(struct unwind *u, const struct utrace_maps *m);
 
 /*
  * unwind_stack - the frames of thread @tid, stopped with @regs: @pcs[0]
@@ -51,6 +62,19 @@ int unwind_report(struct unwind *u);
  */
 int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
 		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max);
+
+/*
+ * unwind_stack_copy - the frames of a hit from a copy made at the hit (the
+ * agent's -k records, perf's --call-graph dwarf model): @regs in enum
+ * utrace_rec_reg order (rip rsp rbp rbx r12-r15; the others are not
+ * known), and the @len bytes of stack at @sp. Memory reads are served
+ * from the copy only: anything outside it is not readable, and the unwind
+ * stops there. The modules are the process's as last reported (the
+ * process may be gone: the caller keeps its unwinder). @pcs, @act, @max
+ * and the return: as unwind_stack().
+ */
+int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
+		      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max);
 
 /* unwind_has_module - @pc is in one of the modules as last reported */
 bool unwind_has_module(struct unwind *u, uint64_t pc);

@@ -48,7 +48,7 @@
 #include <stdint.h>
 
 #define UTRACE_ABI_MAGIC 0x4543415254557475ULL /* "utUTRACE" */
-#define UTRACE_ABI_VERSION 11
+#define UTRACE_ABI_VERSION 12
 
 #define UTRACE_ABI_PAGE 4096u
 #define UTRACE_ABI_MAX_CODE 224 /* relocated bytes per site (incl. the jump back) */
@@ -56,6 +56,21 @@
 #define UTRACE_ABI_HIST_BUCKETS 64 /* utrace_abi_hist_bucket(): [0] = 0 ns, then 2^k per unit */
 #define UTRACE_ABI_ARGS 6
 #define UTRACE_ABI_STACK_MAX 32 /* caller frames recorded with an entry (-k) */
+/*
+ * ABI 12, -k's copy for the host's CFI unwinder (perf's --call-graph dwarf
+ * model): the registers it starts from (REGS records) and the bytes of the
+ * stack above rsp (STACKDATA records), up to the arena header's @stack_dump
+ * bytes (the host's choice; 0: none, only the frame-pointer walk), never
+ * more than UTRACE_ABI_STACK_DUMP_MAX.
+ */
+#define UTRACE_ABI_STACK_DUMP 4096 /* the host's default @stack_dump */
+#define UTRACE_ABI_STACK_DUMP_MAX 16384
+#define UTRACE_ABI_DUMP_CHUNK 48 /* stack bytes per STACKDATA record: sizeof(args) */
+#define UTRACE_ABI_DUMP_RECS \
+	((UTRACE_ABI_STACK_DUMP_MAX + UTRACE_ABI_DUMP_CHUNK - 1) / UTRACE_ABI_DUMP_CHUNK)
+/* REGS: rip (the probed address) rsp rbp rbx r12 r13 r14 r15, in this order */
+#define UTRACE_ABI_NR_REGS 8
+#define UTRACE_ABI_REGS_RECS ((UTRACE_ABI_NR_REGS + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS)
 #define UTRACE_ABI_FORKS 16 /* fork children announced and not yet seen by the host */
 #define UTRACE_ABI_XOL_PREV 16 /* XOL areas of earlier sessions offered to a new one */
 
@@ -187,6 +202,16 @@ enum utrace_event_kind {
 	 * One string is one or more consecutive STR records of the same index.
 	 */
 	UTRACE_EV_STR = 7,
+	/*
+	 * ABI 12, with UTRACE_PF_STACK and a nonzero @stack_dump: after an
+	 * ENTRY/INJECT's STACK records, UTRACE_ABI_REGS_RECS REGS records
+	 * (args[0..ext) = the next registers of the UTRACE_ABI_NR_REGS, in
+	 * their order), then STACKDATA records: the stack's bytes from rsp
+	 * on, in order, ext = bytes in this record (<= UTRACE_ABI_DUMP_CHUNK),
+	 * return addresses hijacked by return probes put back.
+	 */
+	UTRACE_EV_REGS = 8,
+	UTRACE_EV_STACKDATA = 9,
 };
 
 /* ext of a STR record: bytes in this record, which value, how the copy ended. */
@@ -207,7 +232,11 @@ struct utrace_abi_event {
 	uint32_t probe; /* probe id */
 	uint16_t kind; /* enum utrace_event_kind */
 	uint16_t depth; /* return-instance depth */
-	uint32_t ext; /* ENTRY/INJECT: STACK records that follow; STACK: addresses in args */
+	/*
+	 * ENTRY/INJECT: the records that follow (STR, STACK, REGS, STACKDATA);
+	 * STACK, REGS: values in args; STACKDATA: bytes in args
+	 */
+	uint32_t ext;
 	uint64_t args[UTRACE_ABI_ARGS]; /* entry: rdi rsi rdx rcx r8 r9; return: args[0] = rax */
 };
 _Static_assert(sizeof(struct utrace_abi_event) == 80, "event size");
@@ -434,9 +463,16 @@ struct utrace_arena_hdr {
 		uint64_t size;
 		uint64_t used; /* bytes from vaddr: header and written slots */
 	} xol_prev[UTRACE_ABI_XOL_PREV];
+	/*
+	 * Host-written before the first SYNC (ABI 12): bytes of stack copied
+	 * with a -k entry (STACKDATA records); 0: none. The agent caps it at
+	 * UTRACE_ABI_STACK_DUMP_MAX and at what its ring can hold.
+	 */
+	uint32_t stack_dump;
+	uint32_t __pad4;
 	/* MODULE_LOAD: the path (host), then the failure's reason (agent). */
 	char cmd_str[512];
-	uint64_t __reserved[(4096 - 280 - 512 - UTRACE_ABI_FORKS * 16 - UTRACE_ABI_XOL_PREV * 24) /
+	uint64_t __reserved[(4096 - 288 - 512 - UTRACE_ABI_FORKS * 16 - UTRACE_ABI_XOL_PREV * 24) /
 			    8];
 };
 _Static_assert(sizeof(struct utrace_arena_hdr) == 4096, "arena header is one page");

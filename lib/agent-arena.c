@@ -296,15 +296,19 @@ static bool record_ok(struct ahost *h, const struct utrace_abi_event *ev)
 	case UTRACE_EV_INJECT:
 		/*
 		 * The records that follow: six argument strings at most, then
-		 * UTRACE_ABI_STACK_MAX addresses at most.
+		 * UTRACE_ABI_STACK_MAX addresses at most, then -k's copy.
 		 */
 		return ev->ext <=
 		       6 * UTRACE_ABI_STR_RECS +
-			       (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS;
+			       (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS +
+			       UTRACE_ABI_REGS_RECS + UTRACE_ABI_DUMP_RECS;
 	case UTRACE_EV_RETURN:
 		return ev->ext <= UTRACE_ABI_STR_RECS; /* the returned string's */
 	case UTRACE_EV_STACK:
+	case UTRACE_EV_REGS:
 		return ev->ext <= UTRACE_ABI_ARGS;
+	case UTRACE_EV_STACKDATA:
+		return ev->ext <= UTRACE_ABI_DUMP_CHUNK;
 	case UTRACE_EV_STR:
 		return UTRACE_STR_LEN(ev->ext) <= UTRACE_ABI_STR_CHUNK &&
 		       UTRACE_STR_INDEX(ev->ext) <= UTRACE_STR_RET;

@@ -85,6 +85,7 @@ int ahost_launch(struct ahost *h, const struct ahost_opts *o, char *const argv[]
 	hd.host_pid = (uint32_t)getpid();
 	hd.flags = o->flags | UTRACE_ARENA_F_WAIT_START;
 	hd.max_depth = o->max_depth;
+	hd.stack_dump = o->stack_dump;
 	if (ahost_set_layout(h, &hd))
 		return -ENOMEM;
 	h->fd = memfd_create("utrace-arena", MFD_CLOEXEC); /* the child dups it */

@@ -108,6 +108,7 @@ struct ahost {
 
 struct ahost_opts {
 	uint32_t max_probes, max_threads, ring_records, max_depth, flags;
+	uint32_t stack_dump; /* hdr->stack_dump: -k's bytes of stack (0: none) */
 	bool pipe_stdin, pipe_stdout;
 };
 

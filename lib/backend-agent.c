@@ -129,6 +129,11 @@ struct agent_proc {
 	unsigned int str_flags[7];
 	uint64_t stack[UTRACE_REC_MAX_STACK];
 	unsigned int nr_stack;
+	/* -k's copy (REGS, STACKDATA records): utrace_record.regs, .stack_data */
+	uint64_t regs[UTRACE_ABI_NR_REGS];
+	unsigned int nr_regs;
+	uint8_t *dump; /* [UTRACE_ABI_STACK_DUMP_MAX], at the first copy */
+	size_t dump_len;
 	bool grp_strs; /* @str holds a string of the group (grp_reset() frees) */
 	struct agent_proc *next; /* layer's list: kept across exec */
 	struct utrace_uprobes *up;
@@ -234,6 +239,18 @@ static void arena_header(struct utrace_arena_hdr *hd, uint32_t flags, unsigned i
 		if (n >= 2 && n <= (1UL << 20) && !(n & (n - 1)))
 			hd->ring_records = (uint32_t)n;
 	}
+	/*
+	 * -k's copy of the stack for the CFI unwinder (ABI 12): 4 KiB by
+	 * default; UTRACE_AGENT_STACK_DUMP sets it (0: frame pointers only,
+	 * as before ABI 12; a measurement's baseline)
+	 */
+	hd->stack_dump = UTRACE_ABI_STACK_DUMP;
+	if (getenv("UTRACE_AGENT_STACK_DUMP")) {
+		unsigned long n = strtoul(getenv("UTRACE_AGENT_STACK_DUMP"), NULL, 0);
+
+		hd->stack_dump =
+			n < UTRACE_ABI_STACK_DUMP_MAX ? (uint32_t)n : UTRACE_ABI_STACK_DUMP_MAX;
+	}
 	hd->flags = flags;
 	hd->max_depth = depth;
 	utrace_abi_layout(hd);
@@ -298,6 +315,7 @@ static void aproc_free(struct agent_proc *ap)
 	ahost_close(&ap->h);
 	for (i = 0; i < ARRAY_SIZE(ap->str); i++)
 		free(ap->str[i]);
+	free(ap->dump);
 	free(ap->by_id);
 	free(ap);
 }
@@ -1909,6 +1927,8 @@ static void grp_reset(struct agent_proc *ap)
 	ap->grp_strs = false;
 	ap->grp_left = 0;
 	ap->nr_stack = 0;
+	ap->nr_regs = 0;
+	ap->dump_len = 0;
 }
 
 /* Deliver the assembled group as one record per probe at the point that records. */
@@ -1936,6 +1956,11 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 		rp->nargs = 0;
 		rp->stack = NULL;
 		rp->nr_stack = 0;
+		rp->regs = NULL;
+		rp->nr_regs = 0;
+		rp->stack_sp = 0;
+		rp->stack_data = NULL;
+		rp->stack_len = 0;
 		for (i = 0; i < 6; i++) {
 			rp->args[i] = 0;
 			rp->str[i] = NULL;
@@ -1981,6 +2006,13 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 			if (p->opts.actions & UTRACE_ACT_STACK) {
 				rp->stack = ap->stack;
 				rp->nr_stack = ap->nr_stack;
+				if (ap->nr_regs == UTRACE_ABI_NR_REGS) { /* a whole copy only */
+					rp->regs = ap->regs;
+					rp->nr_regs = ap->nr_regs;
+					rp->stack_sp = ap->regs[UTRACE_REC_REG_RSP];
+					rp->stack_data = ap->dump;
+					rp->stack_len = ap->dump_len;
+				}
 			}
 			for (i = 0; i < 6; i++) {
 				rp->args[i] = ev->args[i];
@@ -2023,6 +2055,26 @@ static void grp_str(struct agent_proc *ap, const struct utrace_abi_event *ev)
 		ap->str_flags[idx] |= UTRACE_REC_STR_TRUNC;
 }
 
+/*
+ * One STACKDATA record: its bytes appended to the copy of the stack. What
+ * the target wrote is bounded here (record_ok() checked ext): the copy
+ * never grows past UTRACE_ABI_STACK_DUMP_MAX, and a copy without its
+ * registers first is not one (dropped).
+ */
+static void grp_dump(struct agent_proc *ap, const struct utrace_abi_event *ev)
+{
+	size_t len = ev->ext;
+
+	if (ap->nr_regs != UTRACE_ABI_NR_REGS || len > UTRACE_ABI_DUMP_CHUNK)
+		return;
+	if (!ap->dump && !(ap->dump = malloc(UTRACE_ABI_STACK_DUMP_MAX)))
+		return;
+	if (len > UTRACE_ABI_STACK_DUMP_MAX - ap->dump_len)
+		len = UTRACE_ABI_STACK_DUMP_MAX - ap->dump_len;
+	memcpy(ap->dump + ap->dump_len, ev->args, len);
+	ap->dump_len += len;
+}
+
 static struct agent_proc *draining;
 
 static void on_record(const struct utrace_abi_event *ev, void *data)
@@ -2039,6 +2091,13 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 
 			for (k = 0; k < ev->ext && ap->nr_stack < UTRACE_REC_MAX_STACK; k++)
 				ap->stack[ap->nr_stack++] = ev->args[k];
+		} else if (ev->kind == UTRACE_EV_REGS) {
+			unsigned int k;
+
+			for (k = 0; k < ev->ext && ap->nr_regs < UTRACE_ABI_NR_REGS; k++)
+				ap->regs[ap->nr_regs++] = ev->args[k];
+		} else if (ev->kind == UTRACE_EV_STACKDATA) {
+			grp_dump(ap, ev);
 		}
 		if (!ap->grp_left)
 			grp_emit(al, ap);

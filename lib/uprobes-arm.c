@@ -715,6 +715,7 @@ void uprobes_rec_free(struct uprobes_rec *q)
 	free(q->symbol);
 	free(q->object);
 	free(q->mem);
+	free(q->stack_data);
 	free(q);
 }
 

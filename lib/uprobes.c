@@ -1280,6 +1280,25 @@ void uprobes_queue_record(struct utrace_uprobes *up, const struct utrace_record 
 	q->r.stack = q->r.nr_stack ? q->stack : NULL;
 	q->r.nr_mem = 0;
 	q->r.mem = NULL;
+	/*
+	 * -k's copy of the registers and the stack (the agent's records
+	 * drained at a process's end are queued): copied, it is the backend's
+	 */
+	q->r.regs = NULL;
+	q->r.nr_regs = 0;
+	q->r.stack_data = NULL;
+	q->r.stack_len = 0;
+	if (r->sz >= offsetof(struct utrace_record, stack_len) + sizeof(size_t) && r->regs &&
+	    r->nr_regs == UTRACE_REC_NR_REGS &&
+	    (!r->stack_len || (q->stack_data = malloc(r->stack_len)))) {
+		memcpy(q->regs, r->regs, sizeof(q->regs));
+		q->r.regs = q->regs;
+		q->r.nr_regs = r->nr_regs;
+		if (r->stack_len)
+			memcpy(q->stack_data, r->stack_data, r->stack_len);
+		q->r.stack_data = q->stack_data;
+		q->r.stack_len = r->stack_len;
+	}
 	if (r->sz > offsetof(struct utrace_record, mem) && r->nr_mem && r->mem) {
 		size_t need = r->nr_mem * sizeof(struct utrace_mem), off;
 		struct utrace_mem *m;

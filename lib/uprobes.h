@@ -120,6 +120,8 @@ struct uprobes_rec {
 	uint64_t stack[UTRACE_REC_MAX_STACK]; /* behind r.stack */
 	char comm[16]; /* behind r.comm, when the backend knows it */
 	void *mem; /* behind r.mem: the regions, then their bytes (one allocation) */
+	uint64_t regs[UTRACE_REC_NR_REGS]; /* behind r.regs */
+	uint8_t *stack_data; /* behind r.stack_data */
 };
 
 /*

@@ -68,6 +68,19 @@ struct utrace_mem {
 /* maximum user stack frames carried by one event */
 #define UTRACE_REC_MAX_STACK 32
 
+/* utrace_record.regs[]: x86-64 registers of a stack copy, in this order */
+enum utrace_rec_reg {
+	UTRACE_REC_REG_RIP = 0,
+	UTRACE_REC_REG_RSP,
+	UTRACE_REC_REG_RBP,
+	UTRACE_REC_REG_RBX,
+	UTRACE_REC_REG_R12,
+	UTRACE_REC_REG_R13,
+	UTRACE_REC_REG_R14,
+	UTRACE_REC_REG_R15,
+	UTRACE_REC_NR_REGS,
+};
+
 /**
  * struct utrace_record - one event.
  * @sz: size of this struct (fields are only added at the end)
@@ -102,6 +115,14 @@ struct utrace_mem {
  * @nr_mem, @mem: SYSCALL_*: the regions of memory copied with it (read at
  *	@sz), for a decoder to read instead of the process's memory: the
  *	kernel backend's strings, buffers and out-structs (bpf/uprobe-sc.h)
+ * @regs, @nr_regs: ENTRY with ACT_STACK on the agent backend: the
+ *	registers at the hit that a CFI unwinder starts from, in enum
+ *	utrace_rec_reg order (rip = the probed address); NULL, 0 when the
+ *	hit carried no copy (read at @sz)
+ * @stack_sp, @stack_data, @stack_len: with @regs: the @stack_len bytes of
+ *	the thread's stack at @stack_sp (= rsp) as they were at the hit, for
+ *	an unwinder to read instead of the process's memory (perf's
+ *	--call-graph dwarf model); what lies outside is not known (read at @sz)
  */
 struct utrace_record {
 	size_t sz;
@@ -139,6 +160,11 @@ struct utrace_record {
 	unsigned int module_probe;
 	unsigned int nr_mem;
 	const struct utrace_mem *mem;
+	const uint64_t *regs;
+	unsigned int nr_regs;
+	uint64_t stack_sp;
+	const uint8_t *stack_data;
+	size_t stack_len;
 };
 
 /**

@@ -4,7 +4,7 @@
  *
  * The agent's arena is shared memory the target can write; utrace may run
  * as root. tests/targets/s-scribble overwrites its own arena in several
- * ways (layout fields, ring heads, malformed records, a fork announcement
+ * ways (layout fields, ring heads, malformed records and stack copies, a fork announcement
  * naming pid 1, random bytes) while utrace -b agent traces it, in attach
  * and launch mode. utrace must never be killed by a signal, must say "the
  * agent's arena in pid N is corrupt" when it is, take the probes out and
@@ -80,7 +80,7 @@ static int victim_end(struct victim *v, char *buf, size_t len)
  */
 static const char *how(const char *mode)
 {
-	return strcmp(mode, "records") ? "-v" : "-c";
+	return strcmp(mode, "records") && strcmp(mode, "stackdata") ? "-v" : "-c";
 }
 
 static void attach_mode(const char *mode)
@@ -132,6 +132,12 @@ TEST_TIMEOUT(attach_ring_head_far_ahead, 60)
 TEST_TIMEOUT(attach_malformed_records, 60)
 {
 	attach_mode("records");
+}
+
+/* -k's copy (ABI 12): a STACKDATA record longer than a record is refused */
+TEST_TIMEOUT(attach_malformed_stack_copy, 60)
+{
+	attach_mode("stackdata");
 }
 
 TEST_TIMEOUT(launch_header_layout_overwritten, 60)

@@ -732,6 +732,90 @@ TEST_TIMEOUT(stack_without_frame_pointers, 120)
 	free(gnames);
 }
 
+/*
+ * -k on the agent (ABI 12): the registers and the top of the stack copied
+ * at the hit, unwound on the host by the same CFI unwinder, give the
+ * frames the ptrace backend gives: for a run that exits before its
+ * records are read (s-nofp 1: the modules are those reported while it
+ * lived), at every hit of a longer one, and with return probes on the
+ * callers (their hijacked return addresses put back in the copy).
+ */
+TEST_TIMEOUT(stack_without_frame_pointers_agent, 120)
+{
+	const char *prog = built_path("tests/targets/s-nofp");
+	const char *pt[] = { "-b", "ptrace", "-k", "-f", "libc:strtol", "--", prog, "1", NULL };
+	const char *ag[] = { "-b", "agent", "-k", "-f", "libc:strtol", "--", prog, "1", NULL };
+	const char *many[] = { "-b", "agent", "-k", "-f", "libc:strtol", "--", prog, "300", NULL };
+	const char *rets[] = { "-b", "agent", "-k", "-f", "libc:strtol", "-f", "b",
+			       "-f", "c",     "--", prog, "1",		 NULL };
+	const char *hit = "] strtol(\"42\", NULL, 10)\n";
+	char *out = NULL, *err = NULL, *want, *names;
+
+	unsetenv("DEBUGINFOD_URLS");
+	CHECK_EQ(run_utrace(pt, &out, &err), 0);
+	want = frame_names(err, hit, false);
+	CHECK_MSG(want && !strncmp(want, "c\nb\na\nmain\n", 11), "ptrace:\n%s", want);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(ag, &out, &err), 0);
+	CHECK(strstr(out, "sum 48\n"));
+	names = frame_names(err, hit, false);
+	note_lines(names);
+	CHECK_MSG(names && !strcmp(names, want), "agent:\n%sptrace:\n%s", names, want);
+	free(out);
+	free(err);
+	free(names);
+	CHECK_EQ(run_utrace(many, &out, &err), 0);
+	CHECK_EQ(count(err, hit), 300);
+	CHECK_EQ(count(err, " > main+"), 300);
+	CHECK_EQ(count(err, " > a+"), 300);
+	free(out);
+	free(err);
+	CHECK_EQ(run_utrace(rets, &out, &err), 0);
+	names = frame_names(err, hit, false);
+	CHECK_MSG(names && !strcmp(names, want), "agent, c and b probed:\n%sptrace:\n%s", names,
+		  want);
+	free(out);
+	free(err);
+	free(names);
+	free(want);
+}
+
+/*
+ * -k on the agent with hits on a sigaltstack (s-altstack's handler calls
+ * hot() there), on the main thread and on threads: the copy is of the
+ * stack the hit runs on, and the unwind goes through the signal frame
+ * (handler, then the kernel's __restore_rt); every hit of the program's
+ * own loop has its callers (phase and main on the main thread,
+ * thread_main and start_thread on the threads).
+ */
+TEST_TIMEOUT(stack_agent_altstack_threads, 120)
+{
+	const char *prog = built_path("tests/targets/s-altstack");
+	const char *args[] = { "-b", "agent", "-k",    "-f",   "hot", "--",
+			       prog, "300",   "01234", "2000", NULL };
+	char *out = NULL, *err = NULL;
+	long calls;
+
+	unsetenv("DEBUGINFOD_URLS");
+	CHECK_EQ(run_utrace(args, &out, &err), 0);
+	CHECK(out && strstr(out, "hot="));
+	calls = count(err, "] hot(2000, ");
+	CHECK_EQ(calls, 5 * 300);
+	/* (more: a handler's hits that unwound through to the interrupted loop) */
+	CHECK(count(err, " > loop+") >= calls);
+	CHECK(count(err, " > phase+") + count(err, " > thread_main+") >= calls);
+	CHECK(count(err, " > start_thread+") >= 3 * 300);
+	if (count(err, "] hot(50, ") + count(err, "] hot(100, ")) {
+		CHECK(strstr(err, " > handler+"));
+		CHECK(strstr(err, " > __restore_rt+"));
+	} else {
+		harness_note("no hit from a signal handler in this run");
+	}
+	free(out);
+	free(err);
+}
+
 TEST_TIMEOUT(libc_malloc_args, 60)
 {
 	const char *args[] = { "-f",	"libc:malloc", "-f", "libzz:nothing", "--", target(),

@@ -12,6 +12,8 @@
  *   header   the layout fields (offsets, sizes, counts) point far outside
  *   ring     every thread slot's ring head runs 2^40 records ahead
  *   records  records with an out-of-range probe id and stack count
+ *   stackdata an entry with -k's copy (ABI 12) whose STACKDATA record claims
+ *            more bytes than a record holds, after REGS records of garbage
  *   fork     a fork announcement naming pid 1 and its fd 0
  *   random   random bytes over the whole arena, again every millisecond
  * It goes on calling scribble_work() for SECONDS (default 1) and exits 0
@@ -105,6 +107,24 @@ static void scribble(const char *mode, char *a, size_t size)
 			memset(e, 0xff, sizeof(*e));
 			e->kind = i & 1 ? UTRACE_EV_MODULE : UTRACE_EV_ENTRY;
 			e->ext = 1000000;
+		}
+		if (!h->nr_threads)
+			h->nr_threads = 1;
+		__atomic_store_n(&t->head, head + 4, __ATOMIC_RELEASE);
+	} else if (!strcmp(mode, "stackdata")) {
+		struct utrace_abi_thread *t = utrace_abi_thread(a, 0);
+		struct utrace_abi_event *ring = utrace_abi_ring(a, 0);
+		uint64_t head = t->tail;
+
+		for (i = 0; i < 4; i++) {
+			struct utrace_abi_event *e = &ring[(head + i) & (lay.ring_records - 1)];
+
+			memset(e, 0xff, sizeof(*e));
+			e->probe = 0;
+			e->kind = i == 0 ? UTRACE_EV_ENTRY :
+				  i < 3	 ? UTRACE_EV_REGS :
+					   UTRACE_EV_STACKDATA;
+			e->ext = i == 0 ? 3 : i < 3 ? UTRACE_ABI_ARGS : 4096;
 		}
 		if (!h->nr_threads)
 			h->nr_threads = 1;
