@@ -52,12 +52,18 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 	switch (ev->kind) {
 	case UTRACE_EV_ENTRY:
 	case UTRACE_EV_INJECT:
-		/* six argument strings, then the stack */
-		must(ev->ext <= 6 * UTRACE_ABI_STR_RECS + (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS -
-							   1) / UTRACE_ABI_ARGS);
+		/* six argument strings, then the stack, then -k's registers and copy (ABI 12) */
+		must(ev->ext <=
+		     6 * UTRACE_ABI_STR_RECS +
+			     (UTRACE_ABI_STACK_MAX + UTRACE_ABI_ARGS - 1) / UTRACE_ABI_ARGS +
+			     UTRACE_ABI_REGS_RECS + UTRACE_ABI_DUMP_RECS);
 		break;
 	case UTRACE_EV_STACK:
+	case UTRACE_EV_REGS:
 		must(ev->ext <= UTRACE_ABI_ARGS);
+		break;
+	case UTRACE_EV_STACKDATA:
+		must(ev->ext <= UTRACE_ABI_DUMP_CHUNK);
 		break;
 	case UTRACE_EV_STR:
 		must(UTRACE_STR_LEN(ev->ext) <= UTRACE_ABI_STR_CHUNK);
