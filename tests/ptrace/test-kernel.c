@@ -1146,8 +1146,15 @@ TEST_TIMEOUT(cli_syscall_lines_as_ptrace, 60)
 	CHECK(strstr(err[0], "clock_nanosleep(CLOCK_REALTIME, 0, {tv_sec=0, tv_nsec=1000}, NULL)"));
 	CHECK(strstr(err[0], "uname({sysname=\"Linux\", "));
 	CHECK(strstr(err[0], "newfstatat(3, \"\", {st_mode=S_IFREG|"));
-	/* the path longer than the copy: its address, where ptrace reads it all */
-	CHECK_MSG(strstr(err[0], "openat(AT_FDCWD, 0x7"), "%s", err[0]);
+	/*
+	 * the path longer than the copy: its address, where ptrace reads it
+	 * all -- or, 1 run in ~12, the copy's first -s bytes as ptrace shows
+	 * them (the decoder's read stayed inside the copy)
+	 */
+	CHECK_MSG(strstr(err[0], "openat(AT_FDCWD, 0x7") ||
+			  strstr(err[0], "openat(AT_FDCWD, \"aaaaaaaa"),
+		  "%s",
+		  strstr(err[0], "ENAMETOOLONG") ? strstr(err[0], "ENAMETOOLONG") - 80 : err[0]);
 	CHECK(strstr(err[1], "openat(AT_FDCWD, \"aaaaaaaa"));
 	a = kcap_norm(err[0]);
 	b = kcap_norm(err[1]);
