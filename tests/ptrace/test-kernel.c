@@ -1153,8 +1153,7 @@ TEST_TIMEOUT(cli_syscall_lines_as_ptrace, 60)
 	 */
 	CHECK_MSG(strstr(err[0], "openat(AT_FDCWD, 0x7") ||
 			  strstr(err[0], "openat(AT_FDCWD, \"aaaaaaaa"),
-		  "%s",
-		  strstr(err[0], "ENAMETOOLONG") ? strstr(err[0], "ENAMETOOLONG") - 80 : err[0]);
+		  "%s", err[0]);
 	CHECK(strstr(err[1], "openat(AT_FDCWD, \"aaaaaaaa"));
 	a = kcap_norm(err[0]);
 	b = kcap_norm(err[1]);
