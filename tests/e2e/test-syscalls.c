@@ -321,6 +321,16 @@ static void normalise(char *s)
 			*w++ = 'N';
 			continue;
 		}
+		/* pids of any length (a fresh machine's are short): after getpid() and pidfd_open( */
+		if (norm_numbers &&
+		    ((r - copy >= 11 && !strncmp(r - 11, "getpid() = ", 11)) ||
+		     (r - copy >= 11 && !strncmp(r - 11, "pidfd_open(", 11))) &&
+		    isdigit((unsigned char)*r)) {
+			while (isdigit((unsigned char)*r))
+				r++;
+			*w++ = 'N';
+			continue;
+		}
 		if (!strncmp(r, "getrandom(\"", 11)) { /* random bytes */
 			memcpy(w, "getrandom(RANDOM", 16);
 			w += 16;
