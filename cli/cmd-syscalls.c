@@ -323,6 +323,17 @@ static void print_json_args(FILE *f, const struct sysdec_call *c)
 		fputc(']', f);
 }
 
+/* "name" of @c, or "syscall_0x1ff" */
+static const char *sc_name(const struct sysdec_call *c, char *unk, size_t len)
+{
+	const char *name = sysdec_name(c->nr);
+
+	if (name)
+		return name;
+	snprintf(unk, len, "syscall_%#lx", (unsigned long)c->nr);
+	return unk;
+}
+
 /*
  * --format chrome: a finished call is one "B"/"E" pair on its thread's
  * track, from its entry to its exit (CLOCK_MONOTONIC, as the function
@@ -333,15 +344,11 @@ static void print_json_args(FILE *f, const struct sysdec_call *c)
 static void print_chrome(struct tracer *t, struct task *tk, bool finished, uint64_t dur_ns)
 {
 	const struct sysdec_call *c = &tk->call;
-	const char *name = sysdec_name(c->nr);
 	char unk[32], probe[64], *args = NULL, ret[160];
+	const char *name = sc_name(c, unk, sizeof(unk));
 	size_t len = 0;
 	FILE *m;
 
-	if (!name) {
-		snprintf(unk, sizeof(unk), "syscall_%#lx", (unsigned long)c->nr);
-		name = unk;
-	}
 	snprintf(probe, sizeof(probe), "syscall:%s", name);
 	m = open_memstream(&args, &len);
 	if (m) {
@@ -472,17 +479,6 @@ static bool never_returns(long nr);
 /* output_call_open()'s key of a syscall's head: no function's address */
 #define SC_LINE_KEY(nr) (0xffffffffffff0000ull | (uint64_t)(nr))
 
-/* "name" of @c, or "syscall_0x1ff" */
-static const char *sc_name(const struct sysdec_call *c, char *unk, size_t len)
-{
-	const char *name = sysdec_name(c->nr);
-
-	if (name)
-		return name;
-	snprintf(unk, len, "syscall_%#lx", (unsigned long)c->nr);
-	return unk;
-}
-
 /*
  * Can @tk's call be written as strace writes it, its head at the entry?
  * Text to the tracer's one output, each call shown whatever it returns
@@ -554,10 +550,7 @@ static void print_call(struct tracer *t, struct task *tk, bool finished, uint64_
 	if (o->format == CLI_FMT_JSON) {
 		char unk[32];
 
-		if (!name) {
-			snprintf(unk, sizeof(unk), "syscall_%#lx", (unsigned long)c->nr);
-			name = unk;
-		}
+		name = sc_name(c, unk, sizeof(unk));
 		fputc('{', o->f);
 		json_ts(o->f, tk->entry_real_ns);
 		fprintf(o->f,

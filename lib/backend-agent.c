@@ -2136,21 +2136,11 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 /* Is @pid a child of @parent now? (/proc/PID/stat's 4th field) */
 static bool is_child_of(pid_t pid, pid_t parent)
 {
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd, ppid;
+	char buf[512];
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+	int ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && sscanf(p + 1, " %*c %d", &ppid) == 1 && ppid == (int)parent;
+	return f && sscanf(f, " %*c %d", &ppid) == 1 && ppid == (int)parent;
 }
 
 /*

@@ -42,6 +42,14 @@ int proc_status_field(pid_t pid, const char *key, char *buf, size_t size);
  */
 bool proc_exiting(pid_t pid);
 
+/**
+ * proc_stat_fields - /proc/@pid/stat read into @buf (@size bytes): its
+ * fields after "pid (comm)", the first being the state. Tracer.
+ * Return: a pointer into @buf, or NULL with errno ENOENT (gone), ESRCH
+ * (reaped while read), EINVAL (no "(comm)"), or open()'s.
+ */
+const char *proc_stat_fields(pid_t pid, char *buf, size_t size);
+
 /* elf.c: see the kernel-doc comments there. */
 struct elf_dyninfo {
 	const char *interp; /* PT_INTERP, or NULL */

@@ -315,25 +315,39 @@ int proc_status_field(pid_t pid, const char *key, char *buf, size_t size)
 	return ret;
 }
 
-bool proc_exiting(pid_t pid)
+const char *proc_stat_fields(pid_t pid, char *buf, size_t size)
 {
-	char path[64], buf[1024], *p, state;
-	unsigned long flags;
+	char path[64], *p;
 	ssize_t n;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT || errno == ESRCH;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	n = read(fd, buf, size - 1);
 	close(fd);
-	if (n <= 0)
-		return true;
+	if (n <= 0) {
+		errno = ESRCH; /* opened, then reaped */
+		return NULL;
+	}
 	buf[n] = '\0';
 	/* comm may hold spaces and parentheses: the fields start after the last ')' */
 	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
+	if (!p)
+		errno = EINVAL;
+	return p ? p + 1 : NULL;
+}
+
+bool proc_exiting(pid_t pid)
+{
+	char buf[1024], state;
+	const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+	unsigned long flags;
+
+	if (!f)
+		return errno == ENOENT || errno == ESRCH; /* gone (or reaped while read) */
+	if (sscanf(f, " %c %*d %*d %*d %*d %*d %lu", &state, &flags) != 2)
 		return false;
 	return state == 'Z' || state == 'X' || (flags & 0x4 /* PF_EXITING */);
 }
