@@ -66,6 +66,14 @@ struct recorder {
 	struct rprobe *probes;
 	int nr_probes;
 	struct rpoint *points[RP_HASH];
+	struct rpoint *last; /* rec_point()'s last answer: a loop hits one point */
+	/*
+	 * on_rec()'s event, reused: its strings are cleared only after an
+	 * event that had some (@ev_strs); most have none
+	 */
+	struct tf_event ev;
+	struct tf_point evpt;
+	bool ev_strs;
 	pid_t main_pid;
 	uint64_t lost;
 	int err; /* first write error */
@@ -117,12 +125,14 @@ static struct rpoint *rec_point_new(struct recorder *rc, const struct utrace_rec
 static inline struct rpoint *rec_point(struct recorder *rc, const struct utrace_record *r)
 {
 	unsigned int h = (unsigned int)((r->addr >> 4) ^ (uint64_t)r->pid) % RP_HASH;
-	struct rpoint *rp;
+	struct rpoint *rp = rc->last;
 
+	if (rp && rp->probe == r->probe && rp->addr == r->addr && rp->pid == r->pid)
+		return rp;
 	for (rp = rc->points[h]; rp; rp = rp->next)
 		if (rp->probe == r->probe && rp->addr == r->addr && rp->pid == r->pid)
-			return rp;
-	return rec_point_new(rc, r, h);
+			return rc->last = rp;
+	return rc->last = rec_point_new(rc, r, h);
 }
 
 static struct rpoint *rec_point_new(struct recorder *rc, const struct utrace_record *r,
@@ -172,10 +182,10 @@ static struct rpoint *rec_point_new(struct recorder *rc, const struct utrace_rec
 static int on_rec(const struct utrace_record *r, void *data)
 {
 	struct recorder *rc = data;
-	struct tf_point pt; /* (tf_writer_event() reads its id only) */
-	struct tf_event ev;
+	struct tf_event *ev = &rc->ev;
 	struct rpoint *rp;
 	unsigned int i;
+	bool strs;
 	int err;
 
 	if (r->type == UTRACE_REC_LOST) {
@@ -189,39 +199,51 @@ static int on_rec(const struct utrace_record *r, void *data)
 	if (!rp)
 		return 0;
 	/*
-	 * Every field tf_writer_event() reads, set (no memset: at millions of
-	 * records a second, zeroing these structs was most of on_rec()'s time)
+	 * Every field tf_writer_event() reads, set, in the recorder's event
+	 * (no memset, no per-event struct: at millions of records a second,
+	 * zeroing these structs was most of on_rec()'s time); the strings are
+	 * cleared only after an event that had some
 	 */
-	pt.id = (uint32_t)rp->id;
-	ev.point = &pt;
-	ev.type = r->type == UTRACE_REC_ENTRY ? TF_EV_ENTRY : TF_EV_RETURN;
-	ev.pid = r->pid;
-	ev.tid = r->tid;
-	ev.ts_ns = r->ts_ns;
-	ev.depth = r->depth;
-	ev.nr_stack = 0;
-	/* (small constant sizes: inlined stores, not a rep stos) */
-	memset(ev.str, 0, sizeof(ev.str));
-	memset(ev.str_len, 0, sizeof(ev.str_len));
-	memset(ev.str_flags, 0, sizeof(ev.str_flags));
-	if (ev.type == TF_EV_ENTRY) {
-		ev.nargs = rp->nargs;
-		ev.retval = ev.dur_ns = 0;
-		memcpy(ev.args, r->args, sizeof(ev.args));
-		for (i = 0; i < 6; i++) {
-			ev.str[i] = r->str[i];
-			ev.str_len[i] = r->str_len[i];
-			ev.str_flags[i] = r->str_flags[i];
+	rc->evpt.id = (uint32_t)rp->id; /* (tf_writer_event() reads its id only) */
+	ev->point = &rc->evpt;
+	ev->type = r->type == UTRACE_REC_ENTRY ? TF_EV_ENTRY : TF_EV_RETURN;
+	ev->pid = r->pid;
+	ev->tid = r->tid;
+	ev->ts_ns = r->ts_ns;
+	ev->depth = r->depth;
+	ev->nr_stack = 0;
+	if (rc->ev_strs) {
+		memset(ev->str, 0, sizeof(ev->str));
+		memset(ev->str_len, 0, sizeof(ev->str_len));
+		memset(ev->str_flags, 0, sizeof(ev->str_flags));
+		rc->ev_strs = false;
+	}
+	if (ev->type == TF_EV_ENTRY) {
+		ev->nargs = rp->nargs;
+		ev->retval = ev->dur_ns = 0;
+		memcpy(ev->args, r->args, sizeof(ev->args));
+		for (i = 0, strs = false; i < 6; i++)
+			strs |= r->str[i] || r->str_flags[i];
+		if (strs) {
+			for (i = 0; i < 6; i++) {
+				ev->str[i] = r->str[i];
+				ev->str_len[i] = r->str_len[i];
+				ev->str_flags[i] = r->str_flags[i];
+			}
+			rc->ev_strs = true;
 		}
 	} else {
-		ev.nargs = 0;
-		ev.retval = r->retval;
-		ev.dur_ns = r->dur_ns;
-		ev.str[6] = r->ret_str;
-		ev.str_len[6] = r->ret_str_len;
-		ev.str_flags[6] = r->ret_str_flags;
+		ev->nargs = 0;
+		ev->retval = r->retval;
+		ev->dur_ns = r->dur_ns;
+		if (r->ret_str || r->ret_str_flags) {
+			ev->str[6] = r->ret_str;
+			ev->str_len[6] = r->ret_str_len;
+			ev->str_flags[6] = r->ret_str_flags;
+			rc->ev_strs = true;
+		}
 	}
-	err = tf_writer_event(rc->w, &ev);
+	err = tf_writer_event(rc->w, ev);
 out:
 	if (err && !rc->err)
 		rc->err = err;

@@ -165,6 +165,7 @@ struct tf_writer {
 	uint32_t next_point;
 	uint64_t events, bytes, lost;
 	struct tbuf *threads[TF_THASH];
+	struct tbuf *last; /* tbuf_get()'s last answer: records come a thread's ring at a time */
 };
 
 static int write_block(struct tf_writer *w, uint32_t type, const void *payload, size_t len)
@@ -359,11 +360,13 @@ int tf_writer_maps(struct tf_writer *w, pid_t pid)
 
 static struct tbuf *tbuf_get(struct tf_writer *w, pid_t pid, pid_t tid)
 {
-	struct tbuf **slot = &w->threads[(unsigned int)tid % TF_THASH], *b;
+	struct tbuf **slot = &w->threads[(unsigned int)tid % TF_THASH], *b = w->last;
 
+	if (b && b->tid == tid && b->pid == pid)
+		return b;
 	for (b = *slot; b; b = b->next)
 		if (b->tid == tid && b->pid == pid)
-			return b;
+			return w->last = b;
 	b = malloc(sizeof(*b));
 	if (!b)
 		return NULL;
@@ -374,7 +377,7 @@ static struct tbuf *tbuf_get(struct tf_writer *w, pid_t pid, pid_t tid)
 	b->len = 0;
 	b->last_ts = 0;
 	*slot = b;
-	return b;
+	return w->last = b;
 }
 
 /* EVENTS payload: pid, tid, count, first ts, then the records */

@@ -172,6 +172,7 @@ struct agent_layer {
 	 * zeroing of its 384 bytes was most of the cost of a recorded call)
 	 */
 	struct utrace_record rec;
+	bool rec_dirty; /* @rec holds strings or a stack: grp_emit() clears them */
 };
 
 static struct agent_layer *layer(struct utrace_uprobes *up)
@@ -1931,10 +1932,14 @@ static void grp_reset(struct agent_proc *ap)
 	ap->dump_len = 0;
 }
 
-/* Deliver the assembled group as one record per probe at the point that records. */
-static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
+/*
+ * Deliver the group of @ev (an ENTRY, RETURN or INJECT: ap->grp, or the
+ * drained record itself when nothing follows it) as one record per probe
+ * at the point that records.
+ */
+static void grp_emit(struct agent_layer *al, struct agent_proc *ap,
+		     const struct utrace_abi_event *ev)
 {
-	const struct utrace_abi_event *ev = &ap->grp;
 	struct probe_point *pt = ev->probe < AGENT_PROBES ? ap->by_id[ev->probe] : NULL;
 	unsigned int i, k;
 
@@ -1946,27 +1951,36 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 
 		if (p->dead || !(p->opts.actions & UTRACE_ACT_RECORD))
 			continue;
-		/* what any branch below sets, reset: the record is reused */
+		/*
+		 * What any branch below sets, reset: the record is reused. The
+		 * strings and the stack only when the last record had some
+		 * (al->rec_dirty): most records have neither, and these
+		 * stores were a good part of a recorded call's drain.
+		 */
 		rp->sz = sizeof(*rp);
 		rp->flags = 0;
 		rp->retval = rp->dur_ns = 0;
-		rp->ret_str = NULL;
-		rp->ret_str_len = 0;
-		rp->ret_str_flags = 0;
 		rp->nargs = 0;
-		rp->stack = NULL;
-		rp->nr_stack = 0;
-		rp->regs = NULL;
-		rp->nr_regs = 0;
-		rp->stack_sp = 0;
-		rp->stack_data = NULL;
-		rp->stack_len = 0;
-		for (i = 0; i < 6; i++) {
-			rp->args[i] = 0;
-			rp->str[i] = NULL;
-			rp->str_len[i] = 0;
-			rp->str_flags[i] = 0;
+		if (al->rec_dirty) {
+			rp->ret_str = NULL;
+			rp->ret_str_len = 0;
+			rp->ret_str_flags = 0;
+			rp->stack = NULL;
+			rp->nr_stack = 0;
+			rp->regs = NULL;
+			rp->nr_regs = 0;
+			rp->stack_sp = 0;
+			rp->stack_data = NULL;
+			rp->stack_len = 0;
+			for (i = 0; i < 6; i++) {
+				rp->str[i] = NULL;
+				rp->str_len[i] = 0;
+				rp->str_flags[i] = 0;
+			}
+			al->rec_dirty = false;
 		}
+		for (i = 0; i < 6; i++)
+			rp->args[i] = 0;
 		rp->pid = ap->pid;
 		rp->tid = (pid_t)ev->tid;
 		rp->ts_ns = ev->ts;
@@ -1991,6 +2005,7 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 			rp->retval = ev->args[0];
 			rp->dur_ns = ev->dur;
 			if (pt->popts[k].str_args & (1U << 6)) {
+				al->rec_dirty = true;
 				rp->ret_str_flags = ap->str_flags[UTRACE_STR_RET];
 				if (!(rp->ret_str_flags & UTRACE_REC_STR_FAULT) ||
 				    ap->str_len[UTRACE_STR_RET]) {
@@ -2004,6 +2019,7 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 			rp->type = UTRACE_REC_ENTRY;
 			rp->nargs = pt->popts[k].nargs;
 			if (p->opts.actions & UTRACE_ACT_STACK) {
+				al->rec_dirty = true;
 				rp->stack = ap->stack;
 				rp->nr_stack = ap->nr_stack;
 				if (ap->nr_regs == UTRACE_ABI_NR_REGS) { /* a whole copy only */
@@ -2019,6 +2035,7 @@ static void grp_emit(struct agent_layer *al, struct agent_proc *ap)
 				if (i >= rp->nargs || !(pt->popts[k].str_args & (1U << i)))
 					continue;
 				/* nothing readable at the pointer: no string (the address stays) */
+				al->rec_dirty = true;
 				rp->str_flags[i] = ap->str_flags[i];
 				if ((ap->str_flags[i] & UTRACE_REC_STR_FAULT) && !ap->str_len[i])
 					continue;
@@ -2100,17 +2117,20 @@ static void on_record(const struct utrace_abi_event *ev, void *data)
 			grp_dump(ap, ev);
 		}
 		if (!ap->grp_left)
-			grp_emit(al, ap);
+			grp_emit(al, ap, &ap->grp);
 		return;
 	}
 	switch (ev->kind) {
 	case UTRACE_EV_ENTRY:
 	case UTRACE_EV_RETURN:
 	case UTRACE_EV_INJECT:
+		/* kept only when records follow (@ev is the drain's copy) */
+		if (!ev->ext) {
+			grp_emit(al, ap, ev);
+			break;
+		}
 		ap->grp = *ev;
 		ap->grp_left = ev->ext;
-		if (!ap->grp_left)
-			grp_emit(al, ap);
 		break;
 	case UTRACE_EV_LOST:
 		if (!al->fn_ret) {
