@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -393,6 +394,24 @@ static int drain(struct recorder *rc)
 	return n < 0 ? n : total;
 }
 
+/*
+ * -v: what the recording cost the tracer itself (all its threads: the
+ * CPU time of draining, encoding and writing; the target's is not in it),
+ * per event, and its peak memory (docs/record.md's bound)
+ */
+static void rec_say_cost(uint64_t events)
+{
+	struct rusage ru;
+	double cpu;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return;
+	cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	cli_error("tracer: %.3f s of CPU (%.1f ns per event), %ld KiB maximum RSS", cpu,
+		  events ? cpu * 1e9 / (double)events : 0.0, ru.ru_maxrss);
+}
+
 int cmd_record(struct cli_opts *opts)
 {
 	static struct recorder rec;
@@ -624,6 +643,8 @@ int cmd_record(struct cli_opts *opts)
 		cli_error("recorded %" PRIu64 " events (%" PRIu64 " lost) into '%s' (%" PRIu64
 			  " bytes)",
 			  events, rc->lost, rc->path, tf_writer_bytes(rc->w));
+		if (opts->verbose > 0)
+			rec_say_cost(events);
 	}
 out:
 	if (rc->up) {
