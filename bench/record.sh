@@ -6,7 +6,8 @@
 # -pg (bench/hit-loop.c: COUNT calls of bench_work), for COUNT = 1M and
 # 10M, RUNS runs each, interleaved, in one run. Prints per tool and COUNT
 # the medians of: wall time of the recording, events lost, events/s,
-# bytes of the recording per event; then the ratios utrace / uftrace.
+# bytes of the recording per event (and utrace's own CPU per event and
+# peak RSS, from record -v); then the ratios utrace / uftrace.
 #
 # Events: utrace records an entry and a return per call (2 x COUNT);
 # uftrace records the entry and exit of every -pg function (main and
@@ -39,11 +40,14 @@ for n in 1000000 10000000; do
 		i=$((i + 1))
 		rm -f "$TMP/rec"
 		t0=$(now)
-		"$UTRACE" record -b agent -o "$TMP/rec" -f bench_work -- "$TMP/hot" $n 2>"$TMP/err"
+		"$UTRACE" record -v -b agent -o "$TMP/rec" -f bench_work -- "$TMP/hot" $n 2>"$TMP/err"
 		t1=$(now)
 		lost=$(sed -n 's/.*(\([0-9]*\) lost).*/\1/p' "$TMP/err")
 		ev=$(sed -n 's/.*recorded \([0-9]*\) events.*/\1/p' "$TMP/err")
-		echo "$((t1 - t0)) ${lost:-?} ${ev:-0} $(stat -c %s "$TMP/rec")" >> "$TMP/u.$n"
+		# -v: the tracer's own CPU per event and its peak RSS
+		cpu=$(sed -n 's/.*tracer: .*(\([0-9.]*\) ns per event).*/\1/p' "$TMP/err")
+		rss=$(sed -n 's/.*tracer: .*, \([0-9]*\) KiB maximum RSS.*/\1/p' "$TMP/err")
+		echo "$((t1 - t0)) ${lost:-?} ${ev:-0} $(stat -c %s "$TMP/rec") ${cpu:-0} ${rss:-0}" >> "$TMP/u.$n"
 		rm -rf "$TMP/uftrace.data"
 		t0=$(now)
 		(cd "$TMP" && uftrace record -d "$TMP/uftrace.data" "$TMP/hot-pg" $n >/dev/null 2>"$TMP/ferr")
@@ -60,8 +64,13 @@ for n in 1000000 10000000; do
 		eps=$(awk -v e="$ev" -v w="$wall" 'BEGIN { printf "%.0f", e / (w / 1e9) }')
 		bpe=$(awk -v b="$bytes" -v e="$ev" 'BEGIN { printf "%.2f", b / e }')
 		name=$([ $tool = u ] && echo "utrace record -b agent" || echo "uftrace record (-pg)")
-		printf '%-24s %9d calls: %8.3f s  lost %s  %10s events/s  %6s bytes/event\n' \
+		printf '%-24s %9d calls: %8.3f s  lost %s  %10s events/s  %6s bytes/event' \
 			"$name" $n "$(awk -v w="$wall" 'BEGIN { print w / 1e9 }')" "$lost" "$eps" "$bpe"
+		if [ $tool = u ]; then
+			printf '  tracer %s ns CPU/event, %s KiB max RSS' \
+				"$(cut -d' ' -f5 "$f" | median)" "$(cut -d' ' -f6 "$f" | median)"
+		fi
+		echo
 		eval "${tool}_wall=$wall ${tool}_eps=$eps ${tool}_bpe=$bpe"
 	done
 	awk -v uw="$u_wall" -v fw="$f_wall" -v ue="$u_eps" -v fe="$f_eps" -v ub="$u_bpe" -v fb="$f_bpe" -v n=$n \

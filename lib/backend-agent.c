@@ -1024,8 +1024,16 @@ static uint32_t point_flags(const struct probe_point *pt, struct utrace_abi_prob
 			f |= UTRACE_PF_COUNT;
 		if (p->mod)
 			f |= UTRACE_PF_COUNT; /* its handlers run at counted hits (bind_modules()) */
-		if (uprobes_probe_has_return(p) && pt->entry)
-			f |= UTRACE_PF_RETPROBE | UTRACE_PF_HIST; /* returns are timed */
+		/*
+		 * Returns are timed for the counts (-c, -H, errors); a probe
+		 * that only records has each call's duration in its RETURN
+		 * record and no use for the histogram: no account() per call
+		 */
+		if (uprobes_probe_has_return(p) && pt->entry) {
+			f |= UTRACE_PF_RETPROBE;
+			if (a & (UTRACE_ACT_COUNT | UTRACE_ACT_HIST))
+				f |= UTRACE_PF_HIST;
+		}
 		if ((a & UTRACE_ACT_RECORD) && uprobes_probe_has_entry(p))
 			f |= UTRACE_PF_RECORD_ENTRY;
 		if ((a & UTRACE_ACT_RECORD) && uprobes_probe_has_return(p) && pt->entry)
