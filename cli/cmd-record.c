@@ -79,6 +79,7 @@ struct recorder {
 	uint64_t lost;
 	int err; /* first write error */
 	bool maps_done;
+	bool rings; /* the backend's records wait in rings (agent, kernel) */
 };
 
 static volatile sig_atomic_t rec_signal;
@@ -495,6 +496,8 @@ int cmd_record(struct cli_opts *opts)
 		cli_lib_error("cannot set up the backend", -errno);
 		goto out;
 	}
+	/* the agent's and the kernel's records wait in rings; ptrace's come from stops */
+	rc->rings = uopts.backend != UTRACE_BACKEND_PTRACE;
 	if (!utrace_engine__attach(rc->s, &ops, UTRACE_EV_EXEC | UTRACE_EV_EXIT, rc)) {
 		cli_lib_error("cannot set up the tracing engine", -errno);
 		goto out;
@@ -571,12 +574,18 @@ int cmd_record(struct cli_opts *opts)
 		 * millisecond before waiting in the session (1 ms): a thread
 		 * whose ring filled sleeps 50 us at a time (agent/ring.c), so a
 		 * drain that caught up with it finds nothing, and a 1 ms wait
-		 * then would leave both asleep (at 10M calls, 5.6M events/s
-		 * instead of ...)
+		 * then would leave both asleep. A drain that found only a few records (the
+		 * threads are slower than the drain) also waits 50 us before
+		 * the next: each turn of this loop costs system calls (the
+		 * session's run), which a handful of records did not pay for;
+		 * in 50 us a thread writes ~1,000 records, an eighth of its
+		 * ring (agent: 8,192), so it never waits for room meanwhile.
+		 * Not with ptrace: there the records come from the stops this
+		 * loop runs, and a stopped thread would wait for the sleep.
 		 */
 		int wait = err > 0 || idle < 20 ? 0 : 1;
 
-		if (err == 0 && idle < 20) {
+		if ((err == 0 && idle < 20) || (rc->rings && err > 0 && err < 256)) {
 			struct timespec ts = { 0, 50000 };
 
 			nanosleep(&ts, NULL);
