@@ -122,7 +122,7 @@ struct tracer {
 	/* -k: libdw's CFI unwinder per traced process (unwind.c), made at its first call */
 	struct sc_unwind {
 		pid_t pid;
-		struct unwind *u; /* NULL: libdw could not start on it */
+		struct utrace_unwind *u; /* NULL: libdw could not start on it */
 		struct sc_unwind *next;
 	} * unwinders;
 	bool unwind_said; /* -v: a process without an unwinder, said once */
@@ -374,7 +374,7 @@ static void print_chrome(struct tracer *t, struct task *tk, bool finished, uint6
 }
 
 /* -k: @pid's unwinder, made at its first call (NULL: none, said once with -v). */
-static struct unwind *sc_unwinder(struct tracer *t, pid_t pid)
+static struct utrace_unwind *sc_unwinder(struct tracer *t, pid_t pid)
 {
 	struct sc_unwind *w;
 	char why[256];
@@ -386,7 +386,7 @@ static struct unwind *sc_unwinder(struct tracer *t, pid_t pid)
 	if (!w)
 		return NULL;
 	w->pid = pid;
-	w->u = unwind_new(pid, why, sizeof(why));
+	w->u = utrace_unwind__new(pid, NULL, why, sizeof(why));
 	w->next = t->unwinders;
 	t->unwinders = w;
 	if (!w->u && t->opts->verbose > 0 && !t->unwind_said) {
@@ -405,7 +405,7 @@ static void sc_unwinder_drop(struct tracer *t, pid_t pid)
 		if (w->pid != pid)
 			continue;
 		*l = w->next;
-		unwind_free(w->u);
+		utrace_unwind__free(w->u);
 		free(w);
 		return;
 	}
@@ -420,7 +420,7 @@ static void sc_unwinder_drop(struct tracer *t, pid_t pid)
 static void sc_take_stack(struct tracer *t, struct task *tk, struct utrace_thread *th)
 {
 	struct user_regs_struct regs;
-	struct unwind *u;
+	struct utrace_unwind *u;
 	int pass, i;
 
 	tk->nr_stack = 0;
@@ -430,13 +430,13 @@ static void sc_take_stack(struct tracer *t, struct task *tk, struct utrace_threa
 	if (!u || utrace_thread__get_regs(th, &regs))
 		return;
 	for (pass = 0; pass < 2; pass++) {
-		tk->nr_stack = unwind_stack(u, tk->tid, &regs, NULL, NULL, tk->stack, tk->stack_act,
-					    SC_STACK_MAX);
-		for (i = 0;
-		     i < tk->nr_stack && unwind_has_module(u, tk->stack[i] - !tk->stack_act[i]);
+		tk->nr_stack = utrace_unwind__stack(u, tk->tid, &regs, NULL, NULL, tk->stack,
+						    tk->stack_act, SC_STACK_MAX);
+		for (i = 0; i < tk->nr_stack &&
+			    utrace_unwind__has_module(u, tk->stack[i] - !tk->stack_act[i]);
 		     i++)
 			;
-		if (i == tk->nr_stack || pass || unwind_report(u))
+		if (i == tk->nr_stack || pass || utrace_unwind__report(u, NULL))
 			break;
 	}
 	if (t->opts->stack_max && tk->nr_stack > t->opts->stack_max)
@@ -446,15 +446,15 @@ static void sc_take_stack(struct tracer *t, struct task *tk, struct utrace_threa
 /* -k's frames of @tk: " > sym+0xoff (obj) [0xADDR]" lines, or a JSON "stack" array. */
 static void print_sc_stack(struct tracer *t, struct task *tk, FILE *f, bool json)
 {
-	struct unwind *u = tk->nr_stack ? sc_unwinder(t, tk->pid) : NULL;
+	struct utrace_unwind *u = tk->nr_stack ? sc_unwinder(t, tk->pid) : NULL;
 	int i;
 
 	if (json && tk->nr_stack)
 		fputs(", \"stack\": [", f);
 	for (i = 0; i < tk->nr_stack; i++) {
 		uint64_t pc = tk->stack[i], off = 0;
-		const char *name = unwind_name(u, pc, tk->stack_act[i], &off);
-		const char *obj = unwind_module(u, pc - !tk->stack_act[i]);
+		const char *name = utrace_unwind__name(u, pc, tk->stack_act[i], &off);
+		const char *obj = utrace_unwind__module(u, pc - !tk->stack_act[i]);
 		char sym[320], buf[400];
 
 		if (name)

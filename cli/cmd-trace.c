@@ -109,7 +109,7 @@ struct symcache {
 	struct hit_errno_cache errno_cache;
 	unsigned int gen; /* maps and image read anew (a refresh) */
 	/* -k on ptrace: the CFI unwinder, its modules as of the refresh @unwind_gen */
-	struct unwind *unwind;
+	struct utrace_unwind *unwind;
 	unsigned int unwind_gen;
 	bool unwind_tried;
 	bool stale; /* an exec since: read anew before the next walk */
@@ -450,7 +450,7 @@ static void symcache_exit(struct tracer *t, pid_t pid)
 		;
 	if (!c)
 		return;
-	unwind_free(c->unwind);
+	utrace_unwind__free(c->unwind);
 	c->unwind = NULL;
 	c->unwind_tried = false;
 }
@@ -471,7 +471,7 @@ static void symcache_clear(struct tracer *t)
 		}
 		utrace_maps__free(c->maps);
 		utrace_image__close(c->img);
-		unwind_free(c->unwind);
+		utrace_unwind__free(c->unwind);
 		free(c);
 	}
 }
@@ -611,7 +611,7 @@ static void symcache_unwinder(struct tracer *t, struct symcache *c)
 		char why[256];
 
 		c->unwind_tried = true;
-		c->unwind = unwind_new_maps(c->pid, c->maps, why, sizeof(why));
+		c->unwind = utrace_unwind__new(c->pid, c->maps, why, sizeof(why));
 		c->unwind_gen = c->gen;
 		if (!c->unwind && t->opts->verbose > 0 && !t->unwind_said) {
 			t->unwind_said = true;
@@ -619,7 +619,7 @@ static void symcache_unwinder(struct tracer *t, struct symcache *c)
 				  (int)c->pid, why);
 		}
 	} else if (c->unwind && c->unwind_gen != c->gen && c->maps &&
-		   unwind_report_maps(c->unwind, c->maps) == 0) {
+		   utrace_unwind__report(c->unwind, c->maps) == 0) {
 		c->unwind_gen = c->gen;
 	}
 }
@@ -656,13 +656,14 @@ static int walk_cfi(struct tracer *t, struct symcache *c, struct utrace_probe_ct
 	for (pass = 0; pass < 2; pass++) {
 		symcache_unwinder(t, c); /* (read anew by the pass before) */
 		if (copy)
-			n = unwind_stack_copy(c->unwind, copy->tid, copy->regs, copy->stack_sp,
-					      copy->stack_data, copy->stack_len, all, all_act,
-					      STACK_MAX + 1);
+			n = utrace_unwind__stack_copy(c->unwind, copy->tid, copy->regs,
+						      copy->stack_sp, copy->stack_data,
+						      copy->stack_len, all, all_act, STACK_MAX + 1);
 		else
-			n = unwind_stack(c->unwind, ctx->tid, &regs, real_return, ctx, all, all_act,
-					 STACK_MAX + 1);
-		for (i = 0; i < n && unwind_has_module(c->unwind, all[i] - !all_act[i]); i++)
+			n = utrace_unwind__stack(c->unwind, ctx->tid, &regs, real_return, ctx, all,
+						 all_act, STACK_MAX + 1);
+		for (i = 0; i < n && utrace_unwind__has_module(c->unwind, all[i] - !all_act[i]);
+		     i++)
 			;
 		if (i == n || pass || !maps_grew(ctx->pid, c))
 			break;
@@ -828,7 +829,7 @@ static void print_stack(struct tracer *t, struct utrace_probe_ctx *ctx, bool jso
 			snprintf(sym, sizeof(sym), "0x%" PRIx64, pcs[i]);
 		/* (no symbol starts with "0x": an address) */
 		if (c && c->unwind && !strncmp(sym, "0x", 2) &&
-		    (name = unwind_name(c->unwind, pcs[i], act[i], &off)))
+		    (name = utrace_unwind__name(c->unwind, pcs[i], act[i], &off)))
 			snprintf(sym, sizeof(sym), "%.*s+0x%" PRIx64,
 				 unwind_name_len(output_name(&t->out, name)),
 				 output_name(&t->out, name), off);

@@ -13,5 +13,6 @@
 #include "utrace/inject.h"
 #include "utrace/probe.h"
 #include "utrace/event.h"
+#include "utrace/unwind.h"
 
 #endif /* __UTRACE_UTRACE_H */

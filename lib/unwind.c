@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * unwind.c - utrace -k's stack unwinder: libdw's dwfl, which unwinds by
- * the call frame information (.eh_frame, .debug_frame) of each module, as
- * gdb and perf do, so frames of code built without frame pointers (most
- * of a distribution's libraries) are walked through.
+ * unwind.c - the stack unwinder (utrace/unwind.h): libdw's dwfl, which
+ * unwinds by the call frame information (.eh_frame, .debug_frame) of each
+ * module, as gdb and perf do, so frames of code built without frame
+ * pointers (most of a distribution's libraries) are walked through. The
+ * probes' stacks (UTRACE_ACT_STACK) and utrace -k. Tracer process, the
+ * session's thread; it never prints.
  *
  * One Dwfl per traced process: its modules reported from /proc/PID/maps
  * (dwfl_linux_proc_report(); the files opened by dwfl_linux_proc_find_elf,
@@ -28,7 +30,7 @@
 #include <unistd.h>
 
 #include "utrace/utrace.h"
-#include "unwind.h"
+#include "utrace/unwind.h"
 
 #ifdef HAVE_LIBDW
 
@@ -39,7 +41,7 @@
 #define NR_BLOCKS 4
 #define NAME_CACHE 512 /* a power of 2 */
 
-struct unwind {
+struct utrace_unwind {
 	Dwfl *dwfl;
 	Elf *arch; /* the x86-64 header the process state's backend was opened with */
 	unsigned char ehdr[sizeof(Elf64_Ehdr)];
@@ -47,12 +49,12 @@ struct unwind {
 	/* the unwind being made */
 	pid_t tid;
 	const struct user_regs_struct *regs;
-	/* ... or from a copy (unwind_stack_copy()): @cregs NULL otherwise */
+	/* ... or from a copy (utrace_unwind__stack_copy()): @cregs NULL otherwise */
 	const uint64_t *cregs;
 	uint64_t csp;
 	const uint8_t *cdata;
 	size_t clen;
-	unwind_fix_fn fix;
+	utrace_unwind_fix_fn fix;
 	void *fix_arg;
 	uint64_t *pcs;
 	bool *act;
@@ -64,7 +66,7 @@ struct unwind {
 	} blk[NR_BLOCKS];
 	unsigned int next_blk;
 	/*
-	 * unwind_name()'s answers by pc, until the next report: libdw looks
+	 * utrace_unwind__name()'s answers by pc, until the next report: libdw looks
 	 * an address up by a linear search of the symbol table (some 10,000
 	 * symbols in libc's debug file)
 	 */
@@ -86,7 +88,7 @@ static const Dwfl_Callbacks proc_callbacks = {
 
 static pid_t cb_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
 {
-	struct unwind *u = dwfl_arg;
+	struct utrace_unwind *u = dwfl_arg;
 
 	if (*thread_argp)
 		return 0; /* the hit thread only */
@@ -96,13 +98,13 @@ static pid_t cb_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
 
 static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
 {
-	struct unwind *u = dwfl_arg;
+	struct utrace_unwind *u = dwfl_arg;
 
 	*thread_argp = u;
 	return tid == u->tid;
 }
 
-static bool read_word(struct unwind *u, uint64_t addr, uint64_t *word)
+static bool read_word(struct utrace_unwind *u, uint64_t addr, uint64_t *word)
 {
 	uint64_t base = addr & ~(uint64_t)(BLOCK - 1);
 	unsigned int i;
@@ -131,7 +133,7 @@ static bool read_word(struct unwind *u, uint64_t addr, uint64_t *word)
 
 static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
 {
-	struct unwind *u = dwfl_arg;
+	struct utrace_unwind *u = dwfl_arg;
 	uint64_t w;
 
 	if (!read_word(u, addr, &w))
@@ -165,7 +167,7 @@ static bool set_copy_registers(Dwfl_Thread *thread, const uint64_t *c)
 
 static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
-	const struct unwind *u = thread_arg;
+	const struct utrace_unwind *u = thread_arg;
 
 	return u->cregs ? set_copy_registers(thread, u->cregs) : set_regs(thread, u->regs);
 }
@@ -179,7 +181,7 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 static int cb_frame(Dwfl_Frame *state, void *arg)
 {
-	struct unwind *u = arg;
+	struct utrace_unwind *u = arg;
 	Dwarf_Addr pc;
 	bool act;
 
@@ -211,18 +213,18 @@ static int maps_readable(pid_t pid)
 	return err;
 }
 
-int unwind_report(struct unwind *u)
+static int report_proc(struct utrace_unwind *u)
 {
 	int err = maps_readable(u->pid);
 
 	if (err)
-		return err; /* the modules stay those last reported */
+		return -err; /* the modules stay those last reported */
 	memset(u->names, 0, sizeof(u->names)); /* libdw's strings go with their modules */
 	dwfl_report_begin(u->dwfl);
 	err = dwfl_linux_proc_report(u->dwfl, u->pid); /* 0, an errno, or -1: libdw's */
 	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && !err)
 		err = -1;
-	return err;
+	return err > 0 ? -err : err ? -EIO : 0;
 }
 
 /*
@@ -231,7 +233,7 @@ int unwind_report(struct unwind *u)
  * gone with the process by then (or between reading them and reporting
  * them). File mappings only (the vDSO is not a module here).
  */
-int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
+static int report_maps(struct utrace_unwind *u, const struct utrace_maps *m)
 {
 	char *text = NULL;
 	size_t len = 0, i;
@@ -239,7 +241,7 @@ int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
 	int err = 0;
 
 	if (!f)
-		return errno;
+		return -errno;
 	for (i = 0; i < m->nr; i++) {
 		const struct utrace_map *mp = &m->maps[i];
 
@@ -254,11 +256,11 @@ int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
 	}
 	if (fclose(f) != 0) {
 		free(text);
-		return ENOMEM;
+		return -ENOMEM;
 	}
 	f = fmemopen(text, len, "r");
 	if (!f) {
-		err = errno;
+		err = -errno;
 		free(text);
 		return err;
 	}
@@ -269,22 +271,26 @@ int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
 		err = -1;
 	fclose(f);
 	free(text);
-	return err;
+	return err > 0 ? -err : err ? -EIO : 0;
 }
 
-struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
+int utrace_unwind__report(struct utrace_unwind *u, const struct utrace_maps *maps)
 {
-	return unwind_new_maps(pid, NULL, why, whylen);
+	if (!u)
+		return -EINVAL;
+	return maps ? report_maps(u, maps) : report_proc(u);
 }
 
-struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen)
+struct utrace_unwind *utrace_unwind__new(pid_t pid, const struct utrace_maps *m, char *why,
+					 size_t whylen)
 {
-	struct unwind *u = calloc(1, sizeof(*u));
+	struct utrace_unwind *u = calloc(1, sizeof(*u));
 	Elf64_Ehdr *eh;
 	int err;
 
 	if (!u) {
 		snprintf(why, whylen, "%s", strerror(ENOMEM));
+		errno = ENOMEM;
 		return NULL;
 	}
 	u->pid = pid;
@@ -300,27 +306,30 @@ struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why
 	eh->e_ehsize = sizeof(*eh);
 	u->arch = elf_memory((char *)u->ehdr, sizeof(u->ehdr));
 	u->dwfl = u->arch ? dwfl_begin(&proc_callbacks) : NULL;
+	err = 0;
 	if (!u->dwfl) {
 		snprintf(why, whylen, "%s", u->arch ? dwfl_errmsg(-1) : elf_errmsg(-1));
 		goto fail;
 	}
-	err = m ? unwind_report_maps(u, m) : unwind_report(u);
+	err = m ? report_maps(u, m) : report_proc(u);
 	if (err) {
 		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid,
-			 err > 0 ? strerror(err) : dwfl_errmsg(-1));
+			 err != -EIO ? strerror(-err) : dwfl_errmsg(-1));
 		goto fail;
 	}
 	if (!dwfl_attach_state(u->dwfl, u->arch, pid, &thread_callbacks, u)) {
 		snprintf(why, whylen, "%s", dwfl_errmsg(-1));
+		err = -EIO;
 		goto fail;
 	}
 	return u;
 fail:
-	unwind_free(u);
+	utrace_unwind__free(u);
+	errno = err ? -err : EIO;
 	return NULL;
 }
 
-void unwind_free(struct unwind *u)
+void utrace_unwind__free(struct utrace_unwind *u)
 {
 	if (!u)
 		return;
@@ -331,8 +340,8 @@ void unwind_free(struct unwind *u)
 	free(u);
 }
 
-int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
-		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
+int utrace_unwind__stack(struct utrace_unwind *u, pid_t tid, const struct user_regs_struct *regs,
+			 utrace_unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
 {
 	unsigned int i;
 
@@ -354,8 +363,8 @@ int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *reg
 	return u->n;
 }
 
-int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
-		      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max)
+int utrace_unwind__stack_copy(struct utrace_unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
+			      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max)
 {
 	if (!u || max <= 0 || !regs)
 		return 0;
@@ -375,12 +384,12 @@ int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_
 	return u->n;
 }
 
-bool unwind_has_module(struct unwind *u, uint64_t pc)
+bool utrace_unwind__has_module(struct utrace_unwind *u, uint64_t pc)
 {
 	return u && dwfl_addrmodule(u->dwfl, pc) != NULL;
 }
 
-const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
+const char *utrace_unwind__name(struct utrace_unwind *u, uint64_t pc, bool act, uint64_t *off)
 {
 	uint64_t at = act ? pc : pc - 1;
 	struct name_slot *ns;
@@ -405,7 +414,7 @@ const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
 	return ns->name;
 }
 
-const char *unwind_module(struct unwind *u, uint64_t pc)
+const char *utrace_unwind__module(struct utrace_unwind *u, uint64_t pc)
 {
 	Dwfl_Module *mod = u && pc ? dwfl_addrmodule(u->dwfl, pc) : NULL;
 	const char *name =
@@ -417,54 +426,46 @@ const char *unwind_module(struct unwind *u, uint64_t pc)
 
 #else /* !HAVE_LIBDW */
 
-const char *unwind_module(struct unwind *u, uint64_t pc)
+struct utrace_unwind *utrace_unwind__new(pid_t pid, const struct utrace_maps *maps, char *why,
+					 size_t whylen)
 {
+	snprintf(why, whylen, "libutrace was built without libdw");
+	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-struct unwind *unwind_new(pid_t pid, char *why, size_t whylen)
-{
-	snprintf(why, whylen, "utrace was built without libdw");
-	return NULL;
-}
-
-struct unwind *unwind_new_maps(pid_t pid, const struct utrace_maps *m, char *why, size_t whylen)
-{
-	return unwind_new(pid, why, whylen);
-}
-
-int unwind_report_maps(struct unwind *u, const struct utrace_maps *m)
-{
-	return ENOSYS;
-}
-
-void unwind_free(struct unwind *u)
+void utrace_unwind__free(struct utrace_unwind *u)
 {
 }
 
-int unwind_report(struct unwind *u)
+int utrace_unwind__report(struct utrace_unwind *u, const struct utrace_maps *maps)
 {
-	return ENOSYS;
+	return -EOPNOTSUPP;
 }
 
-int unwind_stack(struct unwind *u, pid_t tid, const struct user_regs_struct *regs,
-		 unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
+int utrace_unwind__stack(struct utrace_unwind *u, pid_t tid, const struct user_regs_struct *regs,
+			 utrace_unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
 {
 	return 0;
 }
 
-int unwind_stack_copy(struct unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
-		      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max)
+int utrace_unwind__stack_copy(struct utrace_unwind *u, pid_t tid, const uint64_t *regs, uint64_t sp,
+			      const uint8_t *data, size_t len, uint64_t *pcs, bool *act, int max)
 {
 	return 0;
 }
 
-bool unwind_has_module(struct unwind *u, uint64_t pc)
+bool utrace_unwind__has_module(struct utrace_unwind *u, uint64_t pc)
 {
 	return false;
 }
 
-const char *unwind_name(struct unwind *u, uint64_t pc, bool act, uint64_t *off)
+const char *utrace_unwind__name(struct utrace_unwind *u, uint64_t pc, bool act, uint64_t *off)
+{
+	return NULL;
+}
+
+const char *utrace_unwind__module(struct utrace_unwind *u, uint64_t pc)
 {
 	return NULL;
 }
