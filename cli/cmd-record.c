@@ -32,6 +32,7 @@
 #include "output.h"
 #include "protos.h"
 #include "tracefile.h"
+#include "unwind.h"
 
 #define DEFAULT_FILE "utrace.rec"
 
@@ -58,6 +59,18 @@ struct rpoint {
 
 #define RP_HASH 1024
 
+/*
+ * -k: a process's CFI unwinder (libdw), made at its first stack while its
+ * maps can be read; the records' copies of registers and stack are
+ * unwound with it as they come, and the frames kept in the file
+ */
+struct runwind {
+	struct runwind *next;
+	pid_t pid;
+	struct utrace_unwind *u; /* NULL: none could be made (said with -v) */
+	uint64_t maps_sig; /* of the maps last reported (rec_refresh()) */
+};
+
 struct recorder {
 	struct cli_opts *opts;
 	const char *path;
@@ -80,6 +93,8 @@ struct recorder {
 	int err; /* first write error */
 	bool maps_done;
 	bool rings; /* the backend's records wait in rings (agent, kernel) */
+	struct runwind *unwinders;
+	uint64_t t0_ns, refresh_ns; /* rec_refresh()'s pace */
 };
 
 static volatile sig_atomic_t rec_signal;
@@ -181,6 +196,112 @@ static struct rpoint *rec_point_new(struct recorder *rc, const struct utrace_rec
 	return rp;
 }
 
+/* the maps of the main process while it can be read: at its exec, at its exit */
+static void rec_maps(struct recorder *rc, pid_t pid)
+{
+	if (rc->w && pid > 0)
+		tf_writer_maps(rc->w, pid);
+}
+
+static struct runwind *rec_unwinder(struct recorder *rc, pid_t pid)
+{
+	struct runwind *ru;
+	char why[256];
+
+	for (ru = rc->unwinders; ru; ru = ru->next)
+		if (ru->pid == pid)
+			return ru;
+	ru = calloc(1, sizeof(*ru));
+	if (!ru)
+		return NULL;
+	ru->pid = pid;
+	ru->u = utrace_unwind__new(pid, NULL, why, sizeof(why));
+	if (!ru->u && rc->opts->verbose > 0)
+		cli_error("-k: no CFI unwinder for pid %d (%s): frame pointers only", (int)pid,
+			  why);
+	ru->next = rc->unwinders;
+	rc->unwinders = ru;
+	return ru;
+}
+
+/*
+ * -k: each process's modules anew when its maps changed (the libraries
+ * ld.so and dlopen() map), while they can be read: a short program maps
+ * its libraries and exits between two drains, and its records are
+ * unwound after its exit. Every turn of the loop for its first 100 ms
+ * (the libraries come then), then every 10 ms; the main process's maps
+ * go into the file as well (replay names the frames with them). Tracer,
+ * between the session's run and the drain.
+ */
+static void rec_refresh(struct recorder *rc, uint64_t now)
+{
+	struct runwind *ru;
+
+	if (!rc->unwinders ||
+	    (now - rc->t0_ns > 100000000ull && now - rc->refresh_ns < 10000000ull))
+		return;
+	rc->refresh_ns = now;
+	for (ru = rc->unwinders; ru; ru = ru->next) {
+		struct utrace_maps *m;
+		uint64_t sig;
+		size_t i;
+
+		if (!ru->u || !(m = utrace_maps__read(ru->pid)))
+			continue;
+		for (i = 0, sig = m->nr; i < m->nr; i++)
+			sig = sig * 31 + (m->maps[i].start ^ m->maps[i].inode);
+		if (m->nr && sig != ru->maps_sig && utrace_unwind__report(ru->u, m) == 0) {
+			ru->maps_sig = sig;
+			if (ru->pid == rc->main_pid)
+				rec_maps(rc, ru->pid);
+		}
+		utrace_maps__free(m);
+	}
+}
+
+/*
+ * -k: the callers of an entry record, innermost first, into @ev. A copy of
+ * the registers and the top of the stack (agent) is unwound by CFI here,
+ * while the process can still be read for its modules (re-read once when
+ * a frame falls outside them: a dlopen since); the probed function's own
+ * frame is left out, as utrace -k does. Otherwise (ptrace, kernel, or no
+ * unwinder) the addresses the backend walked at the hit.
+ */
+static void rec_stack(struct recorder *rc, const struct utrace_record *r, struct tf_event *ev)
+{
+	unsigned int max = sizeof(ev->stack) / sizeof(ev->stack[0]), i;
+	uint64_t all[sizeof(ev->stack) / sizeof(ev->stack[0]) + 1];
+	bool act[sizeof(all) / sizeof(all[0])];
+	struct runwind *ru;
+	int n = 0, pass;
+
+	if (r->sz >= offsetof(struct utrace_record, stack_len) + sizeof(size_t) &&
+	    r->nr_regs == UTRACE_REC_NR_REGS && r->regs && (ru = rec_unwinder(rc, r->pid)) &&
+	    ru->u) {
+		for (pass = 0; pass < 2; pass++) {
+			n = utrace_unwind__stack_copy(ru->u, r->tid, r->regs, r->stack_sp,
+						      r->stack_data, r->stack_len, all, act,
+						      (int)max + 1);
+			for (i = 0; i < (unsigned int)(n > 0 ? n : 0) &&
+				    utrace_unwind__has_module(ru->u, all[i] - !act[i]);
+			     i++)
+				;
+			if (n <= 0 || i == (unsigned int)n || pass ||
+			    utrace_unwind__report(ru->u, NULL))
+				break;
+		}
+		if (n > 1) {
+			for (i = 1; i < (unsigned int)n; i++)
+				ev->stack[i - 1] = all[i];
+			ev->nr_stack = (unsigned int)n - 1;
+			return;
+		}
+	}
+	ev->nr_stack = r->nr_stack < max ? r->nr_stack : max;
+	for (i = 0; i < ev->nr_stack; i++)
+		ev->stack[i] = r->stack[i];
+}
+
 static int on_rec(const struct utrace_record *r, void *data)
 {
 	struct recorder *rc = data;
@@ -245,18 +366,13 @@ static int on_rec(const struct utrace_record *r, void *data)
 			rc->ev_strs = true;
 		}
 	}
+	if (ev->type == TF_EV_ENTRY && (r->nr_stack || r->nr_regs))
+		rec_stack(rc, r, ev);
 	err = tf_writer_event(rc->w, ev);
 out:
 	if (err && !rc->err)
 		rc->err = err;
 	return 0;
-}
-
-/* the maps of the main process while it can be read: at its exec, at its exit */
-static void rec_maps(struct recorder *rc, pid_t pid)
-{
-	if (rc->w && pid > 0)
-		tf_writer_maps(rc->w, pid);
 }
 
 static int rec_on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t former_tid)
@@ -266,6 +382,13 @@ static int rec_on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t 
 	(void)former_tid;
 	if (utrace_thread__pid(th) == rc->main_pid)
 		rec_maps(rc, rc->main_pid);
+	if (rc->opts->stack) { /* -k: a new image, its modules */
+		struct runwind *ru;
+
+		for (ru = rc->unwinders; ru; ru = ru->next)
+			if (ru->pid == utrace_thread__pid(th) && ru->u)
+				utrace_unwind__report(ru->u, NULL);
+	}
 	return UTRACE_RESUME;
 }
 
@@ -277,6 +400,13 @@ static int rec_on_exit(struct utrace_engine *e, struct utrace_thread *th, int st
 	/* the last maps: every library the program loaded (dlopen too) */
 	if (utrace_thread__tid(th) == rc->main_pid)
 		rec_maps(rc, rc->main_pid);
+	/* -k: the modules as they end, for the records still in the rings */
+	if (utrace_thread__tid(th) == utrace_thread__pid(th) && rc->opts->stack) {
+		struct runwind *ru = rec_unwinder(rc, utrace_thread__pid(th));
+
+		if (ru && ru->u)
+			utrace_unwind__report(ru->u, NULL);
+	}
 	return UTRACE_RESUME;
 }
 
@@ -286,7 +416,6 @@ static const char *rec_refused(const struct cli_opts *o)
 	return o->syscalls		 ? "-s (system calls)" :
 	       o->nr_modules		 ? "-m" :
 	       o->nr_injects		 ? "--inject" :
-	       o->stack			 ? "-k (stacks)" :
 	       o->follow_forks		 ? "-F" :
 	       o->summary || o->hist	 ? "-c/-H (run utrace report FILE on the recording)" :
 	       o->nr_pids > 1		 ? "several -p pids" :
@@ -368,6 +497,8 @@ static int rec_register(struct recorder *rc)
 		default:
 			break;
 		}
+		if (rc->opts->stack && rp->kind != CLI_PROBE_RET)
+			po.actions |= UTRACE_ACT_STACK; /* -k: entries carry their callers */
 		rp->p = utrace_probe__register_spec(rc->up, rp->spec, &po);
 		if (!rp->p) {
 			int err = errno;
@@ -480,6 +611,12 @@ int cmd_record(struct cli_opts *opts)
 		goto out_free;
 	}
 
+	/*
+	 * the agent the CLI found (UTRACE_AGENT, the build tree, the install),
+	 * as utrace -f gives it: the library alone knows only the install's
+	 */
+	if (uopts.backend == UTRACE_BACKEND_AGENT)
+		uopts.agent_path = trace_agent_path();
 	/* lossless unless --lossy: probed threads wait for the drain (agent/ring.c) */
 	uopts.flags = opts->lossy ? 0 : UTRACE_UPROBES_RING_WAIT;
 	rc->s = utrace_session__new(&sopts);
@@ -551,6 +688,15 @@ int cmd_record(struct cli_opts *opts)
 			goto out;
 		}
 		rc->main_pid = pid;
+		/*
+		 * the probes are armed: with the agent, the libraries it
+		 * needs are mapped (its constructor ran after them). Their
+		 * maps now, for replay and -k: a short run may be gone, and
+		 * its maps with it, before its first record is read
+		 */
+		rec_maps(rc, pid);
+		if (opts->stack)
+			rec_unwinder(rc, pid);
 	} else {
 		rc->main_pid = opts->pids[0];
 		if (cli_attach_pids(rc->s, opts->pids, opts->nr_pids))
@@ -560,9 +706,12 @@ int cmd_record(struct cli_opts *opts)
 			goto out;
 		ret = EXIT_TRACE;
 		rec_maps(rc, rc->main_pid);
+		for (i = 0; opts->stack && i < opts->nr_pids; i++)
+			rec_unwinder(rc, opts->pids[i]);
 	}
 	tf_writer_info(rc->w, "pid", "%d", (int)rc->main_pid);
 	t0 = now_mono_ns();
+	rc->t0_ns = t0;
 	err = 0;
 	if (opts->duration > 0)
 		deadline = t0 + (uint64_t)(opts->duration * 1e9);
@@ -601,6 +750,8 @@ int cmd_record(struct cli_opts *opts)
 			}
 		}
 		r = utrace_session__run(rc->s, wait);
+		if (opts->stack)
+			rec_refresh(rc, now_mono_ns());
 		err = drain(rc);
 		idle = err > 0 ? 0 : idle + 1;
 		if (err < 0 && err != -ESRCH) {
@@ -678,6 +829,13 @@ out_free:
 			rc->points[i] = p->next;
 			free(p);
 		}
+	while (rc->unwinders) {
+		struct runwind *ru = rc->unwinders;
+
+		rc->unwinders = ru->next;
+		utrace_unwind__free(ru->u);
+		free(ru);
+	}
 	proto_dwarf_clear();
 	free(rc->probes);
 	return ret;
@@ -734,6 +892,13 @@ static int close_rec(struct tf_reader *r, const char *path, int ret, bool quiet)
 
 /* ---- replay -------------------------------------------------------------- */
 
+/* a recorded process's frames named from the maps the file kept (-k) */
+struct rsym {
+	struct rsym *next;
+	pid_t pid;
+	struct utrace_unwind *u; /* NULL: no maps kept, or no libdw */
+};
+
 struct replay {
 	struct output out;
 	struct chrome chrome;
@@ -741,7 +906,78 @@ struct replay {
 	int strsize;
 	int64_t mono_to_real;
 	const struct tf_event *cur;
+	struct tf_reader *rd;
+	struct rsym *syms;
 };
+
+/*
+ * The symboliser of @pid: the CFI unwinder's modules (symbol tables,
+ * separate debug files), read from the last maps the recording kept of
+ * it: no process is needed, the files are (as uftrace's replay needs
+ * them, or perf report's).
+ */
+static struct rsym *replay_sym(struct replay *rp, pid_t pid)
+{
+	struct rsym *s;
+	char *text, why[256];
+
+	for (s = rp->syms; s; s = s->next)
+		if (s->pid == pid)
+			return s;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->pid = pid;
+	text = rp->rd ? tf_reader_maps(rp->rd, pid) : NULL;
+	if (text) {
+		struct utrace_maps *m = utrace_maps__parse(text);
+
+		if (m)
+			s->u = utrace_unwind__new(pid, m, why, sizeof(why));
+		utrace_maps__free(m);
+		free(text);
+	}
+	s->next = rp->syms;
+	rp->syms = s;
+	return s;
+}
+
+/* -k's frames of an entry: the lines (and JSON array) utrace -k prints */
+static void replay_stack(struct replay *rp, const struct tf_event *ev, bool json)
+{
+	struct rsym *s = replay_sym(rp, ev->pid);
+	FILE *f = rp->out.f;
+	unsigned int i;
+
+	if (json)
+		fputs(", \"stack\": [", f);
+	for (i = 0; i < ev->nr_stack; i++) {
+		const char *name = NULL, *obj = NULL;
+		char sym[320], buf[400];
+		uint64_t off = 0;
+
+		if (s && s->u) {
+			name = utrace_unwind__name(s->u, ev->stack[i], false, &off);
+			obj = utrace_unwind__module(s->u, ev->stack[i]);
+		}
+		if (name)
+			snprintf(sym, sizeof(sym), "%.*s+0x%" PRIx64,
+				 unwind_name_len(output_name(&rp->out, name)),
+				 output_name(&rp->out, name), off);
+		else
+			snprintf(sym, sizeof(sym), "0x%" PRIx64, ev->stack[i]);
+		if (json) {
+			snprintf(buf, sizeof(buf), "%s:%s", obj ? obj : "?", sym);
+			fputs(i ? ", " : "", f);
+			json_str(f, buf, strlen(buf));
+		} else {
+			fprintf(f, " > %s (%s) [0x%" PRIx64 "]\n", sym, obj ? obj : "?",
+				ev->stack[i]);
+		}
+	}
+	if (json)
+		fputc(']', f);
+}
 
 static const char *ev_fn(const struct tf_point *p)
 {
@@ -833,7 +1069,10 @@ static void replay_entry(struct replay *rp, const struct tf_event *ev)
 			fputs(i ? ", " : "", f);
 			proto_val_print_json(f, &vals.v[i]);
 		}
-		fputs("]}\n", f);
+		fputc(']', f);
+		if (ev->nr_stack)
+			replay_stack(rp, ev, true);
+		fputs("}\n", f);
 	} else {
 		output_prefix(&rp->out, real, ev->tid, true);
 		fprintf(f, "%s(", ev_fn(pt));
@@ -841,10 +1080,13 @@ static void replay_entry(struct replay *rp, const struct tf_event *ev)
 			fputs(i ? ", " : "", f);
 			proto_val_print_text(f, &vals.v[i]);
 		}
-		if (rp->out.one_line && pt->kind == TF_FUNC)
+		if (rp->out.one_line && pt->kind == TF_FUNC && !ev->nr_stack) {
 			output_call_open(&rp->out, ev->tid, (uintptr_t)pt, ev->depth);
-		else
+		} else {
 			fputs(")\n", f);
+			if (ev->nr_stack)
+				replay_stack(rp, ev, false);
+		}
 	}
 	proto_vals_clear(&vals);
 }
@@ -1468,10 +1710,18 @@ int cmd_read(int argc, char **argv)
 			chrome_open(&rp.chrome, out);
 		}
 		rp.out.one_line = rp.out.one_line && rp.out.format == CLI_FMT_TEXT;
+		rp.rd = rd;
 		ret = tf_reader_events(rd, replay_ev, &rp);
 		output_break(&rp.out); /* a call the recording ended in */
 		if (rp.chrome_on)
 			chrome_close(&rp.chrome);
+		while (rp.syms) {
+			struct rsym *s = rp.syms;
+
+			rp.syms = s->next;
+			utrace_unwind__free(s->u);
+			free(s);
+		}
 	} else {
 		struct rep r;
 

@@ -557,6 +557,12 @@ struct tf_reader {
 	size_t nr_points;
 	struct rthread *threads;
 	size_t nr_threads;
+	struct rmaps {
+		pid_t pid;
+		const char *text; /* in @map, not NUL-terminated */
+		size_t len;
+	} * maps; /* every MAPS block, in file order */
+	size_t nr_maps;
 	bool complete, cut_by_kill;
 	uint64_t truncated, lost;
 	char corrupt[160];
@@ -764,8 +770,20 @@ struct tf_reader *tf_reader_open(const char *path, char *why, size_t whylen)
 		case TF_B_END:
 			r->complete = true;
 			break;
+		case TF_B_MAPS:
+			if (len >= 4) {
+				struct rmaps *nm = realloc(r->maps, (r->nr_maps + 1) * sizeof(*nm));
+
+				if (!nm)
+					goto oom;
+				r->maps = nm;
+				memcpy(&nm[r->nr_maps].pid, p, 4);
+				nm[r->nr_maps].text = (const char *)p + 4;
+				nm[r->nr_maps++].len = len - 4;
+			}
+			break;
 		default:
-			break; /* MAPS, BUILDID: for symbolisers */
+			break; /* BUILDID: for symbolisers */
 		}
 	}
 	/*
@@ -787,12 +805,23 @@ fail:
 	return NULL;
 }
 
+char *tf_reader_maps(const struct tf_reader *r, pid_t pid)
+{
+	size_t i;
+
+	for (i = r->nr_maps; i-- > 0;)
+		if (r->maps[i].pid == pid && r->maps[i].len) /* (read as the process went: empty) */
+			return strndup(r->maps[i].text, r->maps[i].len);
+	return NULL;
+}
+
 void tf_reader_close(struct tf_reader *r)
 {
 	size_t i;
 
 	if (!r)
 		return;
+	free(r->maps);
 	for (i = 0; i < r->nr_info; i++)
 		free(r->info[i]);
 	free(r->info);

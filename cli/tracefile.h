@@ -131,6 +131,12 @@ struct tf_reader;
 struct tf_reader *tf_reader_open(const char *path, char *why, size_t whylen);
 void tf_reader_close(struct tf_reader *r);
 
+/*
+ * tf_reader_maps - the last /proc/PID/maps the recording kept of @pid (its
+ * exit's: every library it loaded), as text to free(); NULL if none.
+ */
+char *tf_reader_maps(const struct tf_reader *r, pid_t pid);
+
 /* the INFO value of @key, or NULL */
 const char *tf_reader_info(const struct tf_reader *r, const char *key);
 

@@ -37,6 +37,7 @@
 
 #include "utrace/proc.h"
 #include "utrace/probe.h"
+#include "utrace/unwind.h"
 #include "abi.h"
 #include "backend.h"
 #include "internal.h"
@@ -766,10 +767,12 @@ static struct uprobes_rec *rec_new(struct utrace_probe *p, struct utrace_probe_c
 }
 
 /*
- * ACT_STACK in the tracer: the return address at [rsp] (the call just
- * wrote it: the probe is at a function entry), then the frame-pointer
- * chain, each frame above the last (so the walk ends), at most
- * UTRACE_REC_MAX_STACK; code built without frame pointers ends it early.
+ * ACT_STACK in the tracer without a CFI unwinder (built without libdw, or
+ * libdw could not start on the process): the return address at [rsp] (the
+ * call just wrote it: the probe is at a function entry), then the
+ * frame-pointer chain, each frame above the last (so the walk ends), at
+ * most UTRACE_REC_MAX_STACK; code built without frame pointers ends it
+ * early.
  */
 static unsigned int walk_fp(struct utrace_probe_ctx *ctx, uint64_t *pcs)
 {
@@ -786,6 +789,54 @@ static unsigned int walk_fp(struct utrace_probe_ctx *ctx, uint64_t *pcs)
 		fp = frame[0];
 	}
 	return n;
+}
+
+static uint64_t unwind_fix(void *ctx, uint64_t slot, uint64_t value)
+{
+	return utrace_probe_ctx__real_return(ctx, slot, value);
+}
+
+/*
+ * ACT_STACK in the tracer, the thread stopped at its hit: libdw's CFI
+ * unwinder (unwind.c) from its registers, so that code built without
+ * frame pointers (Debian's libc, -O2 programs) is walked through, as gdb's
+ * bt walks it; the return probes' trampolines seen through (unwind_fix()).
+ * One unwinder per process, made at its first stack (freed with the
+ * process's state: at its exec, its exit), its modules read anew once
+ * when a frame falls outside them (a dlopen since). The callers only: the
+ * first frame, the probed function's, is not one. Return: the frames in
+ * @pcs, at most UTRACE_REC_MAX_STACK.
+ */
+static unsigned int walk_stack(struct utrace_probe *p, struct utrace_probe_ctx *ctx, uint64_t *pcs)
+{
+	struct uprobes_proc *pp = uprobes_proc_find(p->up, ctx->pid);
+	uint64_t all[UTRACE_REC_MAX_STACK + 1];
+	bool act[UTRACE_REC_MAX_STACK + 1];
+	int n = 0, i, pass;
+
+	if (pp && !pp->unwind && !pp->unwind_tried) {
+		char why[256];
+
+		pp->unwind_tried = true;
+		pp->unwind = utrace_unwind__new(pp->pid, NULL, why, sizeof(why));
+		if (!pp->unwind)
+			pr_info("stacks of pid %d by frame pointers only: %s\n", (int)pp->pid, why);
+	}
+	if (!pp || !pp->unwind)
+		return walk_fp(ctx, pcs);
+	for (pass = 0; pass < 2; pass++) {
+		n = utrace_unwind__stack(pp->unwind, ctx->tid, ctx->regs, unwind_fix, ctx, all, act,
+					 UTRACE_REC_MAX_STACK + 1);
+		for (i = 0; i < n && utrace_unwind__has_module(pp->unwind, all[i] - !act[i]); i++)
+			;
+		if (i == n || pass || utrace_unwind__report(pp->unwind, NULL))
+			break;
+	}
+	if (n <= 1)
+		return walk_fp(ctx, pcs);
+	for (i = 1; i < n; i++)
+		pcs[i - 1] = all[i];
+	return (unsigned int)n - 1;
 }
 
 static void builtin_entry(struct utrace_probe *p, const struct utrace_point_opts *po,
@@ -809,7 +860,7 @@ static void builtin_entry(struct utrace_probe *p, const struct utrace_point_opts
 			}
 			if (a & UTRACE_ACT_STACK) {
 				q->r.stack = q->stack;
-				q->r.nr_stack = walk_fp(ctx, q->stack);
+				q->r.nr_stack = walk_stack(p, ctx, q->stack);
 			}
 			uprobes_rec_queue(p->up, q);
 		}

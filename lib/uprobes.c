@@ -44,6 +44,7 @@
 
 #include "utrace/proc.h"
 #include "utrace/probe.h"
+#include "utrace/unwind.h"
 #include "abi.h"
 #include "backend.h"
 #include "internal.h"
@@ -383,6 +384,7 @@ void uprobes_proc_free(struct uprobes_proc *pp)
 		pp->up->ops->proc_forget(pp);
 	utrace_planner__free(pp->planner);
 	utrace_image__close(pp->img);
+	utrace_unwind__free(pp->unwind);
 	free(pp);
 }
 

@@ -208,6 +208,8 @@ struct uprobes_proc {
 	uint64_t removed[8]; /* recently removed breakpoints (late SIGTRAPs) */
 	unsigned int nr_removed;
 	pid_t vfork_parent; /* a followed vfork child: uses its parent's points */
+	struct utrace_unwind *unwind; /* ACT_STACK's CFI unwinder (uprobes-arm.c walk_stack()) */
+	bool unwind_tried;
 };
 
 /* Deferred requests from handlers. */

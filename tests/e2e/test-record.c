@@ -668,3 +668,85 @@ TEST_TIMEOUT(corrupt_bytes, 180)
 	unlink(file);
 	unlink(bad);
 }
+
+/* "[0x55d1...]" -> "[]": the addresses of two runs differ (ASLR) */
+static char *strip_addrs(char *s)
+{
+	char *c = malloc(strlen(s ? s : "") + 1), *q = c;
+	const char *p;
+
+	for (p = s; c && p && *p; p++) {
+		*q++ = *p;
+		if (p[0] == '[' && p[1] == '0' && p[2] == 'x')
+			while (p[1] && p[1] != ']')
+				p++;
+	}
+	if (c)
+		*q = 0;
+	free(s);
+	return c;
+}
+
+/*
+ * record -k through code built without frame pointers (s-nofp: -O2
+ * -fomit-frame-pointer, like Debian's libc): the callers of libc's
+ * strtol() (c b a main, on through libc) unwound by CFI, by the agent's
+ * copy of registers and stack unwound as the records come, by the ptrace
+ * backend at the stop; replay names them from the maps the file kept
+ * (the process is gone), and prints what live utrace -k printed. A run
+ * of 300 hits: every one has its frames down to main.
+ */
+TEST_TIMEOUT(stack_without_frame_pointers, 180)
+{
+	const char *prog = built_path("tests/targets/s-nofp");
+	const char *live[] = { "-b", "ptrace", "-k", "-f", "libc:strtol", "--", prog, "1", NULL };
+	const char *backends[] = { "agent", "ptrace" };
+	char file[128], *out = NULL, *err = NULL, *want = NULL, *p;
+	int b;
+
+	unsetenv("DEBUGINFOD_URLS"); /* no network: libdw would ask a debuginfod server */
+	tmpname(file, sizeof(file), "stack");
+	CHECK_EQ(run_utrace(live, &out, &want), 0);
+	free(out);
+	if (want && (p = strstr(want, "\nutrace: ")))
+		p[1] = 0;
+	want = strip_addrs(strip_tids(want));
+	CHECK_MSG(want && strstr(want, " > c+") && strstr(want, " > main+"), "live:\n%s", want);
+	for (b = 0; b < 2; b++) {
+		const char *rargs[] = { "record", "-q", "-b", backends[b],   "-k",
+					"-o",	  file, "-f", "libc:strtol", "--",
+					prog,	  "1",	NULL };
+		const char *many[] = { "record", "-q",	"-b", backends[b],   "-k",
+				       "-o",	 file,	"-f", "libc:strtol", "--",
+				       prog,	 "300", NULL };
+		const char *pargs[] = { "replay", file, NULL };
+		const char *jargs[] = { "replay", "--format", "json", file, NULL };
+		char *rep = NULL;
+
+		CHECK_EQ(run_utrace(rargs, &out, &err), 0);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(pargs, &rep, &err), 0);
+		free(err);
+		rep = strip_addrs(strip_tids(rep));
+		CHECK_MSG(rep && !strcmp(rep, want), "-b %s replay:\n%slive:\n%s", backends[b], rep,
+			  want);
+		free(rep);
+		CHECK_EQ(run_utrace(jargs, &rep, &err), 0);
+		CHECK_MSG(rep && strstr(rep, "\"stack\": [\"s-nofp:c+0x"), "-b %s json:\n%s",
+			  backends[b], rep);
+		free(rep);
+		free(err);
+		CHECK_EQ(run_utrace(many, &out, &err), 0);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(pargs, &rep, &err), 0);
+		CHECK_EQ(count(rep, "] strtol(\"42\", NULL, 10)\n > c+"), 300);
+		CHECK_EQ(count(rep, " > a+"), 300);
+		CHECK_EQ(count(rep, " > main+"), 300);
+		free(rep);
+		free(err);
+	}
+	free(want);
+	unlink(file);
+}
