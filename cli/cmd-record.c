@@ -252,8 +252,7 @@ static void rec_refresh(struct recorder *rc, uint64_t now)
 			sig = sig * 31 + (m->maps[i].start ^ m->maps[i].inode);
 		if (m->nr && sig != ru->maps_sig && utrace_unwind__report(ru->u, m) == 0) {
 			ru->maps_sig = sig;
-			if (ru->pid == rc->main_pid)
-				rec_maps(rc, ru->pid);
+			rec_maps(rc, ru->pid);
 		}
 		utrace_maps__free(m);
 	}
@@ -302,6 +301,19 @@ static void rec_stack(struct recorder *rc, const struct utrace_record *r, struct
 		ev->stack[i] = r->stack[i];
 }
 
+/* without -F, the processes asked for: the command, or the -p pids */
+static bool rec_wanted(struct recorder *rc, pid_t pid)
+{
+	int i;
+
+	if (pid == rc->main_pid)
+		return true;
+	for (i = 0; i < rc->opts->nr_pids; i++)
+		if (rc->opts->pids[i] == pid)
+			return true;
+	return false;
+}
+
 static int on_rec(const struct utrace_record *r, void *data)
 {
 	struct recorder *rc = data;
@@ -318,6 +330,8 @@ static int on_rec(const struct utrace_record *r, void *data)
 	}
 	if ((r->type != UTRACE_REC_ENTRY && r->type != UTRACE_REC_RETURN) || !r->probe)
 		return 0;
+	if (!rc->opts->follow_forks && !rec_wanted(rc, r->pid))
+		return 0; /* a child the session follows anyway: only with -F */
 	rp = rec_point(rc, r);
 	if (!rp)
 		return 0;
@@ -416,9 +430,7 @@ static const char *rec_refused(const struct cli_opts *o)
 	return o->syscalls		 ? "-s (system calls)" :
 	       o->nr_modules		 ? "-m" :
 	       o->nr_injects		 ? "--inject" :
-	       o->follow_forks		 ? "-F" :
 	       o->summary || o->hist	 ? "-c/-H (run utrace report FILE on the recording)" :
-	       o->nr_pids > 1		 ? "several -p pids" :
 	       o->format != CLI_FMT_TEXT ? "--format (a recording is binary: utrace replay "
 					   "--format json FILE)" :
 					   NULL;
@@ -615,10 +627,27 @@ int cmd_record(struct cli_opts *opts)
 	 * the agent the CLI found (UTRACE_AGENT, the build tree, the install),
 	 * as utrace -f gives it: the library alone knows only the install's
 	 */
-	if (uopts.backend == UTRACE_BACKEND_AGENT)
+	if (uopts.backend == UTRACE_BACKEND_AGENT) {
 		uopts.agent_path = trace_agent_path();
+		/*
+		 * the program's threads are not stopped once it is armed (its
+		 * waits and signals run as untraced), and a fork child is the
+		 * agent's to follow (-F), not the session's: as utrace -f does
+		 */
+		uopts.agent_untraced = true;
+	}
 	/* lossless unless --lossy: probed threads wait for the drain (agent/ring.c) */
 	uopts.flags = opts->lossy ? 0 : UTRACE_UPROBES_RING_WAIT;
+	/* -F: fork children carry the probes (the agent re-arenas them), as utrace -F */
+	if (opts->follow_forks)
+		uopts.flags |= UTRACE_UPROBES_FOLLOW_FORKS;
+	/*
+	 * the kernel's uprobes follow a child by themselves; a fork child the
+	 * session does not trace loses its copies at its first hit (as in
+	 * cmd-trace.c): the session follows children only with -F
+	 */
+	if (uopts.backend == UTRACE_BACKEND_KERNEL)
+		sopts.follow_forks = opts->follow_forks;
 	rc->s = utrace_session__new(&sopts);
 	if (!rc->s) {
 		cli_lib_error("cannot create a tracing session", -errno);

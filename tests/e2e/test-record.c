@@ -750,3 +750,77 @@ TEST_TIMEOUT(stack_without_frame_pointers, 180)
 	free(want);
 	unlink(file);
 }
+
+/*
+ * -F: a fork child's calls are recorded under its own pid (s-fork: only
+ * the child calls fopen()); without -F the child the session follows
+ * anyway is not recorded, as utrace -f does not show it.
+ */
+TEST_TIMEOUT(follow_forks, 120)
+{
+	const char *prog = built_path("tests/targets/s-fork");
+	const char *backends[] = { "agent", "ptrace" };
+	char file[128], *out = NULL, *err = NULL, *rep = NULL;
+	int b;
+
+	tmpname(file, sizeof(file), "fork");
+	for (b = 0; b < 2; b++) {
+		const char *no[] = { "record", "-q",	     "-b", backends[b], "-o",	file,
+				     "-f",     "libc:fopen", "--", prog,	"fork", NULL };
+		const char *yes[] = { "record", "-q",	      "-F", "-b", backends[b], "-o", file,
+				      "-f",	"libc:fopen", "--", prog, "fork",      NULL };
+		const char *pargs[] = { "replay", file, NULL };
+
+		CHECK_EQ(run_utrace(no, &out, &err), 0);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(pargs, &rep, &err), 0);
+		CHECK_MSG(rep && count(rep, "] fopen(\"/proc/self/status\", \"r\")\n") == 0,
+			  "-b %s without -F:\n%s", backends[b], rep);
+		free(rep);
+		free(err);
+		CHECK_EQ(run_utrace(yes, &out, &err), 0);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(pargs, &rep, &err), 0);
+		CHECK_MSG(rep && count(rep, "] fopen(\"/proc/self/status\", \"r\")\n") == 1 &&
+				  count(rep, "] fopen() = 0x") == 1,
+			  "-b %s -F:\n%s", backends[b], rep);
+		free(rep);
+		free(err);
+	}
+	unlink(file);
+}
+
+/* several -p pids: each process's calls, under its pid, until -d ends it */
+TEST_TIMEOUT(several_pids, 120)
+{
+	const char *backends[] = { "agent", "ptrace" };
+	char file[128], pids[64], a[32], bpid[32], *out = NULL, *err = NULL, *rep = NULL;
+	int b;
+
+	tmpname(file, sizeof(file), "pids");
+	for (b = 0; b < 2; b++) {
+		struct bg x = bg_start(), y = bg_start();
+		const char *args[] = { "record", "-q", "-b", backends[b], "-d",	  "1", "-o",
+				       file,	 "-p", pids, "-f",	  "work", NULL };
+		const char *pargs[] = { "replay", file, NULL };
+
+		snprintf(pids, sizeof(pids), "%d,%d", (int)x.pid, (int)y.pid);
+		snprintf(a, sizeof(a), "[%d] work(", (int)x.pid);
+		snprintf(bpid, sizeof(bpid), "[%d] work(", (int)y.pid);
+		CHECK_EQ(run_utrace(args, &out, &err), 0);
+		free(out);
+		free(err);
+		CHECK_EQ(run_utrace(pargs, &rep, &err), 0);
+		CHECK_MSG(rep && count(rep, a) > 10 && count(rep, bpid) > 10,
+			  "-b %s: %d calls of %d, %d of %d", backends[b], count(rep, a), (int)x.pid,
+			  count(rep, bpid), (int)y.pid);
+		free(rep);
+		free(err);
+		/* both still run, unharmed: work() computes right */
+		bg_finish(&x);
+		bg_finish(&y);
+	}
+	unlink(file);
+}
