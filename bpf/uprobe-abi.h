@@ -88,6 +88,7 @@ enum uk_rec_type {
 	UK_REC_RETURN = 2,
 	UK_REC_SC = 3,
 	UK_REC_SC_MEM = 4,
+	UK_REC_COPY = 5, /* struct uk_copy_rec: -k's copy, just before its entry */
 };
 
 /* UK_STR_* flags, as UTRACE_REC_STR_* */
@@ -114,6 +115,26 @@ struct uk_rec {
 	__u8 pad[3];
 	char comm[16]; /* bpf_get_current_comm(): the hitting thread's */
 	__u64 stack[UK_MAX_STACK];
+};
+
+/*
+ * -k (UK_ACT_STACK): the registers and the top of the stack at an entry
+ * hit, for the host's CFI unwinder (perf's --call-graph dwarf model, as
+ * the agent's copy). Its own record, output just before the entry's by
+ * the same program run: the host keeps it by thread until that entry
+ * comes (lib/backend-kernel.c). @len bytes of @data, read from @regs[1]
+ * (rsp) up: UK_COPY_MAX, or up to the end of rsp's page when the stack
+ * ends within UK_COPY_MAX (a read that crosses into no mapping fails
+ * whole), or none.
+ */
+#define UK_COPY_MAX 4096
+struct uk_copy_rec {
+	__u32 type; /* UK_REC_COPY */
+	__u32 tid;
+	__u64 regs[8]; /* rip rsp rbp rbx r12 r13 r14 r15 (enum utrace_rec_reg) */
+	__u32 len;
+	__u32 pad;
+	__u8 data[UK_COPY_MAX];
 };
 
 /* the largest record: the per-CPU scratch buffer the programs fill */

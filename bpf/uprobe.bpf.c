@@ -64,6 +64,14 @@ struct {
 	__type(value, struct uk_rec_buf);
 } scratch SEC(".maps");
 
+/* -k's copy of the registers and the stack (emit_copy()) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct uk_copy_rec);
+} copy_scratch SEC(".maps");
+
 /* records the ring buffer had no room for */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -224,6 +232,48 @@ static __always_inline void count_lost(void)
 		__sync_fetch_and_add(l, 1);
 }
 
+/*
+ * -k: the registers and the top of the stack, in a record of their own
+ * output before the entry's (struct uk_copy_rec). A non-sleepable program
+ * cannot fault a page in: the stack above rsp is the callers' frames,
+ * present; a read past the stack's end fails whole, so then only up to
+ * the end of rsp's page.
+ */
+static __always_inline void emit_copy(struct pt_regs *ctx, __u32 tid)
+{
+	__u32 zero = 0, first;
+	struct uk_copy_rec *cp = bpf_map_lookup_elem(&copy_scratch, &zero);
+	__u64 sp = ctx->rsp, size;
+
+	if (!cp)
+		return;
+	cp->type = UK_REC_COPY;
+	cp->tid = tid;
+	cp->regs[0] = ctx->rip;
+	cp->regs[1] = sp;
+	cp->regs[2] = ctx->rbp;
+	cp->regs[3] = ctx->rbx;
+	cp->regs[4] = ctx->r12;
+	cp->regs[5] = ctx->r13;
+	cp->regs[6] = ctx->r14;
+	cp->regs[7] = ctx->r15;
+	cp->len = 0;
+	if (!bpf_probe_read_user(cp->data, UK_COPY_MAX, (const void *)sp)) {
+		cp->len = UK_COPY_MAX;
+	} else {
+		first = UK_COPY_MAX - (__u32)(sp & (UK_COPY_MAX - 1));
+		if (first > UK_COPY_MAX)
+			first = UK_COPY_MAX;
+		if (first && !bpf_probe_read_user(cp->data, first, (const void *)sp))
+			cp->len = first;
+	}
+	size = sizeof(*cp) - UK_COPY_MAX + (cp->len & (2 * UK_COPY_MAX - 1));
+	if (size > sizeof(*cp))
+		size = sizeof(*cp);
+	bpf_ringbuf_output(&events, cp, size,
+			   0); /* lost: the entry is unwound by its frame pointers */
+}
+
 static __always_inline void emit(struct pt_regs *ctx, const struct uk_conf *c, __u32 inst,
 				 __u32 tgid, __u32 tid, __u64 now, __u32 type, __u64 dur)
 {
@@ -273,6 +323,7 @@ static __always_inline void emit(struct pt_regs *ctx, const struct uk_conf *c, _
 					       BPF_F_USER_STACK);
 
 			b->h.nr_stack = n > 0 ? (__u32)((__u64)n >> 3) : 0;
+			emit_copy(ctx, tid);
 		}
 	} else {
 		b->h.retval = PT_REGS_RC(ctx);

@@ -172,6 +172,8 @@ struct kernel_up {
 	struct uk_sc_counts *sc_percpu; /* [ncpu] */
 	/* the regions copied at a syscall's entry (UK_REC_SC_MEM), by tid, until its return */
 	struct sc_pending *sc_pend[64];
+	/* -k: a thread's copy of registers and stack (UK_REC_COPY), until its entry's record */
+	struct copy_pending *copy_pend[64];
 	/* processes told that a C++ throw through a uretprobe ends them (unwind_warn()) */
 	pid_t unwind_warned[32];
 	int nr_unwind_warned;
@@ -190,6 +192,15 @@ struct sc_pending {
 	unsigned int n;
 	struct utrace_mem mem[UK_SC_NCAP];
 	char data[UK_SC_NCAP][UK_SC_CAP_MAX];
+};
+
+/* -k's copy (struct uk_copy_rec), kept by thread for the entry that follows it */
+struct copy_pending {
+	struct copy_pending *next;
+	uint32_t tid;
+	uint64_t regs[UTRACE_REC_NR_REGS];
+	uint32_t len;
+	uint8_t *data;
 };
 
 /* libbpf's messages go to the library's log callback, never to stderr. */
@@ -398,6 +409,31 @@ static int on_sample(void *ctx, void *data, size_t size)
 		free(p);
 		return 0;
 	}
+	if (size >= sizeof(struct uk_copy_rec) - UK_COPY_MAX && h->type == UK_REC_COPY) {
+		const struct uk_copy_rec *cr = data;
+		struct copy_pending **pp = &k->copy_pend[cr->tid % ARRAY_SIZE(k->copy_pend)], *p;
+		size_t len = cr->len;
+
+		if (len > UK_COPY_MAX || sizeof(*cr) - UK_COPY_MAX + len > size)
+			return 0;
+		for (; (p = *pp); pp = &p->next) /* an older one: its entry was lost */
+			if (p->tid == cr->tid)
+				break;
+		if (!p) {
+			p = calloc(1, sizeof(*p));
+			if (!p)
+				return 0;
+			*pp = p;
+		}
+		free(p->data);
+		p->data = len ? malloc(len) : NULL;
+		p->tid = cr->tid;
+		memcpy(p->regs, cr->regs, sizeof(p->regs));
+		p->len = p->data ? (uint32_t)len : 0;
+		if (p->data)
+			memcpy(p->data, cr->data, len);
+		return 0;
+	}
 	if (size < sizeof(*h) || h->inst >= UK_MAX_INST || !(in = k->inst[h->inst]) || !in->p)
 		return 0; /* an instance already gone (cannot happen: drained before) */
 	nst = h->nr_stack < UK_MAX_STACK ? h->nr_stack : UK_MAX_STACK;
@@ -473,6 +509,25 @@ static int on_sample(void *ctx, void *data, size_t size)
 		memcpy(st, h->stack + skip, (nst - skip) * sizeof(uint64_t));
 		q->r.stack = st;
 		q->r.nr_stack = nst - skip;
+	}
+	if (q->r.type == UTRACE_REC_ENTRY && (in->p->opts.actions & UTRACE_ACT_STACK)) {
+		/* -k: this entry's copy came just before it (uprobe.bpf.c emit_copy()) */
+		struct copy_pending **pp = &k->copy_pend[h->tid % ARRAY_SIZE(k->copy_pend)], *p;
+
+		for (; (p = *pp); pp = &p->next)
+			if (p->tid == h->tid)
+				break;
+		if (p) {
+			*pp = p->next;
+			memcpy(q->regs, p->regs, sizeof(q->regs));
+			q->r.regs = q->regs;
+			q->r.nr_regs = UTRACE_REC_NR_REGS;
+			q->r.stack_sp = p->regs[1];
+			q->stack_data = p->data; /* the queue entry's now */
+			q->r.stack_data = p->data;
+			q->r.stack_len = p->len;
+			free(p);
+		}
 	}
 	uprobes_rec_queue(k->up, q);
 	return 0;
@@ -893,6 +948,15 @@ static void kernel_fini(struct utrace_uprobes *up)
 
 		while ((p = k->sc_pend[i])) {
 			k->sc_pend[i] = p->next;
+			free(p);
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(k->copy_pend); i++) {
+		struct copy_pending *p;
+
+		while ((p = k->copy_pend[i])) {
+			k->copy_pend[i] = p->next;
+			free(p->data);
 			free(p);
 		}
 	}
