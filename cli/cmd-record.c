@@ -225,8 +225,8 @@ static struct runwind *rec_unwinder(struct recorder *rc, pid_t pid)
 }
 
 /*
- * -k: each process's modules anew when its maps changed (the libraries
- * ld.so and dlopen() map), while they can be read: a short program maps
+ * -k: each process's modules anew when its code mappings changed (the
+ * libraries ld.so and dlopen() map), while they can be read: a short program maps
  * its libraries and exits between two drains, and its records are
  * unwound after its exit. Every turn of the loop for its first 100 ms
  * (the libraries come then), then every 10 ms; the main process's maps
@@ -248,8 +248,11 @@ static void rec_refresh(struct recorder *rc, uint64_t now)
 
 		if (!ru->u || !(m = utrace_maps__read(ru->pid)))
 			continue;
-		for (i = 0, sig = m->nr; i < m->nr; i++)
-			sig = sig * 31 + (m->maps[i].start ^ m->maps[i].inode);
+		/* the code mapped from files: not the heap, nor malloc's mmaps */
+		for (i = 0, sig = 1; i < m->nr; i++)
+			if ((m->maps[i].prot & UTRACE_MAP_EXEC) && m->maps[i].path &&
+			    m->maps[i].path[0] == '/')
+				sig = sig * 31 + (m->maps[i].start ^ m->maps[i].inode);
 		if (m->nr && sig != ru->maps_sig && utrace_unwind__report(ru->u, m) == 0) {
 			ru->maps_sig = sig;
 			rec_maps(rc, ru->pid);
