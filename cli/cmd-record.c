@@ -60,16 +60,52 @@ struct rpoint {
 #define RP_HASH 1024
 
 /*
- * -k: a process's CFI unwinder (libdw), made at its first stack while its
- * maps can be read; the records' copies of registers and stack are
- * unwound with it as they come, and the frames kept in the file
+ * -k: a process's CFI unwinder (libdw). Recording: made at its first stack
+ * while its maps can be read, the records' copies of registers and stack
+ * unwound with it as they come and the frames kept in the file. Replay:
+ * made from the last maps the file kept, it names the frames.
  */
 struct runwind {
 	struct runwind *next;
 	pid_t pid;
-	struct utrace_unwind *u; /* NULL: none could be made (said with -v) */
+	struct utrace_unwind *u; /* NULL: none could be made */
 	uint64_t maps_sig; /* of the maps last reported (rec_refresh()) */
 };
+
+static struct runwind *runwind_find(struct runwind *list, pid_t pid)
+{
+	for (; list; list = list->next)
+		if (list->pid == pid)
+			return list;
+	return NULL;
+}
+
+/* a new entry of @list: @pid's unwinder @u (NULL: none), owned by the list */
+static struct runwind *runwind_add(struct runwind **list, pid_t pid, struct utrace_unwind *u)
+{
+	struct runwind *ru = calloc(1, sizeof(*ru));
+
+	if (!ru) {
+		utrace_unwind__free(u);
+		return NULL;
+	}
+	ru->pid = pid;
+	ru->u = u;
+	ru->next = *list;
+	*list = ru;
+	return ru;
+}
+
+static void runwind_free_all(struct runwind **list)
+{
+	while (*list) {
+		struct runwind *ru = *list;
+
+		*list = ru->next;
+		utrace_unwind__free(ru->u);
+		free(ru);
+	}
+}
 
 struct recorder {
 	struct cli_opts *opts;
@@ -205,22 +241,15 @@ static void rec_maps(struct recorder *rc, pid_t pid)
 
 static struct runwind *rec_unwinder(struct recorder *rc, pid_t pid)
 {
-	struct runwind *ru;
+	struct runwind *ru = runwind_find(rc->unwinders, pid);
 	char why[256];
 
-	for (ru = rc->unwinders; ru; ru = ru->next)
-		if (ru->pid == pid)
-			return ru;
-	ru = calloc(1, sizeof(*ru));
-	if (!ru)
-		return NULL;
-	ru->pid = pid;
-	ru->u = utrace_unwind__new(pid, NULL, why, sizeof(why));
-	if (!ru->u && rc->opts->verbose > 0)
+	if (ru)
+		return ru;
+	ru = runwind_add(&rc->unwinders, pid, utrace_unwind__new(pid, NULL, why, sizeof(why)));
+	if (ru && !ru->u && rc->opts->verbose > 0)
 		cli_error("-k: no CFI unwinder for pid %d (%s): frame pointers only", (int)pid,
 			  why);
-	ru->next = rc->unwinders;
-	rc->unwinders = ru;
 	return ru;
 }
 
@@ -253,7 +282,8 @@ static void rec_refresh(struct recorder *rc, uint64_t now)
 			if ((m->maps[i].prot & UTRACE_MAP_EXEC) && m->maps[i].path &&
 			    m->maps[i].path[0] == '/')
 				sig = sig * 31 + (m->maps[i].start ^ m->maps[i].inode);
-		if (m->nr && sig != ru->maps_sig && utrace_unwind__report(ru->u, m) == 0) {
+		/* (from /proc again, not @m: the unwinder stays one on /proc, unwind.h) */
+		if (m->nr && sig != ru->maps_sig && utrace_unwind__report(ru->u, NULL) == 0) {
 			ru->maps_sig = sig;
 			rec_maps(rc, ru->pid);
 		}
@@ -263,11 +293,11 @@ static void rec_refresh(struct recorder *rc, uint64_t now)
 
 /*
  * -k: the callers of an entry record, innermost first, into @ev. A copy of
- * the registers and the top of the stack (agent) is unwound by CFI here,
- * while the process can still be read for its modules (re-read once when
- * a frame falls outside them: a dlopen since); the probed function's own
- * frame is left out, as utrace -k does. Otherwise (ptrace, kernel, or no
- * unwinder) the addresses the backend walked at the hit.
+ * the registers and the top of the stack (agent, kernel) is unwound by
+ * CFI here, while the process can still be read for its modules (the
+ * unwinder reads them anew after a dlopen); the probed function's own
+ * frame is left out, as utrace -k does. Otherwise (ptrace: unwound at the
+ * stop; no unwinder) the addresses the backend gave.
  */
 static void rec_stack(struct recorder *rc, const struct utrace_record *r, struct tf_event *ev)
 {
@@ -275,23 +305,14 @@ static void rec_stack(struct recorder *rc, const struct utrace_record *r, struct
 	uint64_t all[sizeof(ev->stack) / sizeof(ev->stack[0]) + 1];
 	bool act[sizeof(all) / sizeof(all[0])];
 	struct runwind *ru;
-	int n = 0, pass;
+	int n;
 
 	if (r->sz >= offsetof(struct utrace_record, stack_len) + sizeof(size_t) &&
 	    r->nr_regs == UTRACE_REC_NR_REGS && r->regs && (ru = rec_unwinder(rc, r->pid)) &&
 	    ru->u) {
-		for (pass = 0; pass < 2; pass++) {
-			n = utrace_unwind__stack_copy(ru->u, r->tid, r->regs, r->stack_sp,
-						      r->stack_data, r->stack_len, all, act,
-						      (int)max + 1);
-			for (i = 0; i < (unsigned int)(n > 0 ? n : 0) &&
-				    utrace_unwind__has_module(ru->u, all[i] - !act[i]);
-			     i++)
-				;
-			if (n <= 0 || i == (unsigned int)n || pass ||
-			    utrace_unwind__report(ru->u, NULL))
-				break;
-		}
+		/* (a frame in a library dlopen()ed since: the unwinder reads the maps anew) */
+		n = utrace_unwind__stack_copy(ru->u, r->tid, r->regs, r->stack_sp, r->stack_data,
+					      r->stack_len, all, act, (int)max + 1);
 		if (n > 1) {
 			for (i = 1; i < (unsigned int)n; i++)
 				ev->stack[i - 1] = all[i];
@@ -400,11 +421,10 @@ static int rec_on_exec(struct utrace_engine *e, struct utrace_thread *th, pid_t 
 	if (utrace_thread__pid(th) == rc->main_pid)
 		rec_maps(rc, rc->main_pid);
 	if (rc->opts->stack) { /* -k: a new image, its modules */
-		struct runwind *ru;
+		struct runwind *ru = runwind_find(rc->unwinders, utrace_thread__pid(th));
 
-		for (ru = rc->unwinders; ru; ru = ru->next)
-			if (ru->pid == utrace_thread__pid(th) && ru->u)
-				utrace_unwind__report(ru->u, NULL);
+		if (ru && ru->u)
+			utrace_unwind__report(ru->u, NULL);
 	}
 	return UTRACE_RESUME;
 }
@@ -419,7 +439,7 @@ static int rec_on_exit(struct utrace_engine *e, struct utrace_thread *th, int st
 		rec_maps(rc, rc->main_pid);
 	/* -k: the modules as they end, for the records still in the rings */
 	if (utrace_thread__tid(th) == utrace_thread__pid(th) && rc->opts->stack) {
-		struct runwind *ru = rec_unwinder(rc, utrace_thread__pid(th));
+		struct runwind *ru = runwind_find(rc->unwinders, utrace_thread__pid(th));
 
 		if (ru && ru->u)
 			utrace_unwind__report(ru->u, NULL);
@@ -727,7 +747,7 @@ int cmd_record(struct cli_opts *opts)
 		 * its maps with it, before its first record is read
 		 */
 		rec_maps(rc, pid);
-		if (opts->stack)
+		if (opts->stack) /* (on ptrace too: rec_refresh() keeps the file's maps) */
 			rec_unwinder(rc, pid);
 	} else {
 		rc->main_pid = opts->pids[0];
@@ -861,13 +881,7 @@ out_free:
 			rc->points[i] = p->next;
 			free(p);
 		}
-	while (rc->unwinders) {
-		struct runwind *ru = rc->unwinders;
-
-		rc->unwinders = ru->next;
-		utrace_unwind__free(ru->u);
-		free(ru);
-	}
+	runwind_free_all(&rc->unwinders);
 	proto_dwarf_clear();
 	free(rc->probes);
 	return ret;
@@ -924,13 +938,6 @@ static int close_rec(struct tf_reader *r, const char *path, int ret, bool quiet)
 
 /* ---- replay -------------------------------------------------------------- */
 
-/* a recorded process's frames named from the maps the file kept (-k) */
-struct rsym {
-	struct rsym *next;
-	pid_t pid;
-	struct utrace_unwind *u; /* NULL: no maps kept, or no libdw */
-};
-
 struct replay {
 	struct output out;
 	struct chrome chrome;
@@ -939,7 +946,7 @@ struct replay {
 	int64_t mono_to_real;
 	const struct tf_event *cur;
 	struct tf_reader *rd;
-	struct rsym *syms;
+	struct runwind *syms; /* -k: the frames' names, by pid */
 };
 
 /*
@@ -948,36 +955,27 @@ struct replay {
  * it: no process is needed, the files are (as uftrace's replay needs
  * them, or perf report's).
  */
-static struct rsym *replay_sym(struct replay *rp, pid_t pid)
+static struct runwind *replay_sym(struct replay *rp, pid_t pid)
 {
-	struct rsym *s;
+	struct runwind *s = runwind_find(rp->syms, pid);
 	char *text, why[256];
+	struct utrace_maps *m;
 
-	for (s = rp->syms; s; s = s->next)
-		if (s->pid == pid)
-			return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	s->pid = pid;
+	if (s)
+		return s;
 	text = rp->rd ? tf_reader_maps(rp->rd, pid) : NULL;
-	if (text) {
-		struct utrace_maps *m = utrace_maps__parse(text);
-
-		if (m)
-			s->u = utrace_unwind__new(pid, m, why, sizeof(why));
-		utrace_maps__free(m);
-		free(text);
-	}
-	s->next = rp->syms;
-	rp->syms = s;
+	m = text ? utrace_maps__parse(text) : NULL;
+	free(text);
+	/* no maps kept: no unwinder, the addresses shown as they are */
+	s = runwind_add(&rp->syms, pid, m ? utrace_unwind__new(pid, m, why, sizeof(why)) : NULL);
+	utrace_maps__free(m);
 	return s;
 }
 
 /* -k's frames of an entry: the lines (and JSON array) utrace -k prints */
 static void replay_stack(struct replay *rp, const struct tf_event *ev, bool json)
 {
-	struct rsym *s = replay_sym(rp, ev->pid);
+	struct runwind *s = replay_sym(rp, ev->pid);
 	FILE *f = rp->out.f;
 	unsigned int i;
 
@@ -1747,13 +1745,7 @@ int cmd_read(int argc, char **argv)
 		output_break(&rp.out); /* a call the recording ended in */
 		if (rp.chrome_on)
 			chrome_close(&rp.chrome);
-		while (rp.syms) {
-			struct rsym *s = rp.syms;
-
-			rp.syms = s->next;
-			utrace_unwind__free(s->u);
-			free(s);
-		}
+		runwind_free_all(&rp.syms);
 	} else {
 		struct rep r;
 

@@ -46,6 +46,7 @@ struct utrace_unwind {
 	Elf *arch; /* the x86-64 header the process state's backend was opened with */
 	unsigned char ehdr[sizeof(Elf64_Ehdr)];
 	pid_t pid;
+	bool from_proc; /* the modules come from /proc/PID/maps, not a snapshot */
 	/* the unwind being made */
 	pid_t tid;
 	const struct user_regs_struct *regs;
@@ -278,6 +279,7 @@ int utrace_unwind__report(struct utrace_unwind *u, const struct utrace_maps *map
 {
 	if (!u)
 		return -EINVAL;
+	u->from_proc = !maps;
 	return maps ? report_maps(u, maps) : report_proc(u);
 }
 
@@ -311,6 +313,7 @@ struct utrace_unwind *utrace_unwind__new(pid_t pid, const struct utrace_maps *m,
 		snprintf(why, whylen, "%s", u->arch ? dwfl_errmsg(-1) : elf_errmsg(-1));
 		goto fail;
 	}
+	u->from_proc = !m;
 	err = m ? report_maps(u, m) : report_proc(u);
 	if (err) {
 		snprintf(why, whylen, "the modules of pid %d: %s", (int)pid,
@@ -340,6 +343,30 @@ void utrace_unwind__free(struct utrace_unwind *u)
 	free(u);
 }
 
+/*
+ * The unwind set up in @u, for thread @tid. An unwinder on /proc/PID/maps
+ * that meets a frame outside its modules (a library dlopen()ed since they
+ * were read) reads them anew and unwinds once more; a snapshot's owner
+ * gives the new maps itself (utrace_unwind__report()).
+ */
+static int frames(struct utrace_unwind *u, pid_t tid)
+{
+	int i;
+
+	u->n = 0;
+	/* -1 at the outermost frame (no caller) too: what was collected stands */
+	dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
+	if (!u->from_proc)
+		return u->n;
+	for (i = 0; i < u->n && dwfl_addrmodule(u->dwfl, u->pcs[i] - !(u->act && u->act[i])); i++)
+		;
+	if (i < u->n && report_proc(u) == 0) {
+		u->n = 0;
+		dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
+	}
+	return u->n;
+}
+
 int utrace_unwind__stack(struct utrace_unwind *u, pid_t tid, const struct user_regs_struct *regs,
 			 utrace_unwind_fix_fn fix, void *fix_arg, uint64_t *pcs, bool *act, int max)
 {
@@ -353,12 +380,10 @@ int utrace_unwind__stack(struct utrace_unwind *u, pid_t tid, const struct user_r
 	u->fix_arg = fix_arg;
 	u->pcs = pcs;
 	u->act = act;
-	u->n = 0;
 	u->max = max;
 	for (i = 0; i < NR_BLOCKS; i++)
 		u->blk[i].addr = 0;
-	/* -1 at the outermost frame (no caller) too: what was collected stands */
-	dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
+	frames(u, tid);
 	u->regs = NULL;
 	return u->n;
 }
@@ -376,9 +401,8 @@ int utrace_unwind__stack_copy(struct utrace_unwind *u, pid_t tid, const uint64_t
 	u->fix = NULL; /* the agent put hijacked return addresses back in the copy */
 	u->pcs = pcs;
 	u->act = act;
-	u->n = 0;
 	u->max = max;
-	dwfl_getthread_frames(u->dwfl, tid, cb_frame, u);
+	frames(u, tid);
 	u->cregs = NULL;
 	u->cdata = NULL;
 	return u->n;

@@ -802,8 +802,8 @@ static uint64_t unwind_fix(void *ctx, uint64_t slot, uint64_t value)
  * frame pointers (Debian's libc, -O2 programs) is walked through, as gdb's
  * bt walks it; the return probes' trampolines seen through (unwind_fix()).
  * One unwinder per process, made at its first stack (freed with the
- * process's state: at its exec, its exit), its modules read anew once
- * when a frame falls outside them (a dlopen since). The callers only: the
+ * process's state: at its exec, its exit), on /proc/PID/maps: it reads
+ * them anew itself after a dlopen. The callers only: the
  * first frame, the probed function's, is not one. Return: the frames in
  * @pcs, at most UTRACE_REC_MAX_STACK.
  */
@@ -812,7 +812,7 @@ static unsigned int walk_stack(struct utrace_probe *p, struct utrace_probe_ctx *
 	struct uprobes_proc *pp = uprobes_proc_find(p->up, ctx->pid);
 	uint64_t all[UTRACE_REC_MAX_STACK + 1];
 	bool act[UTRACE_REC_MAX_STACK + 1];
-	int n = 0, i, pass;
+	int n, i;
 
 	if (pp && !pp->unwind && !pp->unwind_tried) {
 		char why[256];
@@ -824,14 +824,8 @@ static unsigned int walk_stack(struct utrace_probe *p, struct utrace_probe_ctx *
 	}
 	if (!pp || !pp->unwind)
 		return walk_fp(ctx, pcs);
-	for (pass = 0; pass < 2; pass++) {
-		n = utrace_unwind__stack(pp->unwind, ctx->tid, ctx->regs, unwind_fix, ctx, all, act,
-					 UTRACE_REC_MAX_STACK + 1);
-		for (i = 0; i < n && utrace_unwind__has_module(pp->unwind, all[i] - !act[i]); i++)
-			;
-		if (i == n || pass || utrace_unwind__report(pp->unwind, NULL))
-			break;
-	}
+	n = utrace_unwind__stack(pp->unwind, ctx->tid, ctx->regs, unwind_fix, ctx, all, act,
+				 UTRACE_REC_MAX_STACK + 1);
 	if (n <= 1)
 		return walk_fp(ctx, pcs);
 	for (i = 1; i < n; i++)

@@ -59,7 +59,9 @@ UTRACE_API void utrace_unwind__free(struct utrace_unwind *u);
  * @brief **utrace_unwind__report()** read the modules again (the
  * mappings changed: a dlopen, an exec), from @maps or, when NULL, from
  * /proc/PID/maps. A process whose maps cannot be read keeps the modules
- * last reported.
+ * last reported. An unwinder on /proc/PID/maps (@maps NULL here or at
+ * utrace_unwind__new()) does it by itself, once per unwind, when a frame
+ * falls outside its modules; one on a snapshot is given the new maps.
  * @return 0, or a negative errno (-EIO: libdw refused the modules)
  */
 UTRACE_API int utrace_unwind__report(struct utrace_unwind *u, const struct utrace_maps *maps);
